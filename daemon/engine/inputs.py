@@ -1,0 +1,168 @@
+"""Everything the engine can be fed. Drivers produce these; so does the command channel.
+
+Every input carries ``at``: the monotonic-or-wall time (seconds, float) at which
+the driver observed it. The engine never reads a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from daemon.cards import Card
+
+
+class Source(Enum):
+    """Who produced an input."""
+
+    READER = "reader"
+    CAMERA = "camera"
+    SUPERVISOR = "supervisor"
+    SYSTEM = "system"
+
+
+class DeviceTarget(Enum):
+    """Where the device itself says a card went (Angel Eye target/index byte)."""
+
+    P1 = "P1"
+    P2 = "P2"
+    P3 = "P3"
+    B1 = "B1"
+    B2 = "B2"
+    B3 = "B3"
+    BURN = "burn"
+    FIRST_CARD = "first_card"
+    BURN_COUNT = "burn_count"
+
+
+@dataclass(frozen=True, slots=True)
+class CardRead:
+    """A card identified by a reader or the camera.
+
+    ``position`` is the card's place within a multi-card pull when the device
+    reports one (1 = top card, dealt first). ``target`` is the slot the device
+    claims for the card, if it names one. ``transmission_id`` identifies one
+    physical read on the device (e.g. the Angel Eye frame sequence mark): two
+    reads with the same transmission id and card are one card sent twice, while
+    two reads without one are always two cards. ``confidence`` is set by the
+    camera (0..1). ``raw`` is the wire form, for audit.
+    """
+
+    card: Card
+    at: float
+    source: Source = Source.READER
+    position: int | None = None
+    target: DeviceTarget | None = None
+    transmission_id: str | None = None
+    confidence: float | None = None
+    raw: str | None = None
+    device: str = "reader"
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFailed:
+    """The device saw a card but could not identify it ("cannot read", card-code error)."""
+
+    at: float
+    source: Source = Source.READER
+    reason: str = "cannot read"
+    code: int | None = None
+    raw: str | None = None
+    device: str = "reader"
+
+
+@dataclass(frozen=True, slots=True)
+class CutCardDrawn:
+    """The cut card came out of the shoe."""
+
+    at: float
+    source: Source = Source.READER
+    raw: str | None = None
+    device: str = "reader"
+
+
+class ReaderSignalKind(Enum):
+    STARTED = "started"  # power-up / reset / start of communication
+    STANDBY = "standby"
+    LOCKED = "locked"
+    UNLOCKED = "unlocked"
+    ERROR_RAISED = "error_raised"
+    ERROR_CLEARED = "error_cleared"
+    REDEAL = "redeal"
+    PRESET_CHANGED = "preset_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderSignal:
+    """A status message from the reader that is not a card."""
+
+    kind: ReaderSignalKind
+    at: float
+    code: int | None = None
+    detail: str | None = None
+    raw: str | None = None
+    device: str = "reader"
+
+
+class VerdictOutcome(Enum):
+    PLAYER = "player"
+    BANKER = "banker"
+    TIE = "tie"
+    FORCED_QUIT = "forced_quit"
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeVerdict:
+    """The reader's own result for the round (Angel Eye ``G`` frame)."""
+
+    outcome: VerdictOutcome
+    player_pair: bool
+    banker_pair: bool
+    at: float
+    raw: str | None = None
+    device: str = "reader"
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceConnection:
+    """A device went away or came back (emitted by the driver, not the device)."""
+
+    connected: bool
+    at: float
+    device: str = "reader"
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """Clock tick, so time-based rules (pull hold window) can fire without a new read."""
+
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class SupervisorCommand:
+    """A supervisor action, already authenticated by the command channel.
+
+    ``action`` names the command (see the engine for the accepted set and the
+    arguments each takes); ``args`` carries JSON-ready arguments; ``actor`` is who
+    asked; ``command_id`` is the caller's id, echoed in the reply.
+    """
+
+    action: str
+    at: float
+    actor: str
+    command_id: str
+    args: dict[str, object] = field(default_factory=dict)
+
+
+EngineInput = (
+    CardRead
+    | ReadFailed
+    | CutCardDrawn
+    | ReaderSignal
+    | ShoeVerdict
+    | DeviceConnection
+    | Tick
+    | SupervisorCommand
+)
