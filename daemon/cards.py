@@ -8,6 +8,7 @@ else with a message naming what was wrong.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum, IntEnum
 from functools import cache
@@ -110,6 +111,6 @@ ALL_CARDS: tuple[Card, ...] = tuple(Card(r, s) for s in Suit for r in Rank)
 """The 52 distinct cards of one deck."""
 
 
-def hand_total(cards: tuple[Card, ...] | list[Card]) -> int:
+def hand_total(cards: Sequence[Card]) -> int:
     """Baccarat total of a hand: the sum of point values modulo 10."""
     return sum(c.points for c in cards) % 10
