@@ -100,3 +100,13 @@ def _route_stdlib_logging(level: int, _out: TextIO) -> None:
     root.addHandler(_StructlogHandler())
     # Third-party libraries are chatty at info; keep them at warning unless debugging.
     root.setLevel(level if level <= logging.DEBUG else logging.WARNING)
+
+
+def reset_logging() -> None:
+    """Undo :func:`configure_logging` (tests, and the demo before it prints its summary)."""
+    structlog.reset_defaults()
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, _StructlogHandler):
+            root.removeHandler(handler)
+    root.setLevel(logging.WARNING)

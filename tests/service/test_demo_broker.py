@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
 
 from daemon.service.demo_broker import EmbeddedBroker
 
@@ -14,12 +15,12 @@ def test_embedded_broker_delivers_qos1_and_retained_messages() -> None:
     got_two = threading.Event()
 
     def on_message(_c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
-        received.append((msg.topic, msg.payload, bool(msg.retain)))
+        received.append((msg.topic, bytes(msg.payload), bool(msg.retain)))
         if len(received) == 2:
             got_two.set()
 
     with EmbeddedBroker() as broker:
-        client = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv311)
         client.on_message = on_message
         client.connect("127.0.0.1", broker.port)
         client.loop_start()
