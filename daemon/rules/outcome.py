@@ -142,6 +142,34 @@ class RoundOutcome:
         return self.banker[0] == self.banker[1]
 
     @property
+    def identical_pairs(self) -> bool:
+        """Both sides hold a pair and the two pairs are the same cards (rank and suit).
+
+        Tiger Pair's top tier: e.g. Player 9♣ 9♥ and Banker 9♥ 9♣ (seeds 000, 004).
+        """
+        return (
+            self.player_pair
+            and self.banker_pair
+            and sorted(c.code for c in self.player[:2]) == sorted(c.code for c in self.banker[:2])
+        )
+
+    @property
+    def facts(self) -> RoundFacts:
+        """Everything a bet can look at, without the cards themselves."""
+        return RoundFacts(
+            player_total=self.player_total,
+            banker_total=self.banker_total,
+            player_cards=len(self.player),
+            banker_cards=len(self.banker),
+            player_pair=self.player_pair,
+            banker_pair=self.banker_pair,
+            player_suited_pair=self.player_suited_pair,
+            banker_suited_pair=self.banker_suited_pair,
+            identical_pairs=self.identical_pairs,
+            first_card_comparison=self.first_card_comparison,
+        )
+
+    @property
     def first_card_comparison(self) -> int:
         """Sign of (Banker first rank - Player first rank), ranks A..K = 1..13.
 
@@ -168,6 +196,77 @@ class RoundOutcome:
             "cards": self.card_count,
             "first_card": {1: "dragon", -1: "tiger", 0: "tie"}[self.first_card_comparison],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFacts:
+    """The facts of a finished round that bets depend on; hashable, so outcomes can be counted.
+
+    Every bet in the catalogue resolves from these fields alone, which is what lets
+    the exact enumeration price every bet: it counts rounds per distinct RoundFacts.
+    A side's two-card natural is implied: a side that kept two cards and totals 8 or 9
+    had a natural (a non-natural two-card hand only stands on 6 or 7, or the Banker on
+    3-7 after a Player draw, never on 8-9).
+    """
+
+    player_total: int
+    banker_total: int
+    player_cards: int
+    banker_cards: int
+    player_pair: bool
+    banker_pair: bool
+    player_suited_pair: bool
+    banker_suited_pair: bool
+    identical_pairs: bool
+    first_card_comparison: int
+
+    @property
+    def winner(self) -> Winner:
+        p, b = self.player_total, self.banker_total
+        return Winner.PLAYER if p > b else Winner.BANKER if b > p else Winner.TIE
+
+    @property
+    def winning_total(self) -> int:
+        """The winner's total (on a tie, the tied total)."""
+        return max(self.player_total, self.banker_total)
+
+    @property
+    def margin(self) -> int:
+        return abs(self.player_total - self.banker_total)
+
+    @property
+    def player_natural(self) -> bool:
+        return self.player_cards == 2 and self.player_total >= 8
+
+    @property
+    def banker_natural(self) -> bool:
+        return self.banker_cards == 2 and self.banker_total >= 8
+
+    @property
+    def natural(self) -> bool:
+        return self.player_natural or self.banker_natural
+
+    @property
+    def card_count(self) -> int:
+        return self.player_cards + self.banker_cards
+
+    def cards_of(self, side: Side) -> int:
+        return self.player_cards if side is Side.PLAYER else self.banker_cards
+
+    def total_of(self, side: Side) -> int:
+        return self.player_total if side is Side.PLAYER else self.banker_total
+
+    def natural_of(self, side: Side) -> bool:
+        return self.player_natural if side is Side.PLAYER else self.banker_natural
+
+    def pair_of(self, side: Side) -> bool:
+        return self.player_pair if side is Side.PLAYER else self.banker_pair
+
+    def suited_pair_of(self, side: Side) -> bool:
+        return self.player_suited_pair if side is Side.PLAYER else self.banker_suited_pair
+
+    def won_by(self, side: Side) -> bool:
+        return self.winner.value == side.value
 
 
 def play_round(cards: Iterable[Card]) -> tuple[RoundOutcome, int]:
