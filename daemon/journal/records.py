@@ -1,0 +1,103 @@
+"""What the journal stores and hands back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class JournalableEvent(Protocol):
+    """What the journal needs from an event: the engine's ``Event`` fits it."""
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def at(self) -> float: ...
+
+    @property
+    def shoe_id(self) -> str | None: ...
+
+    @property
+    def hand(self) -> int | None: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryEvent:
+    """An event raised by the delivery side (publisher, journal), not by the engine.
+
+    It shares the table's ordered stream (it gets a ``seq``) so the server sees it in
+    order, but it is not folded back into the engine on restart.
+    """
+
+    kind: str
+    at: float
+    data: dict[str, Any]
+    shoe_id: str | None = None
+    hand: int | None = None
+    source: str = "system"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "at": self.at,
+            "shoe_id": self.shoe_id,
+            "hand": self.hand,
+            "source": self.source,
+            "data": self.data,
+        }
+
+
+ORIGIN_ENGINE = "engine"
+ORIGIN_DELIVERY = "delivery"
+
+
+@dataclass(frozen=True, slots=True)
+class JournaledEvent:
+    """One event row: the event as the engine made it plus what the journal assigned."""
+
+    seq: int
+    event_id: str
+    kind: str
+    at: float
+    shoe_id: str | None
+    hand: int | None
+    source: str
+    data: dict[str, Any]
+    origin: str
+    journaled_at: float
+    delivered_at: float | None = None
+    dead_letter: str | None = None
+    body: dict[str, Any] = field(default_factory=dict)
+    """The event's full ``to_dict()`` form, for ``Event.from_dict`` when folding."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capacity:
+    """How full the journal is against its limits."""
+
+    size_bytes: int
+    max_bytes: int
+    undelivered: int
+    max_undelivered: int
+    oldest_undelivered_at: float | None
+
+    @property
+    def full(self) -> bool:
+        return self.size_bytes >= self.max_bytes or self.undelivered >= self.max_undelivered
+
+    @property
+    def reason(self) -> str | None:
+        if self.size_bytes >= self.max_bytes:
+            return f"journal size {self.size_bytes} bytes reached the limit of {self.max_bytes}"
+        if self.undelivered >= self.max_undelivered:
+            return f"{self.undelivered} undelivered events reached the limit of {self.max_undelivered}"
+        return None

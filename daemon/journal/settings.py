@@ -1,0 +1,47 @@
+"""Journal settings (the ``journal:`` section of the daemon config)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class FullPolicy(Enum):
+    """What happens when the journal reaches a limit.
+
+    Validated events are never dropped under either policy.
+
+    * ``refuse_new_rounds`` (default): the journal reports it no longer admits a new round
+      (:meth:`Journal.admits_new_round`); the round in progress still completes and is
+      journaled; an alert is raised. Dealing resumes once delivery and compaction free space.
+    * ``alert_only``: keep journaling and raise the alert; the disk itself is the limit.
+    """
+
+    REFUSE_NEW_ROUNDS = "refuse_new_rounds"
+    ALERT_ONLY = "alert_only"
+
+
+class JournalSettings(BaseModel):
+    """Where the journal lives and how big it may grow."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    path: Path = Field(
+        default=Path("/var/lib/baccarat-edge/journal.sqlite3"),
+        description="SQLite file (WAL mode; the -wal and -shm files sit beside it).",
+    )
+    max_bytes: int = Field(
+        default=512 * 1024 * 1024, ge=64 * 1024, description="Size limit of the database file."
+    )
+    max_undelivered_events: int = Field(
+        default=500_000, ge=10, description="Limit on events journaled but not yet acknowledged."
+    )
+    on_full: FullPolicy = FullPolicy.REFUSE_NEW_ROUNDS
+    audit_retention_days: float = Field(
+        default=90.0,
+        ge=0,
+        description="Delivered events of finished shoes are kept this long for audit, then compacted.",
+    )
+    busy_timeout_ms: int = Field(default=5000, ge=0)

@@ -1,0 +1,493 @@
+"""The journal: an SQLite file (WAL, ``synchronous=FULL``) holding every engine input and
+every validated event, committed before anything is published.
+
+* :meth:`Journal.append` writes the inputs and the events they produced in one transaction
+  and assigns each event a gapless per-table ``seq`` and a stable ``event_id``.
+* The publisher drains :meth:`Journal.pending` in ``seq`` order and calls
+  :meth:`Journal.mark_delivered` on PUBACK (or :meth:`Journal.mark_dead_letter`).
+* On restart the engine is rebuilt by folding :meth:`Journal.events`.
+* :meth:`Journal.compact` removes delivered events of finished shoes after the audit
+  retention; :meth:`Journal.capacity` and :meth:`Journal.admits_new_round` implement the
+  full policy. Nothing validated is ever deleted before it was delivered.
+
+One connection is shared by the engine, publisher and network threads behind a lock; every
+call is short.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from daemon.engine.inputs import EngineInput
+from daemon.journal.codec import dumps_input, loads_input
+from daemon.journal.records import (
+    ORIGIN_DELIVERY,
+    ORIGIN_ENGINE,
+    Capacity,
+    DeliveryEvent,
+    JournalableEvent,
+    JournaledEvent,
+)
+from daemon.journal.settings import FullPolicy, JournalSettings
+
+SCHEMA_VERSION = 1
+EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS inputs(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    type TEXT NOT NULL,
+    at REAL NOT NULL,
+    body TEXT NOT NULL,
+    journaled_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events(
+    seq INTEGER PRIMARY KEY,
+    event_id TEXT NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    at REAL NOT NULL,
+    shoe_id TEXT,
+    hand INTEGER,
+    source TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    body TEXT NOT NULL,
+    input_id INTEGER,
+    journaled_at REAL NOT NULL,
+    delivered_at REAL,
+    dead_letter TEXT
+);
+CREATE INDEX IF NOT EXISTS events_undelivered ON events(seq)
+    WHERE delivered_at IS NULL AND dead_letter IS NULL;
+CREATE TABLE IF NOT EXISTS command_nonces(
+    nonce TEXT PRIMARY KEY,
+    ts REAL NOT NULL,
+    seen_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS command_nonces_ts ON command_nonces(ts);
+"""
+
+# Column order read by _event_from_row; queries spell it out (no SQL is built from strings).
+
+
+class JournalError(RuntimeError):
+    """The journal file cannot be used (wrong table, newer schema, unreadable)."""
+
+
+class NonceVerdict(Enum):
+    """Result of :meth:`Journal.remember_nonce`."""
+
+    FRESH = "fresh"
+    REUSED = "reused"
+    CACHE_FULL = "cache_full"
+
+
+def event_id_for(journal_id: str, table_id: str, seq: int) -> str:
+    """The stable id of event ``seq``: a UUIDv5, so republishing never changes it, and a
+    fresh journal (new ``journal_id``) never reuses an id even though ``seq`` restarts."""
+    return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{journal_id}/{table_id}/{seq}"))
+
+
+class Journal:
+    """The durable journal of one table."""
+
+    def __init__(
+        self, settings: JournalSettings, table_id: str, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.settings = settings
+        self.table_id = table_id
+        self._clock = clock
+        self._lock = threading.RLock()
+        settings.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                settings.path, isolation_level=None, check_same_thread=False, timeout=5.0
+            )
+            self._init_db()
+        except sqlite3.DatabaseError as exc:
+            raise JournalError(f"journal {settings.path}: {exc}") from None
+
+    # -- set-up ---------------------------------------------------------------------------
+
+    def _init_db(self) -> None:
+        db = self._db
+        db.execute(f"PRAGMA busy_timeout={int(self.settings.busy_timeout_ms)}")
+        fresh = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
+        if fresh:
+            # Must precede the first table so deleted pages can be returned to the file system.
+            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise JournalError(f"journal {self.settings.path}: cannot switch to WAL mode (got {mode})")
+        db.execute("PRAGMA synchronous=FULL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(_SCHEMA)
+        with self._transaction():
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            if not meta:
+                db.executemany(
+                    "INSERT INTO meta(key, value) VALUES (?, ?)",
+                    [
+                        ("schema_version", str(SCHEMA_VERSION)),
+                        ("table_id", self.table_id),
+                        ("journal_id", str(uuid.uuid4())),
+                        ("next_seq", "1"),
+                        ("created_at", repr(self._clock())),
+                    ],
+                )
+                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+        if int(meta["schema_version"]) > SCHEMA_VERSION:
+            raise JournalError(
+                f"journal {self.settings.path} has schema version {meta['schema_version']}, "
+                f"newer than this daemon's {SCHEMA_VERSION}"
+            )
+        if meta["table_id"] != self.table_id:
+            raise JournalError(
+                f"journal {self.settings.path} belongs to table {meta['table_id']!r}, "
+                f"not {self.table_id!r}: refusing to mix two tables' events"
+            )
+        self.journal_id: str = meta["journal_id"]
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db, self._lock)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- writing ----------------------------------------------------------------------------
+
+    def append(
+        self, inputs: Sequence[EngineInput], events: Sequence[JournalableEvent]
+    ) -> list[JournaledEvent]:
+        """Durably record ``inputs`` and the engine ``events`` they produced, in one transaction.
+
+        Returns the events with their assigned ``seq``/``event_id``. When this returns, the
+        rows are on disk (WAL fsynced): only then may they be published.
+        """
+        return self._append(inputs, events, ORIGIN_ENGINE)
+
+    def append_delivery_event(self, event: DeliveryEvent) -> JournaledEvent:
+        """Record an event raised by the delivery side (dead letter, journal full)."""
+        return self._append((), (event,), ORIGIN_DELIVERY)[0]
+
+    def _append(
+        self, inputs: Sequence[EngineInput], events: Sequence[JournalableEvent], origin: str
+    ) -> list[JournaledEvent]:
+        now = self._clock()
+        input_rows = [(type(i).__name__, float(i.at), dumps_input(i), now) for i in inputs]
+        bodies = [e.to_dict() for e in events]
+        body_texts = [json.dumps(b, separators=(",", ":"), sort_keys=True, allow_nan=False) for b in bodies]
+        out: list[JournaledEvent] = []
+        with self._transaction():
+            last_input_id: int | None = None
+            for row in input_rows:
+                cur = self._db.execute(
+                    "INSERT INTO inputs(type, at, body, journaled_at) VALUES (?, ?, ?, ?)", row
+                )
+                last_input_id = cur.lastrowid
+            if not events:
+                return out
+            next_seq = int(self._meta("next_seq"))
+            for event, body, text in zip(events, bodies, body_texts, strict=True):
+                seq = next_seq
+                next_seq += 1
+                event_id = event_id_for(self.journal_id, self.table_id, seq)
+                self._db.execute(
+                    "INSERT INTO events(seq, event_id, kind, at, shoe_id, hand, source, origin, body, "
+                    "journaled_at, delivered_at, dead_letter, input_id) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)",
+                    (
+                        seq,
+                        event_id,
+                        event.kind,
+                        float(event.at),
+                        event.shoe_id,
+                        event.hand,
+                        event.source,
+                        origin,
+                        text,
+                        now,
+                        last_input_id,
+                    ),
+                )
+                out.append(
+                    JournaledEvent(
+                        seq=seq,
+                        event_id=event_id,
+                        kind=event.kind,
+                        at=float(event.at),
+                        shoe_id=event.shoe_id,
+                        hand=event.hand,
+                        source=event.source,
+                        data=dict(event.data),
+                        origin=origin,
+                        journaled_at=now,
+                        body=body,
+                    )
+                )
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(next_seq),))
+        return out
+
+    def mark_delivered(self, seqs: Iterable[int], at: float | None = None) -> None:
+        """Record the broker's acknowledgement of these events.
+
+        Losing this write in a crash only means the events are published again: consumers
+        deduplicate by ``event_id``.
+        """
+        stamp = self._clock() if at is None else at
+        rows = [(stamp, int(s)) for s in seqs]
+        if not rows:
+            return
+        with self._transaction():
+            self._db.executemany(
+                "UPDATE events SET delivered_at = ? WHERE seq = ? AND delivered_at IS NULL", rows
+            )
+
+    def mark_dead_letter(self, seq: int, reason: str) -> None:
+        """The broker refused this event: keep it for audit, stop retrying it."""
+        with self._transaction():
+            self._db.execute(
+                "UPDATE events SET dead_letter = ? WHERE seq = ? AND delivered_at IS NULL", (reason, seq)
+            )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _meta(self, key: str) -> str:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            raise JournalError(f"journal {self.settings.path}: meta key {key!r} missing")
+        return str(row[0])
+
+    def last_seq(self) -> int:
+        """The highest ``seq`` ever assigned (0 when none)."""
+        with self._lock:
+            return int(self._meta("next_seq")) - 1
+
+    def pending(self, after_seq: int = 0, limit: int = 100) -> list[JournaledEvent]:
+        """Undelivered, not dead-lettered events with ``seq > after_seq``, in ``seq`` order."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
+                "delivered_at, dead_letter "
+                "FROM events WHERE seq > ? AND delivered_at IS NULL "
+                "AND dead_letter IS NULL ORDER BY seq LIMIT ?",
+                (after_seq, limit),
+            ).fetchall()
+        return [_event_from_row(r) for r in rows]
+
+    def get(self, seq: int) -> JournaledEvent | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
+                "delivered_at, dead_letter "
+                "FROM events WHERE seq = ?",
+                (seq,),
+            ).fetchone()
+        return None if row is None else _event_from_row(row)
+
+    def events(self, after_seq: int = 0, origin: str | None = ORIGIN_ENGINE) -> Iterator[JournaledEvent]:
+        """Every stored event with ``seq > after_seq`` in order (engine events only by default):
+        fold these with ``Engine.restore`` (``Event.from_dict(e.body)``) after a restart."""
+        cursor = after_seq
+        while True:
+            with self._lock:
+                if origin is None:
+                    rows = self._db.execute(
+                        "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
+                        "delivered_at, dead_letter "
+                        "FROM events WHERE seq > ? ORDER BY seq LIMIT 500",
+                        (cursor,),
+                    ).fetchall()
+                else:
+                    rows = self._db.execute(
+                        "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
+                        "delivered_at, dead_letter "
+                        "FROM events WHERE seq > ? AND origin = ? "
+                        "ORDER BY seq LIMIT 500",
+                        (cursor, origin),
+                    ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                event = _event_from_row(row)
+                cursor = event.seq
+                yield event
+
+    def inputs(self, after_id: int = 0) -> Iterator[tuple[int, EngineInput]]:
+        """Every stored input with its row id, in the order it was journaled."""
+        cursor = after_id
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT id, body FROM inputs WHERE id > ? ORDER BY id LIMIT 500", (cursor,)
+                ).fetchall()
+            if not rows:
+                return
+            for row_id, body in rows:
+                cursor = row_id
+                yield row_id, loads_input(body)
+
+    def input_count(self) -> int:
+        """Number of inputs ever journaled (including compacted ones)."""
+        with self._lock:
+            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'inputs'").fetchone()
+        return 0 if row is None else int(row[0])
+
+    def dead_letters(self) -> list[JournaledEvent]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
+                "delivered_at, dead_letter "
+                "FROM events WHERE dead_letter IS NOT NULL ORDER BY seq"
+            ).fetchall()
+        return [_event_from_row(r) for r in rows]
+
+    # -- limits -------------------------------------------------------------------------------
+
+    def size_bytes(self) -> int:
+        total = 0
+        for suffix in ("", "-wal"):
+            path = Path(str(self.settings.path) + suffix)
+            with contextlib.suppress(FileNotFoundError):
+                total += path.stat().st_size
+        return total
+
+    def capacity(self) -> Capacity:
+        with self._lock:
+            count, oldest = self._db.execute(
+                "SELECT count(*), min(journaled_at) FROM events "
+                "WHERE delivered_at IS NULL AND dead_letter IS NULL"
+            ).fetchone()
+        return Capacity(
+            size_bytes=self.size_bytes(),
+            max_bytes=self.settings.max_bytes,
+            undelivered=int(count),
+            max_undelivered=self.settings.max_undelivered_events,
+            oldest_undelivered_at=None if oldest is None else float(oldest),
+        )
+
+    def admits_new_round(self) -> bool:
+        """False when the journal is full and the policy is ``refuse_new_rounds``."""
+        if self.settings.on_full is FullPolicy.ALERT_ONLY:
+            return True
+        return not self.capacity().full
+
+    def compact(self, now: float | None = None) -> int:
+        """Delete delivered (or dead-lettered) events of finished shoes journaled before the
+        audit retention, and inputs older than every remaining event. Returns events deleted.
+
+        The current shoe (that of the newest engine event) is never compacted, nor anything
+        at or after the first undelivered event.
+        """
+        stamp = self._clock() if now is None else now
+        cutoff = stamp - self.settings.audit_retention_days * 86400.0
+        with self._transaction():
+            row = self._db.execute(
+                "SELECT shoe_id FROM events WHERE origin = ? AND shoe_id IS NOT NULL "
+                "ORDER BY seq DESC LIMIT 1",
+                (ORIGIN_ENGINE,),
+            ).fetchone()
+            current_shoe = None if row is None else row[0]
+            first_pending = self._db.execute(
+                "SELECT min(seq) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
+            ).fetchone()[0]
+            limit_seq = first_pending if first_pending is not None else self.last_seq() + 1
+            deleted = self._db.execute(
+                "DELETE FROM events WHERE seq < ? AND journaled_at < ? "
+                "AND (delivered_at IS NOT NULL OR dead_letter IS NOT NULL) "
+                "AND (shoe_id IS NULL OR shoe_id IS NOT ?) "
+                "AND (shoe_id IS NULL OR shoe_id NOT IN (SELECT shoe_id FROM events WHERE "
+                "shoe_id IS NOT NULL AND delivered_at IS NULL AND dead_letter IS NULL))",
+                (limit_seq, cutoff, current_shoe),
+            ).rowcount
+            oldest_needed = self._db.execute(
+                "SELECT min(input_id) FROM events WHERE input_id IS NOT NULL"
+            ).fetchone()[0]
+            if oldest_needed is None:
+                self._db.execute("DELETE FROM inputs WHERE journaled_at < ?", (cutoff,))
+            else:
+                self._db.execute(
+                    "DELETE FROM inputs WHERE journaled_at < ? AND id < ?", (cutoff, oldest_needed)
+                )
+        with self._lock:
+            self._db.execute("PRAGMA incremental_vacuum")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return int(deleted)
+
+    # -- command nonces ---------------------------------------------------------------------
+
+    def remember_nonce(
+        self, nonce: str, ts: float, now: float, horizon_s: float, max_entries: int
+    ) -> NonceVerdict:
+        """Record a command nonce durably; REUSED if it was seen before.
+
+        Nonces whose timestamp is older than ``now - horizon_s`` are forgotten: a command
+        that old is refused on its timestamp anyway, so forgetting them does not reopen replay.
+        """
+        with self._transaction():
+            self._db.execute("DELETE FROM command_nonces WHERE ts < ?", (now - horizon_s,))
+            if self._db.execute("SELECT 1 FROM command_nonces WHERE nonce = ?", (nonce,)).fetchone():
+                return NonceVerdict.REUSED
+            count = self._db.execute("SELECT count(*) FROM command_nonces").fetchone()[0]
+            if count >= max_entries:
+                return NonceVerdict.CACHE_FULL
+            self._db.execute(
+                "INSERT INTO command_nonces(nonce, ts, seen_at) VALUES (?, ?, ?)", (nonce, ts, now)
+            )
+        return NonceVerdict.FRESH
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``) under the journal lock."""
+
+    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
+        self._db = db
+        self._lock = lock
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        try:
+            if exc_type is None:
+                self._db.execute("COMMIT")
+            else:
+                self._db.execute("ROLLBACK")
+        finally:
+            self._lock.release()
+
+
+def _event_from_row(row: tuple[Any, ...]) -> JournaledEvent:
+    seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead = row
+    parsed: dict[str, Any] = json.loads(body)
+    data = parsed.get("data")
+    return JournaledEvent(
+        seq=int(seq),
+        event_id=str(event_id),
+        kind=str(kind),
+        at=float(at),
+        shoe_id=shoe_id,
+        hand=hand,
+        source=str(source),
+        data=data if isinstance(data, dict) else {},
+        origin=str(origin),
+        journaled_at=float(journaled_at),
+        delivered_at=delivered_at,
+        dead_letter=dead,
+        body=parsed,
+    )

@@ -1,0 +1,105 @@
+"""Canonical JSON for signatures: RFC 8785, the JSON Canonicalization Scheme (JCS).
+
+Signatures are computed over bytes, and two JSON encoders rarely produce the same bytes
+for the same value. JCS fixes the form: object members sorted by the UTF-16 code units of
+their names, no insignificant whitespace, strings with only the mandatory escapes, and
+numbers printed the way ECMAScript's ``Number.prototype.toString`` prints them
+(``1.0`` -> ``1``, ``1e-7`` -> ``1e-7``, ``1e21`` -> ``1e+21``). Libraries exist for every
+server language, so the game server can recompute the exact bytes we signed.
+
+NaN and infinities have no JSON form and are rejected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+class CanonicalJsonError(ValueError):
+    """A value that has no canonical JSON form."""
+
+
+def canonical_json(value: Any) -> bytes:
+    """The RFC 8785 canonical UTF-8 bytes of a JSON-ready value."""
+    parts: list[str] = []
+    _write(value, parts, "$")
+    return "".join(parts).encode("utf-8")
+
+
+def format_number(number: float) -> str:
+    """ECMAScript ``Number.prototype.toString`` for a finite double (RFC 8785 section 3.2.2.3)."""
+    if not math.isfinite(number):
+        raise CanonicalJsonError(f"{number!r} has no JSON form")
+    if number == 0:
+        return "0"  # also turns -0 into 0, as ECMAScript does
+    sign = "-" if number < 0 else ""
+    # repr() gives the shortest digit string that round-trips, the same digits ECMAScript picks.
+    mantissa, _, exp_text = repr(abs(number)).partition("e")
+    int_part, _, frac_part = mantissa.partition(".")
+    digits = (int_part + frac_part).lstrip("0")
+    # Decimal exponent n such that value = 0.d1d2d3... * 10**n (ECMAScript's n).
+    leading_zeros = len(int_part + frac_part) - len((int_part + frac_part).lstrip("0"))
+    n = len(int_part) - leading_zeros + (int(exp_text) if exp_text else 0)
+    digits = digits.rstrip("0")
+    k = len(digits)
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        exponent = n - 1
+        exp_sign = "+" if exponent >= 0 else "-"
+        head = digits[0] + ("." + digits[1:] if k > 1 else "")
+        text = f"{head}e{exp_sign}{abs(exponent)}"
+    return sign + text
+
+
+def _utf16_key(name: str) -> bytes:
+    return name.encode("utf-16-be", "surrogatepass")
+
+
+def _write(value: Any, out: list[str], path: str) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, int):
+        if abs(value) > 2**53:
+            # Beyond 2**53 a double cannot hold the integer: the verifier would see another number.
+            raise CanonicalJsonError(f"{path}: integer {value} is outside the exact double range")
+        out.append(str(value))
+    elif isinstance(value, float):
+        try:
+            out.append(format_number(value))
+        except CanonicalJsonError as exc:
+            raise CanonicalJsonError(f"{path}: {exc}") from None
+    elif isinstance(value, str):
+        out.append(json.dumps(value, ensure_ascii=False))
+    elif isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                raise CanonicalJsonError(f"{path}: object key {key!r} is not a string")
+        out.append("{")
+        for index, key in enumerate(sorted(value, key=_utf16_key)):
+            if index:
+                out.append(",")
+            out.append(json.dumps(key, ensure_ascii=False))
+            out.append(":")
+            _write(value[key], out, f"{path}.{key}")
+        out.append("}")
+    elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            _write(item, out, f"{path}[{index}]")
+        out.append("]")
+    else:
+        raise CanonicalJsonError(f"{path}: {type(value).__name__} is not a JSON value")

@@ -1,0 +1,74 @@
+"""Secrets (passwords, HMAC keys) come from a file or an environment variable, never argv.
+
+Settings only ever hold *where* a secret is (a path or a variable name); the value is read
+at start-up into a :class:`Secret`, whose ``repr``/``str`` never show it, so it cannot leak
+into logs or tracebacks by accident.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+
+class SecretError(ValueError):
+    """A configured secret could not be read."""
+
+
+class Secret:
+    """A secret value that does not print itself."""
+
+    __slots__ = ("_value", "origin")
+
+    def __init__(self, value: bytes, origin: str) -> None:
+        self._value = value
+        self.origin = origin
+
+    def reveal(self) -> bytes:
+        """The secret bytes; call only where they are used."""
+        return self._value
+
+    def reveal_text(self) -> str:
+        return self._value.decode("utf-8")
+
+    def __repr__(self) -> str:
+        return f"Secret(from {self.origin}, {len(self._value)} bytes)"
+
+    __str__ = __repr__
+
+
+class SecretSource(BaseModel):
+    """Where one secret lives: exactly one of ``file`` or ``env`` (a variable *name*)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    file: Path | None = None
+    env: str | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> SecretSource:
+        if (self.file is None) == (self.env is None):
+            raise ValueError("give exactly one of 'file' (a path) or 'env' (an environment variable name)")
+        return self
+
+    def load(self) -> Secret:
+        """Read the secret; trailing newlines of a file are not part of it."""
+        if self.file is not None:
+            try:
+                data = self.file.read_bytes()
+            except OSError as exc:
+                raise SecretError(f"cannot read secret file {self.file}: {exc.strerror}") from None
+            value = data.rstrip(b"\r\n")
+            origin = f"file {self.file}"
+        else:
+            assert self.env is not None
+            text = os.environ.get(self.env)
+            if text is None:
+                raise SecretError(f"environment variable {self.env} (named in the settings) is not set")
+            value = text.encode("utf-8")
+            origin = f"env {self.env}"
+        if not value:
+            raise SecretError(f"secret from {origin} is empty")
+        return Secret(value, origin)
