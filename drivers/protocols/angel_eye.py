@@ -1,0 +1,432 @@
+"""Angel Eye II-EX shoe protocol (see /work/shared/design/PROTOCOLS.md §1).
+
+Shoe → host frame: ``ENQ SEQ CODE DATA... ETX BCC`` where BCC is two ASCII hex
+characters, the XOR of every byte from SEQ through ETX. Each frame is sent
+several times; repeats are recognised on (SEQ, payload) and the memory is reset
+by a start (``S``) frame. Host → shoe commands are ``STX 'O' 'P' TYPE DATA ETX
+BCC`` and the shoe answers ACK, or NAK followed by a two-character code.
+
+The decoder is pure and incremental: bytes in, :class:`DecodedFrame` out. It
+never raises on input and never produces a card from a frame whose BCC, length,
+target/index or card byte is wrong.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from daemon.cards import Card, Rank, Suit
+from daemon.engine.inputs import (
+    CardRead,
+    CutCardDrawn,
+    DeviceTarget,
+    ReaderSignal,
+    ReaderSignalKind,
+    ReadFailed,
+    ShoeVerdict,
+    Source,
+    VerdictOutcome,
+)
+from drivers.protocols.frames import CommandReply, DecodedFrame, ReaderInput, hex_raw
+
+STX = 0x02
+ETX = 0x03
+ENQ = 0x05
+ACK = 0x06
+NAK = 0x15
+
+MAX_GARBAGE_RUN = 256
+"""Bytes outside any frame are reported in runs of at most this many."""
+
+
+class AngelEyeSettings(BaseModel):
+    """Decoder settings for the parts of the protocol the public sources leave open."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    dedup_window: int = Field(
+        default=4,
+        ge=1,
+        le=64,
+        description="How many recent distinct (SEQ, payload) frames are remembered to drop repeats.",
+    )
+    max_frame_length: int = Field(
+        default=32,
+        ge=8,
+        le=1024,
+        description="Bytes from ENQ to ETX beyond which a frame is dropped as garbage.",
+    )
+    command_bcc_includes_stx: bool = Field(
+        default=True,
+        description="Host-command BCC covers STX too (the spec's own lock example needs it).",
+    )
+    redeal_payload_lengths: tuple[int, ...] = Field(
+        default=(0, 2), description="Accepted payload lengths of an 'R' (re-deal) frame."
+    )
+
+
+_TARGETS: dict[int, DeviceTarget] = {
+    2: DeviceTarget.BURN,
+    4: DeviceTarget.FIRST_CARD,
+    5: DeviceTarget.BURN_COUNT,
+}
+_SLOTS: dict[tuple[int, int], DeviceTarget] = {
+    (0, 1): DeviceTarget.P1,
+    (0, 2): DeviceTarget.P2,
+    (0, 3): DeviceTarget.P3,
+    (1, 1): DeviceTarget.B1,
+    (1, 2): DeviceTarget.B2,
+    (1, 3): DeviceTarget.B3,
+}
+_SUITS: dict[int, Suit] = {1: Suit.DIAMONDS, 2: Suit.CLUBS, 3: Suit.SPADES, 4: Suit.HEARTS}
+_OUTCOMES: dict[int, VerdictOutcome] = {
+    1: VerdictOutcome.PLAYER,
+    2: VerdictOutcome.TIE,
+    4: VerdictOutcome.BANKER,
+    7: VerdictOutcome.FORCED_QUIT,
+}
+ERROR_MEANINGS: dict[int, str] = {
+    1: "cannot read",
+    2: "overdraw",
+    3: "button mishandled",
+    4: "card pulled back at the exit",
+    5: "card pulled back midway",
+    6: "card-code error",
+    7: "draw time-out",
+}
+READ_FAILURE_CODES = frozenset({1, 6})
+"""Error codes meaning the shoe saw a card it could not identify: the engine must ask for a rescan."""
+
+NAK_MEANINGS: dict[str, str] = {
+    "01": "overrun, framing or parity error",
+    "02": "BCC error",
+    "03": "no ETX",
+    "11": "format or length error",
+    "12": "address error",
+    "13": "command error",
+    "14": "type error",
+    "21": "busy",
+    "22": "write in progress",
+    "FF": "other error",
+}
+OUTSIDE_GAME_MODES: dict[int, str] = {0: "lock", 1: "error", 2: "setting"}
+
+
+class CardByteError(ValueError):
+    """A card byte that names no card."""
+
+
+def decode_card(byte: int) -> Card:
+    """Card byte (bit 7 ignored): bits 6-4 suit 1♦ 2♣ 3♠ 4♥, bits 3-0 rank 1..13."""
+    suit = _SUITS.get((byte >> 4) & 0x07)
+    rank = byte & 0x0F
+    if suit is None:
+        raise CardByteError(f"card byte 0x{byte:02X}: invalid suit {(byte >> 4) & 0x07}")
+    if not 1 <= rank <= 13:
+        raise CardByteError(f"card byte 0x{byte:02X}: invalid rank {rank}")
+    return Card(Rank(rank), suit)
+
+
+def encode_card(card: Card) -> int:
+    """Inverse of :func:`decode_card`, with bit 7 set as real shoes send it."""
+    suit = next(code for code, suit in _SUITS.items() if suit is card.suit)
+    return 0x80 | suit << 4 | int(card.rank)
+
+
+def encode_target(target: DeviceTarget, index: int = 1) -> int:
+    """Target/index byte for a card (bit 7 set); ``index`` is used for burn targets."""
+    for (tgt, idx), slot in _SLOTS.items():
+        if slot is target:
+            return 0x80 | tgt << 4 | idx
+    code = next(code for code, t in _TARGETS.items() if t is target)
+    return 0x80 | code << 4 | (index & 0x0F)
+
+
+def bcc(data: bytes) -> bytes:
+    """Two upper-case ASCII hex characters of the XOR of ``data``."""
+    value = 0
+    for byte in data:
+        value ^= byte
+    return f"{value:02X}".encode("ascii")
+
+
+def encode_frame(seq: int, code: str, data: bytes = b"") -> bytes:
+    """A shoe → host frame, as the shoe sends it (used by the simulator and tests)."""
+    body = bytes([seq]) + code.encode("ascii") + data + bytes([ETX])
+    return bytes([ENQ]) + body + bcc(body)
+
+
+class HostCommand(Enum):
+    """Host → shoe commands."""
+
+    UNLOCK = ("LK", 1)
+    LOCK = ("LK", 2)
+    CONFIRM_GAME = ("GP", 0)
+
+    @property
+    def type_code(self) -> str:
+        return self.value[0]
+
+
+def encode_command(
+    type_code: Literal["LK", "EC", "GP"], data: int, *, bcc_includes_stx: bool = True
+) -> bytes:
+    """Encode ``STX 'O' 'P' TYPE DATA ETX BCC``; ``data`` is two decimal digits (0..99).
+
+    ``encode_command("LK", 2)`` locks the shoe, ``("LK", 1)`` unlocks it, ``("EC", n)``
+    clears error ``n`` and ``("GP", 0)`` confirms the game result.
+    """
+    if type_code not in ("LK", "EC", "GP"):
+        raise ValueError(f"unknown command type {type_code!r} (expected LK, EC or GP)")
+    if not 0 <= data <= 99:
+        raise ValueError(f"command data {data} out of range 0..99")
+    body = b"OP" + type_code.encode("ascii") + f"{data:02d}".encode("ascii") + bytes([ETX])
+    covered = bytes([STX]) + body if bcc_includes_stx else body
+    return bytes([STX]) + body + bcc(covered)
+
+
+@dataclass(frozen=True, slots=True)
+class _OutsideGame:
+    """A valid 'd' frame: a card the shoe itself says is not part of the game."""
+
+    text: str
+
+
+class _State(Enum):
+    OUTSIDE = 0
+    IN_FRAME = 1
+    BCC = 2
+    NAK_CODE = 3
+
+
+class AngelEyeDecoder:
+    """Incremental decoder of the shoe → host byte stream (frames, ACK and NAK replies)."""
+
+    def __init__(self, settings: AngelEyeSettings | None = None, *, device: str = "reader") -> None:
+        self.settings = settings or AngelEyeSettings()
+        self.device = device
+        self._state = _State.OUTSIDE
+        self._frame = bytearray()
+        self._garbage = bytearray()
+        self._bcc_pending = 0
+        self._recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.dedup_window)
+
+    def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
+        """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
+        out: list[DecodedFrame] = []
+        for byte in data:
+            self._step(byte, at, out)
+        return out
+
+    def reset(self, reason: str = "partial frame discarded: device disconnected") -> list[DecodedFrame]:
+        """Drop the partial frame and unreported garbage (on unplug or end of input).
+
+        The repeat memory is kept: a shoe that comes back resends its last frame,
+        which must still be recognised as a repeat.
+        """
+        out: list[DecodedFrame] = []
+        self._flush_garbage(out)
+        if self._frame:
+            out.append(DecodedFrame(raw=bytes(self._frame), rejected=reason))
+        self._frame.clear()
+        self._state = _State.OUTSIDE
+        return out
+
+    @property
+    def has_partial_frame(self) -> bool:
+        return bool(self._frame)
+
+    # -- byte-level state machine -------------------------------------------------
+
+    def _step(self, byte: int, at: float, out: list[DecodedFrame]) -> None:
+        state = self._state
+        if byte == ENQ:
+            if state is _State.OUTSIDE:
+                self._flush_garbage(out)
+            else:
+                out.append(DecodedFrame(raw=bytes(self._frame), rejected=self._cut_reason()))
+            self._frame = bytearray([ENQ])
+            self._state = _State.IN_FRAME
+            return
+        if state is _State.OUTSIDE:
+            if byte == ACK:
+                self._flush_garbage(out)
+                out.append(DecodedFrame(raw=bytes([ACK]), reply=CommandReply(ok=True)))
+            elif byte == NAK:
+                self._flush_garbage(out)
+                self._frame = bytearray([NAK])
+                self._state = _State.NAK_CODE
+            else:
+                self._garbage.append(byte)
+                if len(self._garbage) >= MAX_GARBAGE_RUN:
+                    self._flush_garbage(out)
+            return
+        self._frame.append(byte)
+        if state is _State.IN_FRAME:
+            if byte == ETX:
+                self._state = _State.BCC
+                self._bcc_pending = 2
+            elif len(self._frame) > self.settings.max_frame_length:
+                out.append(
+                    DecodedFrame(
+                        raw=bytes(self._frame),
+                        rejected=f"no ETX within {self.settings.max_frame_length} bytes of ENQ",
+                    )
+                )
+                self._frame.clear()
+                self._state = _State.OUTSIDE
+        elif state is _State.BCC:
+            self._bcc_pending -= 1
+            if self._bcc_pending == 0:
+                out.append(self._finish_frame(bytes(self._frame), at))
+                self._frame.clear()
+                self._state = _State.OUTSIDE
+        else:  # NAK code: two characters
+            if len(self._frame) == 3:
+                out.append(self._finish_nak(bytes(self._frame)))
+                self._frame.clear()
+                self._state = _State.OUTSIDE
+
+    def _cut_reason(self) -> str:
+        if self._state is _State.NAK_CODE:
+            return "NAK reply cut short by ENQ"
+        if self._state is _State.BCC:
+            return "frame cut short by ENQ before its BCC"
+        return "frame cut short by ENQ before its ETX"
+
+    def _flush_garbage(self, out: list[DecodedFrame]) -> None:
+        if self._garbage:
+            out.append(DecodedFrame(raw=bytes(self._garbage), rejected="bytes outside any frame"))
+            self._garbage.clear()
+
+    def _finish_nak(self, raw: bytes) -> DecodedFrame:
+        text = raw[1:].decode("ascii", errors="replace").upper()
+        meaning = NAK_MEANINGS.get(text)
+        if meaning is None:
+            return DecodedFrame(raw=raw, rejected=f"NAK with unknown code {raw[1:]!r}")
+        return DecodedFrame(raw=raw, reply=CommandReply(ok=False, code=text, meaning=meaning))
+
+    def _finish_frame(self, raw: bytes, at: float) -> DecodedFrame:
+        body = raw[1:-2]
+        sent = raw[-2:]
+        if not all(chr(c) in "0123456789abcdefABCDEF" for c in sent):
+            return DecodedFrame(raw=raw, rejected=f"BCC {sent!r} is not two hex characters")
+        sent_value = int(sent.decode("ascii"), 16)
+        expected = int(bcc(body), 16)
+        if sent_value != expected:
+            return DecodedFrame(
+                raw=raw, rejected=f"bad BCC: frame says {sent_value:02X}, bytes give {expected:02X}"
+            )
+        if len(body) < 3:
+            return DecodedFrame(raw=raw, rejected="frame has no event code")
+        seq = body[0]
+        if not 0x20 < seq < 0x7F:
+            return DecodedFrame(raw=raw, rejected=f"sequence byte 0x{seq:02X} is not a printable ASCII mark")
+        payload = body[1:-1]
+        interpreted = self._interpret(chr(payload[0]) if payload[0] < 0x80 else "", payload[1:], seq, raw, at)
+        if isinstance(interpreted, str):
+            return DecodedFrame(raw=raw, rejected=interpreted)
+        key = (seq, bytes(payload))
+        duplicate = key in self._recent
+        if not duplicate:
+            if payload[:1] == b"S":
+                self._recent.clear()
+            self._recent.append(key)
+        if isinstance(interpreted, _OutsideGame):
+            return DecodedFrame(raw=raw, notice=interpreted.text, duplicate=duplicate)
+        return DecodedFrame(raw=raw, input=interpreted, duplicate=duplicate)
+
+    def _interpret(
+        self, code: str, data: bytes, seq: int, raw: bytes, at: float
+    ) -> ReaderInput | _OutsideGame | str:
+        """The engine input a valid frame stands for, or the reason it is refused."""
+        audit = hex_raw(raw)
+        dev = self.device
+
+        def need(length: int) -> str | None:
+            if len(data) != length:
+                return f"'{code}' frame needs {length} data byte(s), got {len(data)}"
+            return None
+
+        def signal(
+            kind: ReaderSignalKind, code_: int | None = None, detail: str | None = None
+        ) -> ReaderSignal:
+            return ReaderSignal(kind=kind, at=at, code=code_, detail=detail, raw=audit, device=dev)
+
+        if code in ("S", "P", "C"):
+            if (problem := need(0)) is not None:
+                return problem
+            if code == "C":
+                return CutCardDrawn(at=at, source=Source.READER, raw=audit, device=dev)
+            return signal(ReaderSignalKind.STARTED if code == "S" else ReaderSignalKind.STANDBY)
+        if code == "D":
+            if (problem := need(2)) is not None:
+                return problem
+            target_byte, card_byte = data
+            tgt, index = (target_byte >> 4) & 0x07, target_byte & 0x0F
+            target = _SLOTS.get((tgt, index)) if tgt in (0, 1) else _TARGETS.get(tgt)
+            if target is None:
+                return f"target/index byte 0x{target_byte:02X}: invalid target {tgt} index {index}"
+            try:
+                card = decode_card(card_byte)
+            except CardByteError as exc:
+                return str(exc)
+            return CardRead(
+                card=card, at=at, source=Source.READER, target=target,
+                transmission_id=chr(seq), raw=audit, device=dev,
+            )  # fmt: skip
+        if code == "d":
+            if (problem := need(2)) is not None:
+                return problem
+            mode_byte, card_byte = data
+            mode = OUTSIDE_GAME_MODES.get((mode_byte >> 4) & 0x07)
+            if mode is None:
+                return f"'d' mode byte 0x{mode_byte:02X}: unknown mode {(mode_byte >> 4) & 0x07}"
+            try:
+                card = decode_card(card_byte)
+            except CardByteError as exc:
+                return str(exc)
+            return _OutsideGame(f"card {card.code} drawn outside the game flow ({mode} mode)")
+        if code == "R":
+            if len(data) not in self.settings.redeal_payload_lengths:
+                accepted = list(self.settings.redeal_payload_lengths)
+                return f"'R' frame with {len(data)} data byte(s); accepted: {accepted}"
+            return signal(ReaderSignalKind.REDEAL, detail=data.hex(" ") or None)
+        if code == "G":
+            if (problem := need(1)) is not None:
+                return problem
+            outcome = _OUTCOMES.get((data[0] >> 4) & 0x07)
+            if outcome is None:
+                return f"result byte 0x{data[0]:02X}: unknown outcome {(data[0] >> 4) & 0x07}"
+            return ShoeVerdict(
+                outcome=outcome, player_pair=bool(data[0] & 0x01), banker_pair=bool(data[0] & 0x02),
+                at=at, raw=audit, device=dev,
+            )  # fmt: skip
+        if code in ("E", "e"):
+            if (problem := need(1)) is not None:
+                return problem
+            err = data[0] & 0x3F
+            meaning = ERROR_MEANINGS.get(err, f"unknown error code {err}")
+            if code == "E" and err in READ_FAILURE_CODES:
+                return ReadFailed(
+                    at=at, source=Source.READER, reason=meaning, code=err, raw=audit, device=dev
+                )
+            kind = ReaderSignalKind.ERROR_RAISED if code == "E" else ReaderSignalKind.ERROR_CLEARED
+            return signal(kind, code_=err, detail=meaning)
+        if code == "L":
+            if (problem := need(1)) is not None:
+                return problem
+            return signal(ReaderSignalKind.LOCKED if data[0] & 0x01 else ReaderSignalKind.UNLOCKED)
+        if code == "M":
+            if (problem := need(6)) is not None:
+                return problem
+            if not all(0x20 <= c < 0x7F for c in data):
+                return "'M' frame: address/value are not printable ASCII"
+            text = data.decode("ascii")
+            return signal(ReaderSignalKind.PRESET_CHANGED, detail=f"address={text[:2]} value={text[2:]}")
+        return f"unknown event code {raw[2:3]!r}"

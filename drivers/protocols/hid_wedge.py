@@ -1,0 +1,186 @@
+"""USB HID "keyboard wedge" readers: 8-byte boot-keyboard reports (PROTOCOLS.md §3).
+
+Byte 0 holds the modifiers (Shift = 0x02 left, 0x20 right), bytes 2-7 the usage
+codes of the keys held down. A character is typed on a key-down transition, so a
+key that stays in the report is not typed twice, and the all-zero report releases
+every key (which is how "22" arrives as two characters). Enter ends a code; the
+code → card mapping is a setting.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from daemon.cards import Card
+from daemon.engine.inputs import CardRead, ReadFailed, Source
+from drivers.protocols.card_codes import CANONICAL_GRAMMAR, CardCodeGrammar, CardCodeMapper
+from drivers.protocols.frames import DecodedFrame, hex_raw
+
+SHIFT_MASK = 0x22
+ERROR_ROLLOVER = 0x01
+ENTER_KEYS = frozenset({0x28, 0x58})
+RAW_KEEP = 64 * 8
+"""At most this many report bytes are kept in one frame's audit trail."""
+
+_PLAIN: dict[int, str] = {0x04 + i: chr(ord("a") + i) for i in range(26)}
+_PLAIN.update({0x1E + i: "1234567890"[i] for i in range(10)})
+_PLAIN.update({0x59 + i: "1234567890"[i] for i in range(10)})  # keypad digits
+_PLAIN.update({0x2C: " ", 0x2D: "-", 0x2E: "=", 0x36: ",", 0x37: ".", 0x38: "/", 0x33: ";"})
+_SHIFTED: dict[int, str] = {0x04 + i: chr(ord("A") + i) for i in range(26)}
+_SHIFTED.update({0x1E + i: "!@#$%^&*()"[i] for i in range(10)})
+_SHIFTED.update({0x59 + i: "1234567890"[i] for i in range(10)})
+_SHIFTED.update({0x2C: " ", 0x2D: "_", 0x2E: "+", 0x36: "<", 0x37: ">", 0x38: "?", 0x33: ":"})
+
+_USAGE_BY_CHAR: dict[str, tuple[int, bool]] = {}
+for _usage, _char in _SHIFTED.items():
+    if _usage < 0x59:
+        _USAGE_BY_CHAR.setdefault(_char, (_usage, True))
+for _usage, _char in _PLAIN.items():
+    if _usage < 0x59:
+        _USAGE_BY_CHAR[_char] = (_usage, False)
+
+
+class HidWedgeSettings(BaseModel):
+    """Report layout and the code → card mapping of a keyboard-wedge reader."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    grammar: CardCodeGrammar = Field(default=CANONICAL_GRAMMAR, description="How a typed code names a card.")
+    report_length: int = Field(default=8, ge=8, le=64, description="Bytes per input report.")
+    unmatched: Literal["read_failed", "reject"] = Field(
+        default="read_failed",
+        description="A code naming no card: 'read_failed' asks the engine for a rescan, 'reject' logs it.",
+    )
+    max_code_length: int = Field(default=32, ge=2, le=256, description="Longer codes are rejected.")
+
+
+def type_text(text: str, *, release_between: bool = True, report_length: int = 8) -> list[bytes]:
+    """The reports a wedge sends to type ``text`` then Enter (simulator and tests).
+
+    With ``release_between`` every key-down is followed by an all-zero report;
+    without it consecutive different keys roll over without a release (as fast
+    scanners do), while a repeated character still gets its release.
+    """
+    release = bytes(report_length)
+    reports: list[bytes] = []
+    previous: int | None = None
+    for char in text:
+        usage, shifted = _USAGE_BY_CHAR[char]
+        if previous == usage and not release_between:
+            reports.append(release)
+        report = bytearray(report_length)
+        report[0] = 0x02 if shifted else 0
+        report[2] = usage
+        reports.append(bytes(report))
+        if release_between:
+            reports.append(release)
+        previous = usage
+    enter = bytearray(report_length)
+    enter[2] = 0x28
+    reports += [bytes(enter), release]
+    return reports
+
+
+class HidWedgeDecoder:
+    """Incremental decoder of keyboard-wedge reports."""
+
+    def __init__(self, settings: HidWedgeSettings | None = None, *, device: str = "reader") -> None:
+        self.settings = settings or HidWedgeSettings()
+        self.device = device
+        self._mapper = CardCodeMapper(self.settings.grammar)
+        self._pending = bytearray()  # bytes of a report not yet complete (stream feeding)
+        self._pressed: frozenset[int] = frozenset()
+        self._code: list[str] = []
+        self._raw = bytearray()
+        self._problem: str | None = None
+
+    def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
+        """Consume a stream of back-to-back reports; a trailing partial report carries over."""
+        self._pending += data
+        size = self.settings.report_length
+        out: list[DecodedFrame] = []
+        while len(self._pending) >= size:
+            report = bytes(self._pending[:size])
+            del self._pending[:size]
+            out += self._report(report, at)
+        return out
+
+    def feed_report(self, report: bytes, at: float) -> list[DecodedFrame]:
+        """Consume one report as read from the interrupt endpoint."""
+        if len(report) != self.settings.report_length:
+            return [
+                DecodedFrame(
+                    raw=report,
+                    rejected=f"report of {len(report)} bytes, expected {self.settings.report_length}",
+                )
+            ]
+        return self._report(report, at)
+
+    def reset(self, reason: str = "partial code discarded: device disconnected") -> list[DecodedFrame]:
+        """Drop a half-typed code and the key state (unplug, end of input)."""
+        raw = bytes(self._raw) + bytes(self._pending)
+        out = [DecodedFrame(raw=raw, rejected=reason)] if self._code or self._problem or self._pending else []
+        self._pending.clear()
+        self._pressed = frozenset()
+        self._code.clear()
+        self._raw.clear()
+        self._problem = None
+        return out
+
+    @property
+    def has_partial_frame(self) -> bool:
+        return bool(self._code or self._pending or self._problem)
+
+    def _report(self, report: bytes, at: float) -> list[DecodedFrame]:
+        if len(self._raw) < RAW_KEEP:
+            self._raw += report
+        keys = [k for k in report[2:] if k != 0]
+        if ERROR_ROLLOVER in keys:
+            self._problem = self._problem or "keyboard rollover error (too many keys reported)"
+            return []
+        shifted = bool(report[0] & SHIFT_MASK)
+        out: list[DecodedFrame] = []
+        for key in keys:
+            if key in self._pressed:
+                continue
+            if key in ENTER_KEYS:
+                out.append(self._finish(at))
+                continue
+            char = (_SHIFTED if shifted else _PLAIN).get(key)
+            if char is None:
+                self._problem = self._problem or f"key usage 0x{key:02X} types no character"
+            elif len(self._code) >= self.settings.max_code_length:
+                self._problem = (
+                    self._problem or f"code longer than {self.settings.max_code_length} characters"
+                )
+            else:
+                self._code.append(char)
+        self._pressed = frozenset(keys)
+        if not keys and not self._code and self._problem is None:
+            self._raw.clear()  # idle releases between codes are not part of the next frame
+        return out
+
+    def _finish(self, at: float) -> DecodedFrame:
+        raw = bytes(self._raw)
+        code = "".join(self._code)
+        problem = self._problem
+        self._code.clear()
+        self._raw.clear()
+        self._problem = None
+        if problem is None and not code:
+            return DecodedFrame(raw=raw, rejected="Enter with no code typed")
+        card: Card | str = problem if problem is not None else self._mapper.card(code)
+        if isinstance(card, Card):
+            return DecodedFrame(
+                raw=raw,
+                input=CardRead(card=card, at=at, source=Source.READER, raw=hex_raw(raw), device=self.device),
+            )
+        if self.settings.unmatched == "reject":
+            return DecodedFrame(raw=raw, rejected=card)
+        return DecodedFrame(
+            raw=raw,
+            input=ReadFailed(at=at, source=Source.READER, reason=f"unreadable code: {card}",
+                             raw=hex_raw(raw), device=self.device),
+        )  # fmt: skip

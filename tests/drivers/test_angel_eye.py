@@ -1,0 +1,346 @@
+"""Angel Eye II-EX decoder: every event code, BCC, repeats, resync, host commands."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from daemon.cards import ALL_CARDS, Card
+from daemon.engine.inputs import (
+    CardRead,
+    CutCardDrawn,
+    DeviceTarget,
+    ReaderSignal,
+    ReaderSignalKind,
+    ReadFailed,
+    ShoeVerdict,
+    VerdictOutcome,
+)
+from drivers.protocols.angel_eye import (
+    ACK,
+    ENQ,
+    ETX,
+    NAK,
+    AngelEyeDecoder,
+    AngelEyeSettings,
+    bcc,
+    decode_card,
+    encode_card,
+    encode_command,
+    encode_frame,
+    encode_target,
+)
+from drivers.protocols.frames import DecodedFrame
+from tests.drivers.splitting import assert_split_invariant
+
+SEQ = ord("1")
+
+
+def decode(data: bytes, settings: AngelEyeSettings | None = None) -> list[DecodedFrame]:
+    decoder = AngelEyeDecoder(settings)
+    return decoder.feed(data, 5.0) + decoder.reset("end")
+
+
+def only_input(data: bytes):
+    frames = decode(data)
+    assert [f.status for f in frames] == ["input"], [f.to_dict() for f in frames]
+    return frames[0].input
+
+
+def test_spec_example_player_card_eight_of_spades() -> None:
+    frame = encode_frame(SEQ, "D", bytes([0x81, 0xB8]))
+    body = bytes([SEQ, ord("D"), 0x81, 0xB8, ETX])
+    assert frame == bytes([ENQ]) + body + bcc(body)
+    read = only_input(frame)
+    assert isinstance(read, CardRead)
+    assert read.card == Card.parse("8s")
+    assert read.target is DeviceTarget.P1
+    assert read.transmission_id == "1"
+    assert read.at == 5.0
+    assert read.raw == frame.hex(" ")
+
+
+def test_spec_example_player_wins_with_player_pair() -> None:
+    verdict = only_input(encode_frame(ord("2"), "G", bytes([0x91])))
+    assert verdict == ShoeVerdict(
+        outcome=VerdictOutcome.PLAYER, player_pair=True, banker_pair=False, at=5.0,
+        raw=verdict.raw, device="reader",
+    )  # fmt: skip
+
+
+def test_every_card_byte_round_trips() -> None:
+    for card in ALL_CARDS:
+        assert decode_card(encode_card(card)) == card
+        read = only_input(encode_frame(SEQ, "D", bytes([encode_target(DeviceTarget.B2), encode_card(card)])))
+        assert isinstance(read, CardRead)
+        assert read.card == card
+        assert read.target is DeviceTarget.B2
+
+
+def test_every_card_byte_value_is_a_card_or_refused() -> None:
+    valid = 0
+    for byte in range(256):
+        frames = decode(encode_frame(SEQ, "D", bytes([0x81, byte])))
+        if byte in (ETX, ENQ):  # framing bytes: real shoes set bit 7 so these never occur
+            assert not any(isinstance(f.input, CardRead) for f in frames)
+            continue
+        assert len(frames) == 1
+        suit, rank = (byte >> 4) & 7, byte & 15
+        if suit in (1, 2, 3, 4) and 1 <= rank <= 13:
+            valid += 1
+            assert frames[0].status == "input"
+        else:
+            assert frames[0].status == "rejected"
+            assert "card byte" in (frames[0].rejected or "")
+    assert valid == 2 * 52  # bit 7 ignored
+
+
+def test_every_target_index_byte() -> None:
+    expected = {
+        (0, 1): DeviceTarget.P1, (0, 2): DeviceTarget.P2, (0, 3): DeviceTarget.P3,
+        (1, 1): DeviceTarget.B1, (1, 2): DeviceTarget.B2, (1, 3): DeviceTarget.B3,
+    }  # fmt: skip
+    for byte in range(128):
+        target, index = byte >> 4, byte & 15
+        frames = decode(encode_frame(SEQ, "D", bytes([0x80 | byte, 0xB8])))
+        if target in (0, 1):
+            want = expected.get((target, index))
+        else:
+            want = {2: DeviceTarget.BURN, 4: DeviceTarget.FIRST_CARD, 5: DeviceTarget.BURN_COUNT}.get(target)
+        if want is None:
+            assert frames[0].status == "rejected", byte
+            assert "target/index" in (frames[0].rejected or "")
+        else:
+            assert isinstance(frames[0].input, CardRead)
+            assert frames[0].input.target is want
+
+
+def test_signals_start_standby_cut_lock_preset_redeal() -> None:
+    start = only_input(encode_frame(SEQ, "S"))
+    assert isinstance(start, ReaderSignal)
+    assert start.kind is ReaderSignalKind.STARTED
+    standby = only_input(encode_frame(SEQ, "P"))
+    assert isinstance(standby, ReaderSignal)
+    assert standby.kind is ReaderSignalKind.STANDBY
+    assert isinstance(only_input(encode_frame(SEQ, "C")), CutCardDrawn)
+    locked = only_input(encode_frame(SEQ, "L", bytes([0x81])))
+    assert isinstance(locked, ReaderSignal)
+    assert locked.kind is ReaderSignalKind.LOCKED
+    unlocked = only_input(encode_frame(SEQ, "L", bytes([0x80])))
+    assert isinstance(unlocked, ReaderSignal)
+    assert unlocked.kind is ReaderSignalKind.UNLOCKED
+    preset = only_input(encode_frame(SEQ, "M", b"0A0123"))
+    assert isinstance(preset, ReaderSignal)
+    assert preset.kind is ReaderSignalKind.PRESET_CHANGED
+    assert preset.detail == "address=0A value=0123"
+    for payload in (b"", bytes([0x81, 0x82])):
+        redeal = only_input(encode_frame(SEQ, "R", payload))
+        assert isinstance(redeal, ReaderSignal)
+        assert redeal.kind is ReaderSignalKind.REDEAL
+    assert decode(encode_frame(SEQ, "R", b"\x81"))[0].status == "rejected"
+    only_s = AngelEyeSettings(redeal_payload_lengths=(0,))
+    assert decode(encode_frame(SEQ, "R", bytes([0x81, 0x82])), only_s)[0].status == "rejected"
+
+
+def test_every_verdict_byte() -> None:
+    outcomes = {
+        1: VerdictOutcome.PLAYER,
+        2: VerdictOutcome.TIE,
+        4: VerdictOutcome.BANKER,
+        7: VerdictOutcome.FORCED_QUIT,
+    }
+    for byte in range(256):
+        frames = decode(encode_frame(SEQ, "G", bytes([byte])))
+        outcome = outcomes.get((byte >> 4) & 7)
+        if outcome is None:
+            assert frames[0].status == "rejected"
+            continue
+        verdict = frames[0].input
+        assert isinstance(verdict, ShoeVerdict)
+        assert verdict.outcome is outcome
+        assert verdict.player_pair == bool(byte & 1)
+        assert verdict.banker_pair == bool(byte & 2)
+
+
+def test_errors_cannot_read_and_card_code_are_read_failures_others_signals() -> None:
+    for code in range(64):
+        raised = only_input(encode_frame(SEQ, "E", bytes([0xC0 | code])))
+        if code in (1, 6):
+            assert isinstance(raised, ReadFailed)
+            assert raised.code == code
+            assert raised.reason == {1: "cannot read", 6: "card-code error"}[code]
+        else:
+            assert isinstance(raised, ReaderSignal)
+            assert raised.kind is ReaderSignalKind.ERROR_RAISED
+            assert raised.code == code
+        cleared = only_input(encode_frame(SEQ, "e", bytes([0x80 | code])))
+        assert isinstance(cleared, ReaderSignal)
+        assert cleared.kind is ReaderSignalKind.ERROR_CLEARED
+        assert cleared.code == code
+
+
+def test_card_outside_game_flow_is_a_notice_not_a_game_card() -> None:
+    for mode, name in ((0, "lock"), (1, "error"), (2, "setting")):
+        frames = decode(encode_frame(SEQ, "d", bytes([0x80 | mode << 4, 0xB8])))
+        assert frames[0].status == "notice"
+        assert frames[0].input is None
+        assert frames[0].notice == f"card 8s drawn outside the game flow ({name} mode)"
+    assert decode(encode_frame(SEQ, "d", bytes([0xB0, 0xB8])))[0].status == "rejected"
+
+
+def test_wrong_lengths_and_unknown_codes_are_rejected() -> None:
+    for code, payload in (("D", b"\x81"), ("D", b"\x81\xb8\xb8"), ("S", b"\x81"), ("G", b""), ("E", b""),
+                          ("M", b"0A01"), ("L", b""), ("X", b""), ("C", b"\x81")):  # fmt: skip
+        frames = decode(encode_frame(SEQ, code, payload))
+        assert [f.status for f in frames] == ["rejected"], (code, payload)
+    assert decode(encode_frame(SEQ, "M", b"0A\x0112"))[0].status == "rejected"
+
+
+def test_bad_bcc_is_rejected_with_both_values() -> None:
+    frame = bytearray(encode_frame(SEQ, "D", bytes([0x81, 0xB8])))
+    frame[-1] = ord("0") if frame[-1] != ord("0") else ord("1")
+    frames = decode(bytes(frame))
+    assert [f.status for f in frames] == ["rejected"]
+    assert "bad BCC" in (frames[0].rejected or "")
+    frame[-1] = ord("G")
+    assert "not two hex" in (decode(bytes(frame))[0].rejected or "")
+
+
+def test_lower_case_bcc_is_the_same_value() -> None:
+    frame = encode_frame(SEQ, "D", bytes([0x81, 0xBA]))
+    assert frame[-2:].upper() == frame[-2:]
+    assert decode(frame[:-2] + frame[-2:].lower())[0].status == "input"
+
+
+def test_repeats_suppressed_on_seq_and_payload_reset_by_start() -> None:
+    p1 = encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))
+    b1_same_card = encode_frame(ord("2"), "D", bytes([0x91, 0xB8]))
+    data = p1 * 3 + b1_same_card * 3
+    statuses = [f.status for f in decode(data)]
+    assert statuses == ["input", "duplicate", "duplicate", "input", "duplicate", "duplicate"]
+    start = encode_frame(ord("1"), "S")
+    statuses = [f.status for f in decode(p1 + start * 3 + p1)]
+    assert statuses == ["input", "input", "duplicate", "duplicate", "input"]
+
+
+def test_identical_consecutive_cards_with_new_sequence_marks_are_both_kept() -> None:
+    same_card_twice = encode_frame(ord("3"), "D", bytes([0x81, 0xB8])) + encode_frame(
+        ord("4"), "D", bytes([0x81, 0xB8])
+    )
+    assert [f.status for f in decode(same_card_twice)] == ["input", "input"]
+
+
+def test_resync_after_garbage_and_cut_frames() -> None:
+    good = encode_frame(SEQ, "D", bytes([0x81, 0xB8]))
+    data = b"\x00\xffjunk" + good[:4] + good + b"\x06" + b"\x1502" + b"zz" + good[:-1]
+    frames = assert_split_invariant(AngelEyeDecoder, data)
+    assert [f["status"] for f in frames] == [
+        "rejected",
+        "rejected",
+        "input",
+        "reply",
+        "reply",
+        "rejected",
+        "rejected",
+    ]
+    assert frames[0]["reason"] == "bytes outside any frame"
+    assert frames[1]["reason"] == "frame cut short by ENQ before its ETX"
+    assert frames[3]["reply"] == {"ok": True, "code": None, "meaning": None}
+    assert frames[4]["reply"] == {"ok": False, "code": "02", "meaning": "BCC error"}
+    assert frames[6]["reason"] == "end of input"
+
+
+def test_overlong_frame_is_dropped_and_next_frame_read() -> None:
+    good = encode_frame(ord("7"), "C")
+    data = bytes([ENQ]) + b"\x81" * 40 + good
+    frames = assert_split_invariant(AngelEyeDecoder, data)
+    assert [f["status"] for f in frames] == ["rejected", "rejected", "input"]
+    assert "no ETX within 32" in frames[0]["reason"]
+
+
+def test_reset_discards_partial_frame_not_glued_to_next() -> None:
+    decoder = AngelEyeDecoder()
+    good = encode_frame(SEQ, "D", bytes([0x81, 0xB8]))
+    assert decoder.feed(good[:5], 1.0) == []
+    assert decoder.has_partial_frame
+    dropped = decoder.reset()
+    assert [f.status for f in dropped] == ["rejected"]
+    assert dropped[0].raw == good[:5]
+    assert not decoder.has_partial_frame
+    # the tail of the cut frame followed by a fresh whole frame: only the fresh one is a card
+    frames = decoder.feed(good[5:] + good, 2.0)
+    assert [f.status for f in frames] == ["rejected", "input"]
+
+
+def test_repeat_memory_survives_reset_so_a_resent_frame_after_replug_is_a_repeat() -> None:
+    decoder = AngelEyeDecoder()
+    good = encode_frame(SEQ, "D", bytes([0x81, 0xB8]))
+    assert [f.status for f in decoder.feed(good, 1.0)] == ["input"]
+    decoder.reset()
+    assert [f.status for f in decoder.feed(good, 2.0)] == ["duplicate"]
+
+
+def test_host_commands_lock_example_and_bcc_variant() -> None:
+    lock = encode_command("LK", 2)
+    assert lock == bytes.fromhex("02 4F 50 4C 4B 30 32 03") + b"1B"
+    assert encode_command("LK", 2, bcc_includes_stx=False)[-2:] == b"19"
+    assert encode_command("LK", 1)[5:7] == b"01"
+    assert encode_command("EC", 6)[3:7] == b"EC06"
+    assert encode_command("GP", 0)[3:7] == b"GP00"
+
+
+def test_nak_codes() -> None:
+    for code, meaning in (("11", "format or length error"), ("21", "busy"), ("FF", "other error")):
+        frames = decode(bytes([NAK]) + code.encode())
+        assert frames[0].reply is not None
+        assert frames[0].reply.to_dict() == {"ok": False, "code": code, "meaning": meaning}
+    assert decode(bytes([NAK]) + b"99")[0].status == "rejected"
+    assert decode(bytes([ACK]))[0].status == "reply"
+
+
+def test_a_full_stream_is_split_invariant() -> None:
+    stream = b"".join(
+        encode_frame(0x31 + i % 9, code, payload) * 3
+        for i, (code, payload) in enumerate(
+            [("S", b""), ("D", b"\xc1\xb8"), ("D", b"\xa1\x95"), ("D", b"\x81\x9d"), ("D", b"\x91\xc2"),
+             ("D", b"\x82\xa3"), ("D", b"\x92\xb1"), ("G", b"\xc0"), ("E", b"\xc1"), ("e", b"\x81"),
+             ("C", b""), ("L", b"\x81")]
+        )
+    )  # fmt: skip
+    frames = assert_split_invariant(AngelEyeDecoder, stream)
+    assert sum(f["status"] == "input" for f in frames) == 12
+    assert sum(f["status"] == "duplicate" for f in frames) == 24
+
+
+frame_parts = st.tuples(
+    st.sampled_from(b"123456789AB"), st.sampled_from(list("SPCDdRGEeLMX")), st.binary(max_size=7)
+)
+
+
+@given(st.binary(max_size=300))
+def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
+    decoder = AngelEyeDecoder()
+    frames = decoder.feed(data, 0.0) + decoder.reset()
+    assert sum(len(f.raw) for f in frames) <= len(data)
+
+
+@given(st.lists(st.tuples(frame_parts, st.integers(0, 3), st.binary(max_size=3)), max_size=12))
+def test_fuzz_no_card_from_a_corrupted_frame(items) -> None:
+    """Frames with a flipped byte anywhere give no card unless the flip left a valid frame."""
+    stream = bytearray()
+    for (seq, code, payload), corruption, noise in items:
+        frame = bytearray(encode_frame(seq, code, payload))
+        if corruption:
+            position = 1 + (corruption * 7919 + len(payload)) % (len(frame) - 1)
+            frame[position] ^= 1 << (corruption % 7)
+        stream += noise.replace(bytes([ENQ]), b"") + frame
+    decoder = AngelEyeDecoder()
+    for decoded in decoder.feed(bytes(stream), 0.0):
+        if isinstance(decoded.input, CardRead):
+            raw = decoded.raw
+            assert raw[0] == ENQ
+            assert raw[-3] == ETX
+            assert bcc(raw[1:-2]) == raw[-2:].upper()
+            assert raw[2:3] == b"D"
+            assert len(raw) == 8
+            assert decode_card(raw[4]) == decoded.input.card

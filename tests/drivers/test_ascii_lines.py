@@ -1,0 +1,116 @@
+"""ASCII line reader decoder: grammar, mapping settings, unreadable lines, splitting, fuzzing."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from daemon.cards import ALL_CARDS, Card
+from daemon.engine.inputs import CardRead, ReadFailed
+from drivers.protocols import make_decoder
+from drivers.protocols.ascii_lines import AsciiLineDecoder, AsciiLineSettings
+from drivers.protocols.card_codes import CardCodeGrammar
+from tests.drivers.splitting import assert_split_invariant
+
+TWO_GROUPS = "(?P<rank>.)(?P<suit>.)"
+SUIT_LETTER = {"s": "S", "h": "H", "c": "C", "d": "D"}
+
+
+def line_for(card: Card) -> bytes:
+    return f"{SUIT_LETTER[card.suit.value]}{int(card.rank):02d}".encode()
+
+
+def test_every_card_in_the_default_grammar_and_both_line_endings() -> None:
+    data = b"".join(line_for(c) + (b"\r\n" if i % 2 else b"\n") for i, c in enumerate(ALL_CARDS))
+    frames = assert_split_invariant(AsciiLineDecoder, data)
+    assert [f["input"]["card"] for f in frames] == [c.code for c in ALL_CARDS]
+
+
+def test_identical_consecutive_lines_are_two_cards() -> None:
+    frames = AsciiLineDecoder().feed(b"S08\nS08\n", 1.0)
+    assert [type(f.input) for f in frames] == [CardRead, CardRead]
+
+
+def test_unreadable_lines_ask_for_a_rescan_by_default_and_blank_lines_are_ignored() -> None:
+    frames = AsciiLineDecoder().feed(b"\n\r\nS14\nX08\nS8\n\xff\xfe\n", 1.0)
+    assert all(isinstance(f.input, ReadFailed) for f in frames)
+    assert len(frames) == 4
+    assert "rank '14' is not in the rank map" in frames[0].input.reason  # type: ignore[union-attr]
+    assert "does not match the card grammar" in frames[1].input.reason  # type: ignore[union-attr]
+    assert "non-ASCII" in frames[3].input.reason  # type: ignore[union-attr]
+
+
+def test_unreadable_lines_can_be_only_rejected_and_error_pattern_recognised() -> None:
+    settings = AsciiLineSettings(unmatched="reject", error_pattern=r"ERR\d*")
+    frames = AsciiLineDecoder(settings).feed(b"XX\nERR01\n", 1.0)
+    assert frames[0].status == "rejected"
+    assert isinstance(frames[1].input, ReadFailed)
+    assert frames[1].input.reason == "reader reports 'ERR01'"
+
+
+def test_overlong_line_rejected_then_next_line_read() -> None:
+    data = b"A" * 500 + b"\nH13\n"
+    frames = assert_split_invariant(AsciiLineDecoder, data)
+    assert frames[0]["status"] == "rejected"
+    assert frames[0]["reason"] == "line of 500 bytes exceeds 64"
+    assert frames[1]["input"]["card"] == "Kh"
+
+
+def test_custom_grammar_and_explicit_codes() -> None:
+    grammar = CardCodeGrammar(
+        pattern=r"(?P<rank>[A2-9TJQK])-(?P<suit>[♠♥♣♦])",
+        rank_map={r: r for r in "A23456789TJQK"},
+        suit_map={"♠": "s", "♥": "h", "♣": "c", "♦": "d"},
+        codes={"JOKER-8": "8s"},
+    )
+    decoder = make_decoder("ascii_lines", {"grammar": grammar.model_dump(), "max_line_length": 16})
+    frames = decoder.feed("Q-♥\nJOKER-8\n".encode(), 1.0)
+    # the suit symbols are not ASCII: the reader is declared ASCII, so they are unreadable
+    assert isinstance(frames[0].input, ReadFailed)
+    assert isinstance(frames[1].input, CardRead)
+    assert frames[1].input.card == Card.parse("8s")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"grammar": {"pattern": "(?P<rank>.)", "rank_map": {"1": "A"}, "suit_map": {"S": "s"}}}, "suit"),
+        ({"grammar": {"pattern": "(", "rank_map": {"1": "A"}, "suit_map": {"S": "s"}}}, "regular expression"),
+        (
+            {
+                "grammar": {
+                    "pattern": "(?P<rank>.)(?P<suit>.)",
+                    "rank_map": {"1": "Z"},
+                    "suit_map": {"S": "s"},
+                }
+            },
+            "rank_map",
+        ),
+        (
+            {
+                "grammar": {
+                    "pattern": "(?P<rank>.)(?P<suit>.)",
+                    "rank_map": {"1": "A"},
+                    "suit_map": {"S": "x"},
+                }
+            },
+            "suit_map",
+        ),
+        ({"max_line_lenght": 10}, "max_line_lenght"),
+        ({"error_pattern": "[", "unmatched": "reject"}, "error_pattern"),
+    ],
+)
+def test_bad_settings_name_the_field(settings: dict[str, object], message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        AsciiLineSettings.model_validate(settings)
+
+
+@given(st.binary(max_size=300))
+def test_fuzz_arbitrary_bytes_never_raise_and_cards_only_from_valid_lines(data: bytes) -> None:
+    decoder = AsciiLineDecoder()
+    for frame in decoder.feed(data, 0.0) + decoder.reset():
+        if isinstance(frame.input, CardRead):
+            text = frame.raw.decode("ascii").strip()
+            assert text == line_for(frame.input.card).decode()
