@@ -1,0 +1,179 @@
+"""What every reader driver shares: the thread, the sink, connection state and health.
+
+A driver only moves bytes: it keeps the device open, feeds what it reads to its
+protocol decoder with the clock's time, and hands each new engine input to the
+sink. Repeats are counted, rejected frames are counted and logged, and the
+partial frame is discarded when the device goes away. While the device is away
+the sink gets one ``DeviceConnection(connected=False)``; when it is back, one
+``DeviceConnection(connected=True)``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from daemon.engine.inputs import DeviceConnection, EngineInput
+from drivers.protocols.frames import CommandReply, DecodedFrame, Decoder
+
+Sink = Callable[[EngineInput], None]
+Clock = Callable[[], float]
+
+log = structlog.get_logger("drivers")
+
+
+class ReaderDriver:
+    """Base of the serial and USB reader drivers (runs its own thread)."""
+
+    kind = "reader"
+
+    def __init__(self, *, device: str, decoder: Decoder, sink: Sink, clock: Clock) -> None:
+        self.device = device
+        self.decoder = decoder
+        self._sink = sink
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._state = threading.Condition()
+        self._connected: bool | None = None  # None until the first attempt
+        self._received = 0
+        self._last_read_at: float | None = None
+        self._reconnects = 0
+        self._ever_connected = False
+        self._counts = {"frames": 0, "duplicates": 0, "rejects": 0, "notices": 0, "discarded_partials": 0}
+        self._last_error: str | None = None
+        self._replies: list[CommandReply] = []
+
+    # -- runtime contract ---------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the reader thread (idempotent)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run_guarded, name=f"reader-{self.device}", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the thread and close the device."""
+        self._stop.set()
+        self._interrupt()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def health(self) -> dict[str, Any]:
+        """Connection state and counters, JSON-ready."""
+        with self._state:
+            return {
+                "driver": self.kind,
+                "device": self.device,
+                "connected": bool(self._connected),
+                "last_read_at": self._last_read_at,
+                "reconnects": self._reconnects,
+                "bytes": self._received,
+                "last_error": self._last_error,
+                "running": self._thread is not None and self._thread.is_alive(),
+                **self._counts,
+            }
+
+    # -- waiting helpers (replay, tests) -----------------------------------------
+
+    def wait_until_received(self, count: int, timeout: float) -> bool:
+        """Block until ``count`` bytes in total have been read and decoded."""
+        with self._state:
+            return self._state.wait_for(lambda: self._received >= count, timeout)
+
+    def wait_until_connected(self, connected: bool, timeout: float) -> bool:
+        """Block until the driver's view of the device is ``connected``."""
+        with self._state:
+            return self._state.wait_for(lambda: self._connected is connected, timeout)
+
+    # -- for subclasses -------------------------------------------------------------
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+    def _interrupt(self) -> None:
+        """Wake a blocking read so ``stop`` is prompt (optional)."""
+
+    def _run_guarded(self) -> None:
+        try:
+            self._run()
+        except Exception as exc:  # a bug here must be loud, not a silent dead reader
+            log.exception("reader thread crashed", device=self.device)
+            with self._state:
+                self._last_error = f"reader thread crashed: {exc!r}"
+            self._mark_disconnected(f"reader thread crashed: {exc!r}")
+
+    def _deliver(self, frames: list[DecodedFrame], received: int) -> None:
+        """Forward new inputs to the sink; count the rest; then account ``received`` bytes."""
+        for frame in frames:
+            if frame.rejected is not None:
+                self._count("rejects")
+                log.warning(
+                    "frame rejected", device=self.device, reason=frame.rejected, raw=frame.raw.hex(" ")
+                )
+            elif frame.duplicate:
+                self._count("duplicates")
+            elif frame.reply is not None:
+                with self._state:
+                    self._replies.append(frame.reply)
+                    self._state.notify_all()
+            elif frame.notice is not None:
+                self._count("notices")
+                log.warning("reader notice", device=self.device, notice=frame.notice, raw=frame.raw.hex(" "))
+            elif frame.input is not None:
+                self._count("frames")
+                self._sink(frame.input)
+        with self._state:
+            if received:
+                self._received += received
+                self._last_read_at = self._clock()
+            self._state.notify_all()
+
+    def _discard_partial(self) -> None:
+        """The device went away: a half-received frame must not be glued to what comes next."""
+        frames = self.decoder.reset()
+        if frames:
+            self._count("discarded_partials", len(frames))
+            self._deliver(frames, 0)
+
+    def _mark_connected(self, detail: str) -> None:
+        with self._state:
+            was = self._connected
+            self._connected = True
+            if self._ever_connected and was is False:
+                self._reconnects += 1
+            self._ever_connected = True
+            self._state.notify_all()
+        if was is not True:
+            log.info("device connected", device=self.device, detail=detail)
+            self._sink(DeviceConnection(connected=True, at=self._clock(), device=self.device, detail=detail))
+
+    def _mark_disconnected(self, detail: str) -> None:
+        with self._state:
+            was = self._connected
+            self._connected = False
+            self._last_error = detail
+            self._state.notify_all()
+        if was is not False:
+            log.warning("device away", device=self.device, detail=detail)
+            self._sink(DeviceConnection(connected=False, at=self._clock(), device=self.device, detail=detail))
+
+    def _count(self, name: str, n: int = 1) -> None:
+        with self._state:
+            self._counts[name] += n
+
+    def _take_reply(self, timeout: float) -> CommandReply | None:
+        with self._state:
+            if not self._state.wait_for(lambda: bool(self._replies), timeout):
+                return None
+            return self._replies.pop(0)
+
+    def _clear_replies(self) -> None:
+        with self._state:
+            self._replies.clear()
