@@ -1,0 +1,216 @@
+"""The inbound command channel: parse, authenticate and validate a supervisor command.
+
+A command is a JSON object published on ``baccarat/v1/{table_id}/cmd``::
+
+    {"table_id": "T01", "action": "void_round", "args": {"reason": "misdeal"},
+     "command_id": "c-2291", "actor": "supervisor:anna", "ts": 1764423000.5,
+     "nonce": "6c1f0a9e2b7d4c33", "sig": "<hex HMAC-SHA256>"}
+
+Checks, in this order (the first failure is the reply's ``code``):
+
+1. ``malformed``: not JSON, not an object, a missing/extra/mistyped field, oversized args.
+2. ``wrong_table``: ``table_id`` is not this table.
+3. ``unknown_action``: ``action`` is not one this table accepts.
+4. ``bad_signature``: no command key configured, or ``sig`` is not the HMAC of the command.
+5. ``stale`` / ``future``: ``ts`` further than the allowed skew from the table's clock.
+6. ``replayed``: the ``nonce`` was already used (nonces are kept in the journal, so a restart
+   does not reopen replay) or ``nonce_cache_full``.
+
+The signature is checked before the nonce is stored, so unauthenticated junk cannot fill
+the nonce cache. Commands that pass are handed on as :class:`SupervisorCommand`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from daemon.engine.inputs import SupervisorCommand
+from daemon.journal.store import Journal, NonceVerdict
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.settings import SigningSettings
+from daemon.mqtt.signing import verify
+
+MAX_COMMAND_BYTES = 16 * 1024
+MAX_ARGS_BYTES = 4 * 1024
+
+ENGINE_ACTIONS: frozenset[str] = frozenset(
+    {
+        "new_shoe",
+        "void_round",
+        "void_shoe",
+        "assign_card",
+        "move_card",
+        "swap",
+        "acknowledge_alert",
+        "resolve_hold",
+        "rescan_ack",
+        "super_round_die",
+    }
+)
+"""Actions handed to the engine (it validates their arguments and accepts or refuses them)."""
+
+READER_ACTIONS: frozenset[str] = frozenset({"lock", "unlock"})
+"""Actions forwarded to the card reader (Angel Eye lock/unlock)."""
+
+_NONCE = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+class CommandRequest(BaseModel):
+    """The wire form of a command, strictly typed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    table_id: str = Field(min_length=1, max_length=64)
+    action: str = Field(min_length=1, max_length=64)
+    args: dict[str, Any] = Field(default_factory=dict)
+    command_id: str = Field(min_length=1, max_length=128)
+    actor: str = Field(min_length=1, max_length=128)
+    ts: float
+    nonce: str
+    sig: str
+
+    @field_validator("ts", mode="before")
+    @classmethod
+    def _finite_number(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ValueError("must be a finite number (seconds since the Unix epoch)")
+        return float(value)
+
+    @field_validator("nonce")
+    @classmethod
+    def _nonce_form(cls, value: str) -> str:
+        if not _NONCE.match(value):
+            raise ValueError("must be 16-128 characters of A-Z a-z 0-9 _ -")
+        return value
+
+    @field_validator("sig")
+    @classmethod
+    def _sig_form(cls, value: str) -> str:
+        if not _HEX64.match(value):
+            raise ValueError("must be 64 hex digits (HMAC-SHA256)")
+        return value
+
+    @field_validator("args")
+    @classmethod
+    def _args_bounded(cls, value: dict[str, Any]) -> dict[str, Any]:
+        if len(json.dumps(value, allow_nan=False)) > MAX_ARGS_BYTES:
+            raise ValueError(f"larger than {MAX_ARGS_BYTES} bytes")
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a command was refused; becomes the reply."""
+
+    code: str
+    reason: str
+    command_id: str | None = None
+    action: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verified:
+    """A command that passed every check."""
+
+    command: SupervisorCommand
+    request: CommandRequest
+
+    @property
+    def for_reader(self) -> bool:
+        return self.command.action in READER_ACTIONS
+
+
+class CommandVerifier:
+    """Applies the checks above; the nonce memory lives in the journal."""
+
+    def __init__(
+        self,
+        table_id: str,
+        key: Secret | None,
+        settings: SigningSettings,
+        journal: Journal,
+        clock: Callable[[], float],
+        actions: frozenset[str] = ENGINE_ACTIONS | READER_ACTIONS,
+    ) -> None:
+        self.table_id = table_id
+        self._key = key
+        self._settings = settings
+        self._journal = journal
+        self._clock = clock
+        self.actions = actions
+
+    def check(self, payload: bytes) -> Verified | Refusal:
+        """Verify one raw command payload."""
+        if len(payload) > MAX_COMMAND_BYTES:
+            return Refusal("malformed", f"command is {len(payload)} bytes, the limit is {MAX_COMMAND_BYTES}")
+        try:
+            raw = json.loads(payload.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return Refusal("malformed", f"command is not UTF-8 JSON: {exc}")
+        if not isinstance(raw, dict):
+            return Refusal("malformed", f"command must be a JSON object, got {type(raw).__name__}")
+        command_id = raw.get("command_id") if isinstance(raw.get("command_id"), str) else None
+        action = raw.get("action") if isinstance(raw.get("action"), str) else None
+        try:
+            request = CommandRequest.model_validate(raw)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc']) or '(command)'}: {err['msg']}" for err in exc.errors()
+            )
+            return Refusal("malformed", problems, command_id, action)
+        except ValueError as exc:  # e.g. args holding NaN
+            return Refusal("malformed", str(exc), command_id, action)
+        if request.table_id != self.table_id:
+            return Refusal(
+                "wrong_table",
+                f"command is for table {request.table_id!r}, this is {self.table_id!r}",
+                command_id,
+                action,
+            )
+        if request.action not in self.actions:
+            return Refusal(
+                "unknown_action",
+                f"unknown action {request.action!r}; accepted: {', '.join(sorted(self.actions))}",
+                command_id,
+                action,
+            )
+        if self._key is None:
+            return Refusal("bad_signature", "this table has no command key configured", command_id, action)
+        if not verify(raw, self._key):
+            return Refusal("bad_signature", "signature does not match the command", command_id, action)
+        now = self._clock()
+        skew = self._settings.command_max_skew_s
+        if request.ts < now - skew:
+            return Refusal(
+                "stale", f"command ts is {now - request.ts:.1f}s old (limit {skew:g}s)", command_id, action
+            )
+        if request.ts > now + skew:
+            return Refusal(
+                "future",
+                f"command ts is {request.ts - now:.1f}s in the future (limit {skew:g}s)",
+                command_id,
+                action,
+            )
+        verdict = self._journal.remember_nonce(
+            request.nonce, request.ts, now, 2 * skew, self._settings.nonce_cache_max
+        )
+        if verdict is NonceVerdict.REUSED:
+            return Refusal("replayed", "nonce already used", command_id, action)
+        if verdict is NonceVerdict.CACHE_FULL:
+            return Refusal("nonce_cache_full", "too many commands in the replay window", command_id, action)
+        command = SupervisorCommand(
+            action=request.action,
+            at=now,
+            actor=request.actor,
+            command_id=request.command_id,
+            args=dict(request.args),
+        )
+        return Verified(command, request)

@@ -1,0 +1,171 @@
+"""The reference consumer logic: verify, deduplicate by ``event_id``, detect ``seq`` gaps.
+
+This is what the game server has to do with the ``events`` topic, written once so the
+``tail`` command, the tests and the benchmarks share it. It holds no connection: feed it
+payloads (:meth:`EventConsumer.feed`) from any MQTT client.
+
+Rules (also in ``daemon/mqtt/README.md``):
+
+* A payload that is not a valid envelope, is for another table, or whose signature does not
+  verify (when a key is configured) is **rejected** and does not advance anything.
+* An ``event_id`` already seen is a **duplicate** (at-least-once delivery): drop it.
+* ``seq`` is gapless per table. A ``seq`` above the next expected one opens a **gap** for the
+  seqs in between; a late arrival fills it. A dead-letter alert (``alert_raised`` with code
+  ``mqtt_dead_letter``) names a ``seq`` that will never arrive: that gap is **explained**.
+* A new ``seq`` with a known ``event_id``'s seq but a different id is a **conflict**
+  (e.g. the table's journal was replaced): report it, never merge silently.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from daemon.mqtt.envelope import SCHEMA_VERSION
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, verify
+
+DEAD_LETTER_CODE = "mqtt_dead_letter"
+
+_REQUIRED: dict[str, type | tuple[type, ...]] = {
+    "schema_version": int,
+    "event_id": str,
+    "seq": int,
+    "table_id": str,
+    "kind": str,
+    "ts": (int, float),
+    "source": str,
+    "data": dict,
+}
+
+
+class Verdict(Enum):
+    NEW = "new"
+    DUPLICATE = "duplicate"
+    REJECTED = "rejected"
+    CONFLICT = "conflict"
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """What one payload turned out to be."""
+
+    verdict: Verdict
+    envelope: dict[str, Any] | None = None
+    reason: str | None = None
+    new_gaps: tuple[int, ...] = ()
+    filled_gap: bool = False
+
+
+@dataclass
+class ConsumerStats:
+    new: int = 0
+    duplicates: int = 0
+    rejected: int = 0
+    conflicts: int = 0
+    out_of_order: int = 0
+
+
+@dataclass
+class EventConsumer:
+    """Dedup/gap/verify state for one table's event stream.
+
+    ``require_signature``: reject unsigned events (set it whenever ``key`` is given in
+    production, so a stripped signature is not accepted). ``remember`` bounds the
+    ``event_id`` memory.
+    """
+
+    table_id: str
+    key: Secret | None = None
+    require_signature: bool = False
+    remember: int = 1_000_000
+    stats: ConsumerStats = field(default_factory=ConsumerStats)
+    highest_seq: int = 0
+    missing: set[int] = field(default_factory=set)
+    explained: dict[int, str] = field(default_factory=dict)
+    _ids: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    _seqs: dict[int, str] = field(default_factory=dict)
+
+    def feed(self, payload: bytes | str | dict[str, Any]) -> Received:
+        """Classify one ``events`` payload and update the state."""
+        envelope, problem = self._parse(payload)
+        if envelope is None:
+            self.stats.rejected += 1
+            return Received(Verdict.REJECTED, reason=problem)
+        event_id: str = envelope["event_id"]
+        seq: int = envelope["seq"]
+        if event_id in self._ids:
+            self.stats.duplicates += 1
+            return Received(Verdict.DUPLICATE, envelope)
+        known = self._seqs.get(seq)
+        if known is not None and known != event_id:
+            self.stats.conflicts += 1
+            return Received(
+                Verdict.CONFLICT, envelope, reason=f"seq {seq} already arrived with event_id {known}"
+            )
+        self._remember(event_id, seq)
+        self.stats.new += 1
+        new_gaps: tuple[int, ...] = ()
+        filled = False
+        if seq > self.highest_seq:
+            new_gaps = tuple(range(self.highest_seq + 1, seq))
+            self.missing.update(new_gaps)
+            self.highest_seq = seq
+        else:
+            filled = seq in self.missing
+            self.missing.discard(seq)
+            self.stats.out_of_order += 1
+        self._note_dead_letter(envelope)
+        return Received(Verdict.NEW, envelope, new_gaps=new_gaps, filled_gap=filled)
+
+    @property
+    def unexplained_gaps(self) -> list[int]:
+        """Seqs known to be missing with no dead-letter alert explaining them."""
+        return sorted(s for s in self.missing if s not in self.explained)
+
+    def _note_dead_letter(self, envelope: dict[str, Any]) -> None:
+        data = envelope["data"]
+        if envelope["kind"] == "alert_raised" and data.get("code") == DEAD_LETTER_CODE:
+            lost = data.get("seq")
+            if isinstance(lost, int):
+                self.explained[lost] = str(data.get("message", "dead-lettered"))
+
+    def _remember(self, event_id: str, seq: int) -> None:
+        self._ids[event_id] = seq
+        self._seqs[seq] = event_id
+        while len(self._ids) > self.remember:
+            _, old_seq = self._ids.popitem(last=False)
+            self._seqs.pop(old_seq, None)
+
+    def _parse(self, payload: bytes | str | dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+        if isinstance(payload, dict):
+            envelope: Any = payload
+        else:
+            try:
+                envelope = json.loads(payload)
+            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                return None, f"not JSON: {exc}"
+        if not isinstance(envelope, dict):
+            return None, "not a JSON object"
+        for name, kind in _REQUIRED.items():
+            value = envelope.get(name)
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+                return None, f"field {name!r} missing or of the wrong type"
+        if envelope["schema_version"] != SCHEMA_VERSION:
+            return None, f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}"
+        if envelope["seq"] < 1:
+            return None, "seq must be >= 1"
+        if envelope["table_id"] != self.table_id:
+            return None, f"event of table {envelope['table_id']!r}, expected {self.table_id!r}"
+        if "sig" in envelope or self.require_signature:
+            if self.key is None:
+                if self.require_signature:
+                    return None, "signature required but no key configured"
+            elif "sig" not in envelope:
+                return None, "unsigned event (signature required)"
+            elif not verify(envelope, self.key, UNSIGNED_EVENT_FIELDS):
+                return None, "signature does not verify"
+        return envelope, ""

@@ -1,0 +1,633 @@
+"""The publisher: drains the journal to the broker in ``seq`` order, QoS 1, and runs the
+command channel.
+
+Threads
+-------
+* **network** (ours, not paho's ``loop_start``): connects with our own exponential backoff
+  with jitter, then runs ``client.loop()``; paho callbacks run here.
+* **drain**: the only owner of the in-flight map (paho ``mid`` -> ``seq``). It publishes
+  undelivered events while fewer than ``inflight_window`` are unacknowledged, turns PUBACKs
+  into :meth:`Journal.mark_delivered`, dead-letters broker rejections, publishes health,
+  compacts the journal and raises/clears the journal-full alert.
+
+Callbacks only append to a deque and set an event, so no lock of ours is ever taken while
+paho holds its own (paho calls ``on_publish`` under its message mutex).
+
+Delivery guarantees
+-------------------
+An event is marked delivered only when its PUBACK arrives. While the connection is down,
+paho keeps the (at most ``inflight_window``) unacknowledged events and resends them first,
+in order, after the reconnect; everything else stays in the journal until there is room.
+After a restart the drain starts again at the first undelivered event. Delivery is
+therefore at-least-once, in ``seq`` order; consumers deduplicate by ``event_id``.
+
+On every (re)connect, in this order: ``status`` = online (retained), subscribe to ``cmd``,
+republish the retained ``state``, then resume draining. :meth:`stop` publishes
+``status`` = offline before disconnecting (the Last Will only covers unclean exits).
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion, MQTTErrorCode
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+from paho.mqtt.reasoncodes import ReasonCode
+
+from daemon.engine.inputs import SupervisorCommand
+from daemon.journal.records import ORIGIN_DELIVERY, DeliveryEvent, JournaledEvent
+from daemon.journal.store import Journal
+from daemon.mqtt.backoff import Backoff
+from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
+from daemon.mqtt.envelope import encode, event_envelope, signed_message
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.settings import BrokerSettings, Protocol
+from daemon.mqtt.topics import TableTopics
+
+log = logging.getLogger(__name__)
+
+ReplyFn = Callable[[bool, str | None], None]
+"""``reply(accepted, reason)``: answer one command; may be called from any thread, once."""
+
+CommandHandler = Callable[[SupervisorCommand, ReplyFn], None]
+"""Receives a verified command and the function to answer it with. Must return quickly
+(hand the command to the engine's queue); reply when the engine has decided."""
+
+DEAD_LETTER_ALERT = "mqtt_dead_letter"
+JOURNAL_FULL_ALERT = "journal_full"
+ALERT_KIND_PREFIX = "alert"
+
+
+@dataclass
+class Counters:
+    """Monotonic counters reported in ``health``."""
+
+    published: int = 0
+    acknowledged: int = 0
+    dead_lettered: int = 0
+    connects: int = 0
+    connection_failures: int = 0
+    commands_accepted: int = 0
+    commands_refused: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(vars(self))
+
+
+@dataclass
+class _Ack:
+    mid: int
+    failed: bool
+    reason: str
+
+
+@dataclass
+class _ConnectionInfo:
+    connected: bool = False
+    last_error: str | None = None
+    connected_since: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _reason_text(reason: ReasonCode | int) -> str:
+    if isinstance(reason, ReasonCode):
+        return f"{reason.getName()} (0x{reason.value:02x})"
+    return f"code {reason}"
+
+
+class Publisher:
+    """Publishes one table's journal and serves its command channel."""
+
+    def __init__(
+        self,
+        settings: BrokerSettings,
+        table_id: str,
+        journal: Journal,
+        on_command: CommandHandler | None = None,
+        on_reader_command: CommandHandler | None = None,
+        health_extra: Callable[[], dict[str, Any]] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.table_id = table_id
+        self.topics = TableTopics(table_id)
+        self.journal = journal
+        self.on_command = on_command
+        self.on_reader_command = on_reader_command
+        self._health_extra = health_extra
+        self._clock = clock
+        self.counters = Counters()
+        self._conn = _ConnectionInfo()
+        signing = settings.signing
+        self._events_key: Secret | None = signing.events_key.load() if signing.events_key else None
+        command_key = signing.command_key.load() if signing.command_key else None
+        self._verifier = CommandVerifier(table_id, command_key, signing, journal, clock)
+        self._password: Secret | None = (
+            settings.auth.password.load() if settings.auth and settings.auth.password else None
+        )
+        self._backoff = Backoff(settings.delivery.backoff_initial_s, settings.delivery.backoff_max_s)
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._connected = threading.Event()
+        self._acks: deque[_Ack] = deque()
+        self._state: dict[str, Any] | None = None
+        self._state_lock = threading.Lock()
+        self._inflight: dict[int, JournaledEvent] = {}
+        self._sent_through = 0
+        self._journal_full_alert: str | None = None
+        self._offline_mid: int | None = None
+        self._offline_acked = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._client = self._build_client()
+
+    # -- public runtime contract ------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the network and drain threads; returns at once (connection happens in the
+        background, with backoff, for as long as it takes)."""
+        if self._threads:
+            return
+        self._client.connect_async(
+            self.settings.host,
+            self.settings.effective_port,
+            keepalive=self.settings.keepalive_s,
+            clean_start=True
+            if self.settings.protocol is Protocol.MQTT5
+            else mqtt.MQTT_CLEAN_START_FIRST_ONLY,
+        )
+        for name, target in (("mqtt-network", self._network_loop), ("mqtt-drain", self._drain_loop)):
+            thread = threading.Thread(target=target, name=f"{name}-{self.table_id}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def notify(self) -> None:
+        """New rows were appended to the journal: drain them now."""
+        self._wake.set()
+
+    def set_state(self, snapshot: dict[str, Any]) -> None:
+        """Publish a new retained state snapshot (kept and republished on every reconnect)."""
+        with self._state_lock:
+            self._state = snapshot
+        if self._connected.is_set():
+            self._publish_state()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Flush delivery marks, publish ``offline`` (retained) and disconnect cleanly."""
+        if not self._threads:
+            return
+        deadline = time.monotonic() + timeout
+        if self._connected.is_set():
+            info = self._client.publish(
+                self.topics.status,
+                encode(self._status_payload("offline")),
+                qos=1,
+                retain=True,
+                properties=self._json_properties(),
+            )
+            self._offline_mid = info.mid
+            self._offline_acked.wait(max(0.0, deadline - time.monotonic()))
+        self._stopping.set()
+        self._wake.set()
+        self._client.disconnect()
+        for thread in self._threads:
+            thread.join(max(0.1, deadline - time.monotonic()))
+        self._threads.clear()
+        self._process_acks()
+
+    def health(self) -> dict[str, Any]:
+        """Connection, queue depth, oldest undelivered age, counters, journal capacity."""
+        now = self._clock()
+        capacity = self.journal.capacity()
+        oldest_age = None if capacity.oldest_undelivered_at is None else now - capacity.oldest_undelivered_at
+        report: dict[str, Any] = {
+            "table_id": self.table_id,
+            "ts": now,
+            "connected": self._connected.is_set(),
+            "last_error": self._conn.last_error,
+            "queue_depth": capacity.undelivered,
+            "inflight": len(self._inflight),
+            "oldest_undelivered_age_s": oldest_age,
+            "last_seq": self.journal.last_seq(),
+            "counters": self.counters.as_dict(),
+            "journal": {
+                "size_bytes": capacity.size_bytes,
+                "max_bytes": capacity.max_bytes,
+                "full": capacity.full,
+                "reason": capacity.reason,
+                "admits_new_round": self.journal.admits_new_round(),
+            },
+        }
+        if self._health_extra is not None:
+            try:
+                report["devices"] = self._health_extra()
+            except Exception as exc:  # a broken provider must not stop health reports
+                report["devices"] = {"error": f"health provider failed: {exc}"}
+        return report
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set()
+
+    # -- client set-up ----------------------------------------------------------------------
+
+    def _build_client(self) -> mqtt.Client:
+        s = self.settings
+        protocol = mqtt.MQTTv5 if s.protocol is Protocol.MQTT5 else mqtt.MQTTv311
+        client = mqtt.Client(
+            CallbackAPIVersion.VERSION2,
+            client_id=s.effective_client_id(self.table_id),
+            protocol=protocol,
+            clean_session=True if protocol == mqtt.MQTTv311 else None,
+            reconnect_on_failure=False,
+        )
+        # Room for status/state/health/replies beside the event window, so paho never queues
+        # an event behind them.
+        client.max_inflight_messages_set(s.delivery.inflight_window + 16)
+        client.will_set(
+            self.topics.status,
+            encode(self._status_payload("offline")),
+            qos=1,
+            retain=True,
+            properties=self._json_properties(PacketTypes.WILLMESSAGE),
+        )
+        if s.tls.enabled:
+            client.tls_set_context(self._tls_context())
+        if s.auth is not None:
+            client.username_pw_set(s.auth.username, self._password.reveal_text() if self._password else None)
+        client.on_connect = self._on_connect
+        client.on_disconnect = self._on_disconnect
+        client.on_publish = self._on_publish
+        client.on_message = self._on_message
+        return client
+
+    def _tls_context(self) -> ssl.SSLContext:
+        tls = self.settings.tls
+        context = ssl.create_default_context(
+            ssl.Purpose.SERVER_AUTH, cafile=str(tls.ca_file) if tls.ca_file else None
+        )
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        if tls.cert_file is not None and tls.key_file is not None:
+            context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
+        if not tls.verify:
+            log.warning("TLS certificate verification is OFF for the broker connection (tls.verify=false)")
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def _json_properties(self, packet_type: int = PacketTypes.PUBLISH) -> Properties | None:
+        if self.settings.protocol is not Protocol.MQTT5:
+            return None
+        props = Properties(packet_type)  # type: ignore[no-untyped-call]
+        props.ContentType = "application/json"
+        props.PayloadFormatIndicator = 1
+        return props
+
+    def _status_payload(self, status: str) -> dict[str, Any]:
+        return signed_message(
+            {"table_id": self.table_id, "status": status, "ts": self._clock()}, self._events_key
+        )
+
+    # -- network thread -----------------------------------------------------------------------
+
+    def _network_loop(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                rc = self._client.reconnect()
+            except (OSError, ssl.SSLError, ValueError) as exc:
+                self._connection_failed(
+                    f"connect to {self.settings.host}:{self.settings.effective_port}: {exc}"
+                )
+                continue
+            if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
+                self._connection_failed(f"connect failed: {mqtt.error_string(rc)}")
+                continue
+            while not self._stopping.is_set() or self._client.want_write():
+                rc = self._client.loop(timeout=0.5)
+                if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
+                    break
+            self._connected.clear()
+            if self._stopping.is_set():
+                return
+            if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
+                self._connection_failed(f"connection lost: {mqtt.error_string(rc)}")
+
+    def _connection_failed(self, message: str) -> None:
+        self._connected.clear()
+        self._conn.last_error = message
+        self.counters.connection_failures += 1
+        delay = self._backoff.next_delay()
+        log.warning("broker unavailable (%s); retrying in %.1fs", message, delay)
+        self._stopping.wait(delay)
+
+    # -- paho callbacks (network thread) --------------------------------------------------------
+
+    def _on_connect(
+        self,
+        client: mqtt.Client,
+        userdata: Any,
+        flags: mqtt.ConnectFlags,
+        reason_code: ReasonCode,
+        properties: Properties | None,
+    ) -> None:
+        if reason_code.is_failure:
+            self._conn.last_error = f"broker refused the connection: {_reason_text(reason_code)}"
+            log.error("%s", self._conn.last_error)
+            client.disconnect()
+            return
+        self._backoff.reset()
+        self.counters.connects += 1
+        self._conn.last_error = None
+        self._conn.connected_since = self._clock()
+        props = self._json_properties()
+        client.publish(
+            self.topics.status, encode(self._status_payload("online")), qos=1, retain=True, properties=props
+        )
+        client.subscribe(self.topics.cmd, qos=1)
+        self._publish_state()
+        self._connected.set()
+        self._wake.set()
+
+    def _on_disconnect(
+        self,
+        client: mqtt.Client,
+        userdata: Any,
+        flags: mqtt.DisconnectFlags,
+        reason_code: ReasonCode,
+        properties: Properties | None,
+    ) -> None:
+        self._connected.clear()
+        if not self._stopping.is_set():
+            self._conn.last_error = f"disconnected: {_reason_text(reason_code)}"
+
+    def _on_publish(
+        self,
+        client: mqtt.Client,
+        userdata: Any,
+        mid: int,
+        reason_code: ReasonCode,
+        properties: Properties | None,
+    ) -> None:
+        if mid == self._offline_mid:
+            self._offline_acked.set()
+        self._acks.append(_Ack(mid, reason_code.is_failure, _reason_text(reason_code)))
+        self._wake.set()
+
+    def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        if message.topic != self.topics.cmd:
+            return
+        response_topic: str | None = None
+        correlation: bytes | None = None
+        props = message.properties
+        if props is not None:
+            response_topic = getattr(props, "ResponseTopic", None)
+            correlation = getattr(props, "CorrelationData", None)
+        try:
+            outcome = self._verifier.check(bytes(message.payload))
+        except Exception as exc:  # e.g. the journal failing: refuse, never crash the loop
+            log.exception("command verification failed")
+            outcome = Refusal("internal_error", f"command could not be checked: {exc}")
+        if isinstance(outcome, Refusal):
+            self.counters.commands_refused += 1
+            log.warning("command refused: %s (%s)", outcome.code, outcome.reason)
+            self._send_reply(
+                outcome.command_id,
+                outcome.action,
+                False,
+                outcome.code,
+                outcome.reason,
+                response_topic,
+                correlation,
+            )
+            return
+        self._dispatch(outcome, response_topic, correlation)
+
+    # -- commands ---------------------------------------------------------------------------
+
+    def _dispatch(self, verified: Verified, response_topic: str | None, correlation: bytes | None) -> None:
+        command = verified.command
+        handler = self.on_reader_command if verified.for_reader else self.on_command
+        answered = threading.Event()
+
+        def reply(accepted: bool, reason: str | None = None) -> None:
+            if answered.is_set():
+                return
+            answered.set()
+            if accepted:
+                self.counters.commands_accepted += 1
+            else:
+                self.counters.commands_refused += 1
+            self._send_reply(
+                command.command_id,
+                command.action,
+                accepted,
+                None if accepted else "refused_by_table",
+                reason,
+                response_topic,
+                correlation,
+            )
+
+        if handler is None:
+            target = "card reader" if verified.for_reader else "table engine"
+            reply(False, f"no {target} is attached to handle {command.action!r}")
+            return
+        try:
+            handler(command, reply)
+        except Exception as exc:
+            log.exception("command handler failed")
+            reply(False, f"command handler failed: {exc}")
+
+    def _send_reply(
+        self,
+        command_id: str | None,
+        action: str | None,
+        accepted: bool,
+        code: str | None,
+        reason: str | None,
+        response_topic: str | None,
+        correlation: bytes | None,
+    ) -> None:
+        body = {
+            "table_id": self.table_id,
+            "command_id": command_id,
+            "action": action,
+            "status": "accepted" if accepted else "refused",
+            "code": code,
+            "reason": reason,
+            "ts": self._clock(),
+        }
+        payload = encode(signed_message(body, self._events_key))
+        props = self._json_properties()
+        if props is not None and correlation is not None:
+            props.CorrelationData = correlation
+        self._client.publish(self.topics.cmd_reply, payload, qos=1, properties=props)
+        if (
+            response_topic
+            and response_topic != self.topics.cmd_reply
+            and _valid_publish_topic(response_topic)
+        ):
+            self._client.publish(response_topic, payload, qos=1, properties=props)
+
+    # -- drain thread ---------------------------------------------------------------------------
+
+    def _drain_loop(self) -> None:
+        interval = self.settings.delivery.health_interval_s
+        next_health = 0.0
+        next_compact = time.monotonic() + 5.0
+        while not self._stopping.is_set():
+            self._wake.wait(timeout=0.5)
+            self._wake.clear()
+            try:
+                self._process_acks()
+                if self._connected.is_set():
+                    self._fill_window()
+                now = time.monotonic()
+                if now >= next_health:
+                    next_health = now + interval
+                    self._check_capacity()
+                    if self._connected.is_set():
+                        self._publish_health()
+                if now >= next_compact:
+                    next_compact = now + self.settings.delivery.compact_interval_s
+                    self.journal.compact()
+            except Exception:
+                # A failing journal or broker call must not kill delivery: log and go again.
+                log.exception("publisher drain step failed")
+                self._stopping.wait(0.5)
+
+    def _process_acks(self) -> None:
+        delivered: list[int] = []
+        while self._acks:
+            ack = self._acks.popleft()
+            event = self._inflight.pop(ack.mid, None)
+            if event is None:
+                continue  # status, state, health, a reply or an alerts-topic copy
+            if ack.failed:
+                self._dead_letter(event, f"rejected by the broker: {ack.reason}")
+            else:
+                delivered.append(event.seq)
+        if delivered:
+            self.journal.mark_delivered(delivered)
+            self.counters.acknowledged += len(delivered)
+
+    def _fill_window(self) -> None:
+        room = self.settings.delivery.inflight_window - len(self._inflight)
+        if room <= 0:
+            return
+        for event in self.journal.pending(after_seq=self._sent_through, limit=room):
+            if not self._connected.is_set():
+                return
+            self._publish_event(event)
+
+    def _publish_event(self, event: JournaledEvent) -> None:
+        envelope = event_envelope(event, self.table_id, self._clock(), self._events_key)
+        try:
+            payload = encode(envelope)
+            props = self._json_properties()
+            if props is not None:
+                props.UserProperty = [("seq", str(event.seq)), ("event_id", event.event_id)]
+                if self.settings.delivery.message_expiry_s is not None:
+                    props.MessageExpiryInterval = self.settings.delivery.message_expiry_s
+            info = self._client.publish(self.topics.events, payload, qos=1, properties=props)
+        except ValueError as exc:  # payload too large or not encodable: it can never go out
+            self._sent_through = event.seq
+            self._dead_letter(event, f"cannot be published: {exc}")
+            return
+        self._inflight[info.mid] = event
+        self._sent_through = event.seq
+        self.counters.published += 1
+        if event.kind.startswith(ALERT_KIND_PREFIX):
+            self._client.publish(self.topics.alerts, payload, qos=1, properties=props)
+
+    def _dead_letter(self, event: JournaledEvent, reason: str) -> None:
+        self.journal.mark_dead_letter(event.seq, reason)
+        self.counters.dead_lettered += 1
+        log.error("event seq=%d (%s) dead-lettered: %s", event.seq, event.kind, reason)
+        if event.origin == ORIGIN_DELIVERY and event.data.get("code") == DEAD_LETTER_ALERT:
+            return  # never alert about a failed alert: that would loop when the topic is closed
+        self._raise_delivery_alert(
+            DEAD_LETTER_ALERT,
+            "critical",
+            f"event seq {event.seq} ({event.kind}) was not delivered: {reason}",
+            {"seq": event.seq, "event_id": event.event_id, "event_kind": event.kind},
+        )
+
+    def _raise_delivery_alert(self, code: str, severity: str, message: str, extra: dict[str, Any]) -> str:
+        alert_id = f"delivery-{uuid.uuid4().hex[:12]}"
+        self.journal.append_delivery_event(
+            DeliveryEvent(
+                kind="alert_raised",
+                at=self._clock(),
+                data={"alert_id": alert_id, "code": code, "severity": severity, "message": message, **extra},
+            )
+        )
+        self._wake.set()
+        return alert_id
+
+    def _clear_delivery_alert(self, alert_id: str, code: str, message: str) -> None:
+        self.journal.append_delivery_event(
+            DeliveryEvent(
+                kind="alert_cleared",
+                at=self._clock(),
+                data={"alert_id": alert_id, "code": code, "message": message},
+            )
+        )
+        self._wake.set()
+
+    def _check_capacity(self) -> None:
+        capacity = self.journal.capacity()
+        if capacity.full and self._journal_full_alert is None:
+            self._journal_full_alert = self._raise_delivery_alert(
+                JOURNAL_FULL_ALERT,
+                "critical",
+                f"{capacity.reason}; policy {self.journal.settings.on_full.value}",
+                {"admits_new_round": self.journal.admits_new_round()},
+            )
+        elif not capacity.full and self._journal_full_alert is not None:
+            self._clear_delivery_alert(
+                self._journal_full_alert, JOURNAL_FULL_ALERT, "journal below its limits again"
+            )
+            self._journal_full_alert = None
+
+    def _publish_state(self) -> None:
+        with self._state_lock:
+            state = self._state
+        if state is None:
+            return
+        body = {
+            "table_id": self.table_id,
+            "ts": self._clock(),
+            "last_seq": self.journal.last_seq(),
+            "state": state,
+        }
+        self._client.publish(
+            self.topics.state,
+            encode(signed_message(body, self._events_key)),
+            qos=1,
+            retain=True,
+            properties=self._json_properties(),
+        )
+
+    def _publish_health(self) -> None:
+        payload = encode(signed_message(self.health(), self._events_key))
+        self._client.publish(
+            self.topics.health, payload, qos=1, retain=True, properties=self._json_properties()
+        )
+
+
+def _valid_publish_topic(topic: str) -> bool:
+    return (
+        0 < len(topic.encode("utf-8")) <= 65535
+        and "+" not in topic
+        and "#" not in topic
+        and "\0" not in topic
+    )

@@ -1,0 +1,109 @@
+"""Broker connection, signing and command-channel settings (the ``broker:`` config section)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from daemon.mqtt.secrets import SecretSource
+
+
+class Protocol(Enum):
+    MQTT5 = "mqtt5"
+    MQTT311 = "mqtt311"
+
+
+class TlsSettings(BaseModel):
+    """TLS to the broker. Certificate and host name verification are on unless turned off here."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    ca_file: Path | None = Field(default=None, description="CA bundle; the system store when unset.")
+    cert_file: Path | None = Field(default=None, description="Client certificate (PEM).")
+    key_file: Path | None = Field(default=None, description="Client private key (PEM).")
+    verify: bool = Field(
+        default=True, description="Verify the broker certificate and host name. Never off in production."
+    )
+
+    @model_validator(mode="after")
+    def _cert_and_key_together(self) -> TlsSettings:
+        if (self.cert_file is None) != (self.key_file is None):
+            raise ValueError("cert_file and key_file go together: give both or neither")
+        return self
+
+
+class AuthSettings(BaseModel):
+    """Username/password login; the password comes from a file or an environment variable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    username: str
+    password: SecretSource | None = None
+
+
+class SigningSettings(BaseModel):
+    """Per-table HMAC keys. ``events_key`` signs what the table publishes (events, replies);
+    ``command_key`` authenticates what the server sends. Without a command key every
+    command is refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    events_key: SecretSource | None = None
+    command_key: SecretSource | None = None
+    command_max_skew_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=3600,
+        description="Commands whose ts is further than this from now are refused.",
+    )
+    nonce_cache_max: int = Field(default=100_000, ge=100)
+
+
+class DeliverySettings(BaseModel):
+    """How the journal is drained."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    inflight_window: int = Field(default=16, ge=1, le=1000, description="Unacknowledged events at most.")
+    backoff_initial_s: float = Field(default=0.5, gt=0)
+    backoff_max_s: float = Field(default=30.0, gt=0)
+    health_interval_s: float = Field(default=10.0, gt=0)
+    message_expiry_s: int | None = Field(
+        default=None, ge=1, description="MQTT 5 message expiry for events; unset = never expire."
+    )
+    compact_interval_s: float = Field(default=3600.0, gt=0)
+
+    @model_validator(mode="after")
+    def _backoff_order(self) -> DeliverySettings:
+        if self.backoff_max_s < self.backoff_initial_s:
+            raise ValueError("backoff_max_s must be at least backoff_initial_s")
+        return self
+
+
+class BrokerSettings(BaseModel):
+    """Everything the publisher needs to reach the broker."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "localhost"
+    port: int | None = Field(default=None, ge=1, le=65535, description="Default 8883 with TLS, else 1883.")
+    protocol: Protocol = Protocol.MQTT5
+    client_id: str | None = Field(default=None, description="Default: baccarat-edge-<table_id>.")
+    keepalive_s: int = Field(default=30, ge=5, le=3600)
+    tls: TlsSettings = TlsSettings()
+    auth: AuthSettings | None = None
+    signing: SigningSettings = SigningSettings()
+    delivery: DeliverySettings = DeliverySettings()
+
+    @property
+    def effective_port(self) -> int:
+        if self.port is not None:
+            return self.port
+        return 8883 if self.tls.enabled else 1883
+
+    def effective_client_id(self, table_id: str) -> str:
+        """Stable per table, so the broker treats a restart as the same client."""
+        return self.client_id or f"baccarat-edge-{table_id}"
