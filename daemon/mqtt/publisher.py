@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,12 +56,18 @@ from daemon.mqtt.topics import TableTopics
 
 log = logging.getLogger(__name__)
 
-ReplyFn = Callable[[bool, str | None], None]
-"""``reply(accepted, reason)``: answer one command; may be called from any thread, once."""
+ReplyFn = Callable[..., None]
+"""Answers one command, from any thread, once. Either ``reply(accepted, reason=None)`` or
+``reply({"accepted": bool, "reason": str | None, "event_id": str, "seq": int})`` where
+``event_id``/``seq`` name the journaled ``command_accepted``/``command_refused`` event."""
 
 CommandHandler = Callable[[SupervisorCommand, ReplyFn], None]
-"""Receives a verified command and the function to answer it with. Must return quickly
-(hand the command to the engine's queue); reply when the engine has decided."""
+"""Receives a verified engine command and the function to answer it with. Must return
+quickly (hand the command to the engine's queue); reply when the engine has decided."""
+
+ReaderCommandHandler = Callable[[str, dict[str, Any]], tuple[bool, str]]
+"""Forwards ``lock``/``unlock`` (with the command's args) to the card reader; returns
+``(sent, detail)``."""
 
 DEAD_LETTER_ALERT = "mqtt_dead_letter"
 JOURNAL_FULL_ALERT = "journal_full"
@@ -114,7 +120,8 @@ class Publisher:
         table_id: str,
         journal: Journal,
         on_command: CommandHandler | None = None,
-        on_reader_command: CommandHandler | None = None,
+        on_reader_command: ReaderCommandHandler | None = None,
+        snapshot: Callable[[], dict[str, Any] | None] | None = None,
         health_extra: Callable[[], dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -125,6 +132,8 @@ class Publisher:
         self.on_command = on_command
         self.on_reader_command = on_reader_command
         self._health_extra = health_extra
+        self._snapshot = snapshot
+        self._published_state: dict[str, Any] | None = None
         self._clock = clock
         self.counters = Counters()
         self._conn = _ConnectionInfo()
@@ -175,11 +184,14 @@ class Publisher:
         self._wake.set()
 
     def set_state(self, snapshot: dict[str, Any]) -> None:
-        """Publish a new retained state snapshot (kept and republished on every reconnect)."""
+        """Publish a new retained state snapshot (kept and republished on every reconnect).
+
+        With a ``snapshot`` provider this is optional: the publisher polls the provider on
+        every connect and after every batch of events it publishes."""
         with self._state_lock:
             self._state = snapshot
         if self._connected.is_set():
-            self._publish_state()
+            self._publish_state(force=True)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Flush delivery marks, publish ``offline`` (retained) and disconnect cleanly."""
@@ -353,7 +365,7 @@ class Publisher:
             self.topics.status, encode(self._status_payload("online")), qos=1, retain=True, properties=props
         )
         client.subscribe(self.topics.cmd, qos=1)
-        self._publish_state()
+        self._publish_state(force=True)
         self._connected.set()
         self._wake.set()
 
@@ -415,13 +427,22 @@ class Publisher:
 
     def _dispatch(self, verified: Verified, response_topic: str | None, correlation: bytes | None) -> None:
         command = verified.command
-        handler = self.on_reader_command if verified.for_reader else self.on_command
         answered = threading.Event()
 
-        def reply(accepted: bool, reason: str | None = None) -> None:
+        def reply(result: Mapping[str, Any] | bool, reason: str | None = None) -> None:
             if answered.is_set():
                 return
             answered.set()
+            extra: dict[str, Any] = {}
+            if isinstance(result, Mapping):
+                accepted = bool(result.get("accepted"))
+                reason = result.get("reason") if isinstance(result.get("reason"), str) else None
+                if isinstance(result.get("event_id"), str):
+                    extra["event_id"] = result["event_id"]
+                if isinstance(result.get("seq"), int):
+                    extra["seq"] = result["seq"]
+            else:
+                accepted = bool(result)
             if accepted:
                 self.counters.commands_accepted += 1
             else:
@@ -434,14 +455,20 @@ class Publisher:
                 reason,
                 response_topic,
                 correlation,
+                extra,
             )
 
-        if handler is None:
-            target = "card reader" if verified.for_reader else "table engine"
-            reply(False, f"no {target} is attached to handle {command.action!r}")
-            return
         try:
-            handler(command, reply)
+            if verified.for_reader:
+                if self.on_reader_command is None:
+                    reply(False, "no card reader is attached to handle lock/unlock")
+                    return
+                sent, detail = self.on_reader_command(command.action, dict(command.args))
+                reply(sent, detail)
+            elif self.on_command is None:
+                reply(False, f"no table engine is attached to handle {command.action!r}")
+            else:
+                self.on_command(command, reply)
         except Exception as exc:
             log.exception("command handler failed")
             reply(False, f"command handler failed: {exc}")
@@ -455,8 +482,9 @@ class Publisher:
         reason: str | None,
         response_topic: str | None,
         correlation: bytes | None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
-        body = {
+        body: dict[str, Any] = {
             "table_id": self.table_id,
             "command_id": command_id,
             "action": action,
@@ -464,6 +492,7 @@ class Publisher:
             "code": code,
             "reason": reason,
             "ts": self._clock(),
+            **(extra or {}),
         }
         payload = encode(signed_message(body, self._events_key))
         props = self._json_properties()
@@ -488,8 +517,8 @@ class Publisher:
             self._wake.clear()
             try:
                 self._process_acks()
-                if self._connected.is_set():
-                    self._fill_window()
+                if self._connected.is_set() and self._fill_window():
+                    self._publish_state()
                 now = time.monotonic()
                 if now >= next_health:
                     next_health = now + interval
@@ -519,14 +548,18 @@ class Publisher:
             self.journal.mark_delivered(delivered)
             self.counters.acknowledged += len(delivered)
 
-    def _fill_window(self) -> None:
+    def _fill_window(self) -> bool:
+        """Publish pending events while the window has room; True if any went out."""
         room = self.settings.delivery.inflight_window - len(self._inflight)
         if room <= 0:
-            return
+            return False
+        sent = False
         for event in self.journal.pending(after_seq=self._sent_through, limit=room):
             if not self._connected.is_set():
-                return
+                break
             self._publish_event(event)
+            sent = True
+        return sent
 
     def _publish_event(self, event: JournaledEvent) -> None:
         envelope = event_envelope(event, self.table_id, self._clock(), self._events_key)
@@ -598,11 +631,22 @@ class Publisher:
             )
             self._journal_full_alert = None
 
-    def _publish_state(self) -> None:
+    def _publish_state(self, force: bool = False) -> None:
+        """Publish the retained state: on connect (``force``), else only when it changed."""
+        if self._snapshot is not None:
+            try:
+                provided = self._snapshot()
+            except Exception:
+                log.exception("state snapshot provider failed")
+                provided = None
+            if provided is not None:
+                with self._state_lock:
+                    self._state = provided
         with self._state_lock:
             state = self._state
-        if state is None:
-            return
+            if state is None or (not force and state == self._published_state):
+                return
+            self._published_state = state
         body = {
             "table_id": self.table_id,
             "ts": self._clock(),
