@@ -61,7 +61,10 @@ class CardRead:
 
 @dataclass(frozen=True, slots=True)
 class ReadFailed:
-    """The device saw a card but could not identify it ("cannot read", card-code error)."""
+    """The device saw a card but could not identify it ("cannot read", card-code error).
+
+    ``position`` is the unread card's place within a multi-card pull, when known.
+    """
 
     at: float
     source: Source = Source.READER
@@ -69,6 +72,7 @@ class ReadFailed:
     code: int | None = None
     raw: str | None = None
     device: str = "reader"
+    position: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,115 @@
+"""Validation of supervisor command arguments.
+
+Each action takes a fixed set of JSON arguments; anything else (an unknown key, a
+wrong type, a slot or card that does not parse) refuses the command with a reason
+naming the argument. The engine then checks the command against the table state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from daemon.cards import Card, CardParseError
+
+ROUND_SLOT_NAMES = ("P1", "B1", "P2", "B2", "P3", "B3")
+CARD_SLOT_NAMES = (*ROUND_SLOT_NAMES, "indicator", "burn")
+
+ACTIONS: dict[str, str] = {
+    "new_shoe": "start a new shoe; args: shoe_id (optional text)",
+    "void_round": "void a round; args: hand (optional: default the round in progress), reason",
+    "void_shoe": "void the shoe and every unfinished round in it; args: reason",
+    "assign_card": "supply a card the reader did not deliver; args: card, slot (optional check), hand "
+    "(optional: a held round)",
+    "move_card": "move a card to an empty slot of a round; args: from, to, hand (optional)",
+    "swap": "swap two cards of a round (args: a, b) or the Player and Banker boxes (args: sides=true); "
+    "hand optional",
+    "acknowledge_alert": "close an open alert; args: alert_id",
+    "resolve_hold": "accept the engine's model of a held round; args: hand (optional)",
+    "rescan_ack": "close the rescan-needed alert when no card is to be rescanned; no args",
+    "super_round_die": "record the Super 98 die; args: value (1..faces), hand (optional)",
+}
+"""Every supervisor action the engine accepts, with its arguments."""
+
+SERVICE_ACTIONS = frozenset({"lock", "unlock"})
+"""Actions for the reader itself, handled by the service, never by the engine."""
+
+_SHOE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+
+
+class ArgError(ValueError):
+    """A command argument is missing, unknown or malformed."""
+
+
+def check_keys(args: Mapping[str, object], allowed: set[str]) -> None:
+    """Refuse arguments the action does not take."""
+    unknown = sorted(set(args) - allowed)
+    if unknown:
+        raise ArgError(f"unknown argument(s) {', '.join(map(repr, unknown))}; accepted: {sorted(allowed)}")
+
+
+def opt_int(args: Mapping[str, object], key: str, lo: int, hi: int) -> int | None:
+    """An optional integer argument within lo..hi."""
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ArgError(f"argument {key!r} must be an integer {lo}..{hi}, got {value!r}")
+    return value
+
+
+def req_int(args: Mapping[str, object], key: str, lo: int, hi: int) -> int:
+    value = opt_int(args, key, lo, hi)
+    if value is None:
+        raise ArgError(f"argument {key!r} is required")
+    return value
+
+
+def opt_text(args: Mapping[str, object], key: str, max_len: int = 200) -> str | None:
+    value = args.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > max_len:
+        raise ArgError(f"argument {key!r} must be text of at most {max_len} characters")
+    return value
+
+
+def opt_shoe_id(args: Mapping[str, object]) -> str | None:
+    value = opt_text(args, "shoe_id", 64)
+    if value is not None and not _SHOE_ID.match(value):
+        raise ArgError("argument 'shoe_id' must be 1-64 of A-Z a-z 0-9 . _ : - (starting alphanumeric)")
+    return value
+
+
+def req_card(args: Mapping[str, object], key: str) -> Card:
+    value = args.get(key)
+    if not isinstance(value, str):
+        raise ArgError(f"argument {key!r} is required: a card code such as '8s'")
+    try:
+        return Card.parse(value)
+    except CardParseError as exc:
+        raise ArgError(f"argument {key!r}: {exc}") from None
+
+
+def slot_arg(args: Mapping[str, object], key: str, allowed: tuple[str, ...], required: bool) -> str | None:
+    value = args.get(key)
+    if value is None:
+        if required:
+            raise ArgError(f"argument {key!r} is required: one of {', '.join(allowed)}")
+        return None
+    if not isinstance(value, str) or value not in allowed:
+        raise ArgError(f"argument {key!r} must be one of {', '.join(allowed)}, got {value!r}")
+    return value
+
+
+def req_slot(args: Mapping[str, object], key: str, allowed: tuple[str, ...] = ROUND_SLOT_NAMES) -> str:
+    value = slot_arg(args, key, allowed, True)
+    assert value is not None
+    return value
+
+
+def opt_flag(args: Mapping[str, object], key: str) -> bool:
+    value = args.get(key, False)
+    if not isinstance(value, bool):
+        raise ArgError(f"argument {key!r} must be true or false")
+    return value

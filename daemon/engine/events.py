@@ -1,0 +1,64 @@
+"""Engine output: one validated fact about the table.
+
+The journal assigns ``seq`` and ``event_id`` when it commits an event; the engine
+never does. ``data`` is JSON-ready (str, int, float, bool, None, lists, dicts with
+string keys) so ``Event.from_dict(json.loads(json.dumps(e.to_dict()))) == e``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """A table event: what happened (``kind``), when (``at``), in which shoe and hand, and details."""
+
+    kind: str
+    at: float
+    shoe_id: str | None
+    hand: int | None
+    source: str
+    data: dict[str, Any] = field(default_factory=dict, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (the journal and publisher wrap it in their envelope)."""
+        return {
+            "kind": self.kind,
+            "at": self.at,
+            "shoe_id": self.shoe_id,
+            "hand": self.hand,
+            "source": self.source,
+            "data": self.data,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: object) -> Event:
+        """Rebuild an event from ``to_dict()`` output; raise ValueError naming the bad field."""
+        if not isinstance(raw, dict):
+            raise ValueError(f"event must be an object, got {type(raw).__name__}")
+        missing = [k for k in ("kind", "at", "shoe_id", "hand", "source", "data") if k not in raw]
+        if missing:
+            raise ValueError(f"event is missing field(s): {', '.join(missing)}")
+        kind, at, shoe_id, hand, source, data = (
+            raw["kind"],
+            raw["at"],
+            raw["shoe_id"],
+            raw["hand"],
+            raw["source"],
+            raw["data"],
+        )
+        if not isinstance(kind, str) or not kind:
+            raise ValueError("event field 'kind' must be a non-empty string")
+        if isinstance(at, bool) or not isinstance(at, int | float):
+            raise ValueError("event field 'at' must be a number")
+        if shoe_id is not None and not isinstance(shoe_id, str):
+            raise ValueError("event field 'shoe_id' must be a string or null")
+        if hand is not None and (isinstance(hand, bool) or not isinstance(hand, int) or hand < 1):
+            raise ValueError("event field 'hand' must be a positive integer or null")
+        if not isinstance(source, str):
+            raise ValueError("event field 'source' must be a string")
+        if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
+            raise ValueError("event field 'data' must be an object with string keys")
+        return cls(kind=kind, at=float(at), shoe_id=shoe_id, hand=hand, source=source, data=data)

@@ -1,0 +1,65 @@
+"""Card reads as JSON-ready data, for events, held pulls and the fold.
+
+A read held in a pull must survive a restart, so it is stored inside a
+``read_held`` event and rebuilt from there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.cards import Card
+from daemon.engine.inputs import CardRead, DeviceTarget, ReadFailed, Source
+
+
+def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
+    """The audit form of a read, as carried in events (``data["read"]``)."""
+    fields: dict[str, Any] = {
+        "source": read.source.value,
+        "device": read.device,
+        "read_at": read.at,
+        "raw": read.raw,
+    }
+    if isinstance(read, CardRead):
+        fields.update(
+            card=read.card.code,
+            position=read.position,
+            target=None if read.target is None else read.target.value,
+            transmission_id=read.transmission_id,
+            confidence=read.confidence,
+        )
+    else:
+        fields.update(
+            card=None,
+            position=read.position,
+            failed=read.reason,
+            code=read.code,
+        )
+    return fields
+
+
+def read_from_fields(fields: dict[str, Any]) -> CardRead | ReadFailed:
+    """Rebuild the input a ``read_fields`` dict came from."""
+    source = Source(fields["source"])
+    if fields.get("card") is None:
+        return ReadFailed(
+            at=fields["read_at"],
+            source=source,
+            reason=fields.get("failed") or "cannot read",
+            code=fields.get("code"),
+            raw=fields.get("raw"),
+            device=fields["device"],
+            position=fields.get("position"),
+        )
+    target = fields.get("target")
+    return CardRead(
+        card=Card.parse(fields["card"]),
+        at=fields["read_at"],
+        source=source,
+        position=fields.get("position"),
+        target=None if target is None else DeviceTarget(target),
+        transmission_id=fields.get("transmission_id"),
+        confidence=fields.get("confidence"),
+        raw=fields.get("raw"),
+        device=fields["device"],
+    )

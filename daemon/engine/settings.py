@@ -1,0 +1,123 @@
+"""Per-table engine settings: the ``table:`` section of the daemon config.
+
+Everything an operator may reasonably set differently lives here (RULES.md:
+"Anything a table operator may reasonably set differently is a table/variant
+setting in YAML, never a code change"). Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class CutCardPolicy(StrEnum):
+    """Which round is the shoe's last once the cut card comes out (RULES.md "Shoe procedure").
+
+    ``finish_current_round``: cut card during a round → that round is the last; between
+    rounds → the next round is the last (seeds 000, 002, 003).
+    ``one_more_round``: the round after the one in which the cut card appears is the last;
+    between rounds → the next round is the last.
+    """
+
+    FINISH_CURRENT_ROUND = "finish_current_round"
+    ONE_MORE_ROUND = "one_more_round"
+
+
+class BurnSettings(BaseModel):
+    """The opening burn: the indicator card's value decides how many cards are burned."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    indicator_counts: bool = Field(
+        default=False,
+        description="True: the indicator is one of the burned cards (burn value-1 more); "
+        "False (default, RULES.md): it is burned in addition to value cards.",
+    )
+    ace_burns: int = Field(default=1, ge=1, le=13, description="Cards burned for an ace indicator.")
+    face_burns: int = Field(default=10, ge=1, le=13, description="Cards burned for a 10/J/Q/K indicator.")
+
+
+class CameraArbitration(BaseModel):
+    """How camera reads are weighed against the reader (issue 7)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_confidence: float = Field(
+        default=0.9, ge=0.0, le=1.0, description="Camera reads below this are abstentions, never used."
+    )
+    devices: tuple[str, ...] = Field(
+        default=("camera",),
+        description="Device names that are cameras (their disconnection is no reader failure).",
+    )
+    fill_confirm_window_s: float = Field(
+        default=10.0,
+        ge=0.0,
+        le=120.0,
+        description="After the camera filled in a misread card, a reader read of the same card within "
+        "this window is taken as the dealer's rescan of it, never as a new card.",
+    )
+
+
+class TableSettings(BaseModel):
+    """Validated settings of one table's engine (pydantic, extra keys refused)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    decks: int = Field(default=8, ge=1, le=8, description="Decks in the shoe (RULES.md: 1-8).")
+    variant: str = Field(
+        "standard",
+        pattern=r"^[a-z0-9][a-z0-9_-]*$",
+        description="Game variant name: config/variants/<name>.yaml.",
+    )
+    burn: BurnSettings = BurnSettings()
+    burn_before_each_round: bool = Field(
+        default=False, description="Burn cards before every round (seed 001)."
+    )
+    round_burn_cards: int = Field(
+        default=1, ge=1, le=3, description="Cards burned before each round when enabled."
+    )
+    cut_card_policy: CutCardPolicy = CutCardPolicy.FINISH_CURRENT_ROUND
+    pull_hold_window_s: float = Field(
+        default=0.3,
+        ge=0.0,
+        le=5.0,
+        description="How long reads carrying a pull position wait for the cards above them.",
+    )
+    unneeded_card_window_s: float = Field(
+        default=1.5,
+        ge=0.0,
+        le=30.0,
+        description="A card read within this time after a round was decided is an unneeded card "
+        "(RULES.md dealing mistakes 1 and 2); 0 disables the detection.",
+    )
+    duplicate_window_s: float = Field(
+        default=2.0,
+        ge=0.0,
+        le=60.0,
+        description="A re-sent read (same device, transmission id, card) is dropped within this time.",
+    )
+    duplicate_memory: int = Field(
+        default=8, ge=1, le=64, description="How many recent transmissions are remembered."
+    )
+    await_device_verdict: bool = Field(
+        default=False,
+        description="Hold every decided round until the reader's own verdict (Angel Eye 'G') agrees.",
+    )
+    device_starts_shoe: bool = Field(
+        default=False,
+        description="A card the reader marks as the shoe's first card starts a new shoe "
+        "when none is running.",
+    )
+    camera: CameraArbitration = CameraArbitration()
+
+    def burn_count(self, indicator_points_rank: int) -> int:
+        """Further cards to burn after an indicator of rank ``indicator_points_rank`` (1..13)."""
+        if indicator_points_rank == 1:
+            value = self.burn.ace_burns
+        elif indicator_points_rank >= 10:
+            value = self.burn.face_burns
+        else:
+            value = indicator_points_rank
+        return value - 1 if self.burn.indicator_counts else value

@@ -1,0 +1,370 @@
+"""The table's state, and the fold that rebuilds it from events.
+
+``TableState.apply(event)`` is the only place state changes. The engine decides
+events from the state and applies each one as it emits it, so folding the engine's
+own event history into a fresh ``TableState`` gives an identical state: that is how
+the daemon resumes after a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.cards import Card
+from daemon.engine.events import Event
+from daemon.engine.settings import TableSettings
+from daemon.rules.outcome import next_slot
+
+NO_SHOE = "no_shoe"
+INDICATOR = "indicator"
+BURNING = "burning"
+READY = "ready"
+ROUND = "round"
+OVER = "over"
+
+PLAYER_SLOTS = ("P1", "P2", "P3")
+BANKER_SLOTS = ("B1", "B2", "B3")
+ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
+
+
+@dataclass
+class RoundState:
+    """One round: its cards by slot (in deal order) and what keeps it from completing."""
+
+    hand: int
+    opened_at: float
+    cards: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    holds: list[str] = field(default_factory=list)
+    awaiting_verdict: bool = False
+    die: int | None = None
+    corrected: bool = False
+
+    def sides(self) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
+        """The Player's and the Banker's cards, in deal order."""
+        cards = self.cards
+        player = tuple(Card.parse(cards[s]) for s in PLAYER_SLOTS if s in cards)
+        banker = tuple(Card.parse(cards[s]) for s in BANKER_SLOTS if s in cards)
+        return player, banker
+
+    def next_slot(self) -> str | None:
+        """The slot the round needs next, or None when it is decided."""
+        slot = next_slot(*self.sides())
+        return None if slot is None else slot.value
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hand": self.hand,
+            "opened_at": self.opened_at,
+            "cards": dict(self.cards),
+            "sources": dict(self.sources),
+            "holds": list(self.holds),
+            "awaiting_verdict": self.awaiting_verdict,
+            "super_round_die": self.die,
+            "corrected": self.corrected,
+        }
+
+
+@dataclass
+class TableState:
+    """Everything the engine knows about its table; changed only by ``apply``."""
+
+    settings: TableSettings
+    shoe_id: str | None = None
+    shoes_started: int = 0
+    phase: str = NO_SHOE
+    shoe_end_reason: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    cards_out: int = 0
+    burn_remaining: int = 0
+    round_burn_remaining: int = 0
+    hand: int = 0
+    round: RoundState | None = None
+    held: dict[int, RoundState] = field(default_factory=dict)
+    last_decided: dict[str, Any] | None = None
+    decided_at: float | None = None
+    unneeded_count: int = 0
+    cut_card_seen: bool = False
+    last_hand: int | None = None
+    offered_hand: int | None = None
+    offered_bets: list[str] = field(default_factory=list)
+    dies: dict[int, int] = field(default_factory=dict)
+    next_round_holds: list[str] = field(default_factory=list)
+    alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    alert_counter: int = 0
+    rescan_alert: str | None = None
+    disconnected: list[str] = field(default_factory=list)
+    camera_fill: dict[str, Any] | None = None
+    recent: list[tuple[str, str, str, float]] = field(default_factory=list)
+    pull_next: dict[str, int] = field(default_factory=dict)
+    pull_last_at: dict[str, float] = field(default_factory=dict)
+    held_reads: list[dict[str, Any]] = field(default_factory=list)
+    hold_counter: int = 0
+
+    # ------------------------------------------------------------------ fold
+    def apply(self, event: Event) -> None:
+        """Fold one event into the state (unknown kinds change nothing)."""
+        handler = _APPLY.get(event.kind)
+        if handler is not None:
+            handler(self, event)
+        read = event.data.get("read")
+        if read is not None:
+            self._note_read(read, advance_pull=event.kind != "read_held")
+
+    def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
+        tid = read.get("transmission_id")
+        if tid is not None and read.get("card") is not None:
+            self.recent.append((read["device"], tid, read["card"], read["read_at"]))
+            if len(self.recent) > self.settings.duplicate_memory:
+                del self.recent[0]
+        position = read.get("position")
+        if advance_pull and position is not None and read.get("source") != "camera":
+            self.pull_next[read["device"]] = position + 1
+            self.pull_last_at[read["device"]] = read["read_at"]
+
+    def round_for(self, hand: int) -> RoundState | None:
+        """The current round or a held round with this hand number."""
+        if self.round is not None and self.round.hand == hand:
+            return self.round
+        return self.held.get(hand)
+
+    def _ready_for_next_round(self, decided_at: float | None) -> None:
+        self.phase = READY
+        self.decided_at = decided_at
+        self.unneeded_count = 0
+        cfg = self.settings
+        self.round_burn_remaining = cfg.round_burn_cards if cfg.burn_before_each_round else 0
+
+    def _shoe_started(self, e: Event) -> None:
+        self.shoes_started += 1
+        self.shoe_id = e.data["shoe_id"]
+        self.phase = INDICATOR
+        self.shoe_end_reason = None
+        self.counts = {}
+        self.cards_out = 0
+        self.burn_remaining = 0
+        self.round_burn_remaining = 0
+        self.hand = 0
+        self.round = None
+        self.held = {}
+        self.last_decided = None
+        self.decided_at = None
+        self.unneeded_count = 0
+        self.cut_card_seen = False
+        self.last_hand = None
+        self.offered_hand = None
+        self.offered_bets = []
+        self.dies = {}
+        self.next_round_holds = []
+        self.camera_fill = None
+
+    def _card_dealt(self, e: Event) -> None:
+        d = e.data
+        code = d["card"]
+        self.counts[code] = self.counts.get(code, 0) + 1
+        self.cards_out += 1
+        slot = d["slot"]
+        read_at = d.get("read", {}).get("read_at", e.at)
+        if slot == "indicator":
+            self.burn_remaining = d["burn_count"]
+            self.phase = BURNING
+            if self.burn_remaining == 0:
+                self._ready_for_next_round(None)
+        elif slot == "burn":
+            reason = d["burn"]
+            if reason == "opening":
+                self.burn_remaining -= 1
+                if self.burn_remaining == 0:
+                    self._ready_for_next_round(None)
+            elif reason == "round":
+                self.round_burn_remaining -= 1
+            else:  # unneeded: the next round's burn (RULES.md dealing mistake 1)
+                self.unneeded_count += 1
+                self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
+                self.decided_at = read_at
+        else:
+            rnd = self.round_for(d["round"])
+            assert rnd is not None, f"card_dealt for unknown hand {d['round']}"
+            rnd.cards[slot] = code
+            rnd.sources[slot] = d["source"]
+            if d.get("unneeded"):
+                self.unneeded_count += 1
+            if d.get("fills_rescan"):
+                self.camera_fill = {"hand": rnd.hand, "slot": slot, "card": code, "at": read_at}
+
+    def _round_opened(self, e: Event) -> None:
+        hand = e.data["hand"]
+        self.hand = hand
+        self.round = RoundState(hand=hand, opened_at=e.at, die=self.dies.pop(hand, None))
+        self.round.holds = self.next_round_holds
+        self.next_round_holds = []
+        self.phase = ROUND
+
+    def _round_decided(self, rnd: RoundState, decided_at: float) -> None:
+        self.last_decided = {"hand": rnd.hand, "cards": dict(rnd.cards)}
+        self.round = None
+        self._ready_for_next_round(decided_at)
+
+    def _round_held(self, e: Event) -> None:
+        rnd = self.round
+        assert rnd is not None, "round_held without a round in progress"
+        assert rnd.hand == e.data["hand"], "round_held for another round than the one in progress"
+        rnd.awaiting_verdict = e.data["awaiting_verdict"]
+        self.held[rnd.hand] = rnd
+        self._round_decided(rnd, e.data["decided_at"])
+
+    def _round_completed(self, e: Event) -> None:
+        hand = e.data["hand"]
+        if self.round is not None and self.round.hand == hand:
+            self._round_decided(self.round, e.data["decided_at"])
+        else:
+            self.held.pop(hand, None)
+
+    def _round_voided(self, e: Event) -> None:
+        hand = e.data["hand"]
+        if self.round is not None and self.round.hand == hand:
+            self.round = None
+            self._ready_for_next_round(None)
+        else:
+            self.held.pop(hand, None)
+
+    def _round_corrected(self, e: Event) -> None:
+        rnd = self.round_for(e.data["hand"])
+        assert rnd is not None, "round_corrected for an unknown hand"
+        after: dict[str, str] = e.data["after"]
+        rnd.sources = {s: rnd.sources.get(s, "supervisor") for s in after}
+        for slot in e.data["supplied"]:
+            rnd.sources[slot] = "supervisor"
+            code = after[slot]
+            self.counts[code] = self.counts.get(code, 0) + 1
+            self.cards_out += 1
+        rnd.cards = {s: after[s] for s in ROUND_SLOTS if s in after}
+        rnd.corrected = True
+
+    def _hold_resolved(self, e: Event) -> None:
+        rnd = self.round_for(e.data["hand"])
+        if rnd is not None:
+            rnd.holds = []
+            rnd.awaiting_verdict = False
+
+    def _verdict_checked(self, e: Event) -> None:
+        hand = e.data.get("hand")
+        rnd = self.held.get(hand) if isinstance(hand, int) else None
+        if rnd is not None:
+            rnd.awaiting_verdict = False
+
+    def _bets_offered(self, e: Event) -> None:
+        self.offered_hand = e.data["hand"]
+        self.offered_bets = list(e.data["bets"])
+
+    def _cut_card(self, e: Event) -> None:
+        self.cut_card_seen = True
+
+    def _last_round(self, e: Event) -> None:
+        self.last_hand = e.data["hand"]
+
+    def _shoe_ended(self, e: Event) -> None:
+        self.phase = OVER
+        self.shoe_end_reason = e.data["reason"]
+        if e.data["reason"] != "cut_card":
+            self.round = None
+            self.held = {}
+
+    def _alert_raised(self, e: Event) -> None:
+        d = e.data
+        alert_id = d["alert_id"]
+        self.alerts[alert_id] = d
+        self.alert_counter = max(self.alert_counter, int(alert_id.rsplit("-", 1)[1]))
+        if d["code"] == "rescan_needed":
+            self.rescan_alert = alert_id
+        if d["code"] == "ambiguous_rescan":
+            self.camera_fill = None
+        holds = d.get("holds")
+        if holds == "next_round":
+            self.next_round_holds.append(alert_id)
+        elif isinstance(holds, int):
+            rnd = self.round_for(holds)
+            if rnd is not None:
+                rnd.holds.append(alert_id)
+
+    def _alert_cleared(self, e: Event) -> None:
+        alert_id = e.data["alert_id"]
+        self.alerts.pop(alert_id, None)
+        if alert_id == self.rescan_alert:
+            self.rescan_alert = None
+
+    def _read_held(self, e: Event) -> None:
+        read = e.data["read"]
+        self.held_reads.append(read)
+        self.hold_counter = max(self.hold_counter, read["hold_id"])
+
+    def _pull_released(self, e: Event) -> None:
+        released = set(e.data["hold_ids"])
+        self.held_reads = [r for r in self.held_reads if r["hold_id"] not in released]
+
+    def _card_confirmed(self, e: Event) -> None:
+        self.camera_fill = None
+
+    def _device_connection(self, e: Event) -> None:
+        device = e.data["device"]
+        if e.data["connected"]:
+            self.disconnected = [d for d in self.disconnected if d != device]
+        elif device not in self.disconnected:
+            self.disconnected = sorted([*self.disconnected, device])
+
+    def _super_round_die(self, e: Event) -> None:
+        hand, value = e.data["hand"], e.data["value"]
+        rnd = self.round_for(hand)
+        if rnd is not None:
+            rnd.die = value
+        else:
+            self.dies[hand] = value
+
+    # ------------------------------------------------------------------ views
+    def open_alert_ids(self, code: str, device: str | None = None) -> list[str]:
+        """Ids of open alerts with this code (and device, when given)."""
+        return [
+            a
+            for a, d in self.alerts.items()
+            if d["code"] == code and (device is None or d.get("device") == device)
+        ]
+
+    def comparable(self) -> dict[str, Any]:
+        """Every field as plain data (for equality checks between live and restored engines)."""
+        out: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            if name == "settings":
+                continue
+            value = getattr(self, name)
+            if isinstance(value, RoundState):
+                value = value.to_dict()
+            elif name == "held":
+                value = {h: r.to_dict() for h, r in value.items()}
+            out[name] = value
+        return out
+
+
+_APPLY: dict[str, Callable[[TableState, Event], None]] = {
+    "shoe_started": TableState._shoe_started,
+    "card_dealt": TableState._card_dealt,
+    "round_opened": TableState._round_opened,
+    "round_held": TableState._round_held,
+    "round_completed": TableState._round_completed,
+    "round_voided": TableState._round_voided,
+    "round_corrected": TableState._round_corrected,
+    "hold_resolved": TableState._hold_resolved,
+    "verdict_checked": TableState._verdict_checked,
+    "bets_offered": TableState._bets_offered,
+    "cut_card": TableState._cut_card,
+    "last_round": TableState._last_round,
+    "shoe_ended": TableState._shoe_ended,
+    "alert_raised": TableState._alert_raised,
+    "alert_cleared": TableState._alert_cleared,
+    "read_held": TableState._read_held,
+    "pull_released": TableState._pull_released,
+    "card_confirmed": TableState._card_confirmed,
+    "device_connection": TableState._device_connection,
+    "super_round_die": TableState._super_round_die,
+}
