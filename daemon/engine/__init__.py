@@ -2,5 +2,11 @@
 
 Drivers and the command channel turn the outside world into the input types of
 ``daemon.engine.inputs``; the engine turns them into validated events. It does no
-I/O and reads no clock: time arrives with each input.
+I/O and reads no clock: time arrives with each input. See ``README.md`` here.
 """
+
+from daemon.engine.events import Event
+from daemon.engine.settings import TableSettings
+from daemon.engine.table import Engine
+
+__all__ = ["Engine", "Event", "TableSettings"]
