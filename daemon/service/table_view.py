@@ -101,7 +101,14 @@ class TableView:
             self._problem("state", "snapshot is not an object")
             return
         self.state = snapshot
-        self.shoe_id = _str_or(snapshot.get("shoe_id"), self.shoe_id)
+        nested = snapshot.get("shoe")
+        shoe: dict[str, Any] = nested if isinstance(nested, dict) else snapshot
+        self.shoe_id = _str_or(shoe.get("shoe_id"), self.shoe_id)
+        cards_out = shoe.get("cards_out")
+        if isinstance(cards_out, int):
+            self.cards_in_shoe = cards_out
+        if shoe.get("phase") == "over" and isinstance(shoe.get("end_reason"), str):
+            self.shoe_ended = shoe["end_reason"]
         hand = snapshot.get("hand")
         if isinstance(hand, int):
             self.hand = hand
@@ -114,6 +121,8 @@ class TableView:
         elif rnd is None and "round" in snapshot:
             self.round_cards = {}
         bets = snapshot.get("offered_bets")
+        if isinstance(bets, dict):
+            bets = bets.get("bets")
         if isinstance(bets, list):
             self.offered_bets = [str(b) for b in bets]
         alerts = snapshot.get("alerts", snapshot.get("open_alerts"))
@@ -127,9 +136,6 @@ class TableView:
         if isinstance(history, list) and all(r in ("player", "banker", "tie") for r in history):
             # a snapshot carrying the shoe's results replaces what this view pieced together
             self.results = [str(r) for r in history] if len(history) >= len(self.results) else self.results
-        cards_out = snapshot.get("cards_out")
-        if isinstance(cards_out, int):
-            self.cards_in_shoe = cards_out
 
     def _apply_event(self, env: dict[str, Any]) -> None:
         event_id, seq, kind = env.get("event_id"), env.get("seq"), env.get("kind")
@@ -349,10 +355,10 @@ def _health_line(health: dict[str, Any] | None) -> str:
     devices = health.get("devices")
     if isinstance(devices, dict):
         for name, info in devices.items():
-            if isinstance(info, dict):
+            if isinstance(info, dict) and "connected" in info:
                 state = "connected" if info.get("connected") else "DISCONNECTED"
                 parts.append(f"{name} {state}")
-    broker = health.get("broker", health.get("publisher"))
+    broker = health.get("broker", health.get("publisher", health if "connected" in health else None))
     if isinstance(broker, dict):
         state = "connected" if broker.get("connected") else "DISCONNECTED"
         depth = broker.get("queue_depth", broker.get("undelivered"))

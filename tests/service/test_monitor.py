@@ -90,15 +90,28 @@ def test_monitor_once_prints_the_table_from_retained_and_live_topics(mosquitto: 
     publisher.connect("127.0.0.1", mosquitto.port)
     publisher.loop_start()
     try:
-        publisher.publish(f"{BASE}/status", b"online", qos=1, retain=True).wait_for_publish(5)
+        status = {"table_id": "T9", "status": "online", "ts": 1.0}
+        publisher.publish(f"{BASE}/status", json.dumps(status).encode(), qos=1, retain=True).wait_for_publish(
+            5
+        )
+        # the shape the publisher retains: its envelope around the engine's snapshot
         state = {
-            "shoe_id": "shoe-7",
-            "hand": 12,
-            "offered_bets": ["player", "banker", "tie"],
-            "round": {"hand": 12, "cards": {"P1": "8s", "B1": "Th"}},
+            "table_id": "T9",
+            "last_seq": 40,
+            "state": {
+                "shoe": {"shoe_id": "shoe-7", "cards_out": 9, "phase": "round"},
+                "hand": 12,
+                "offered_bets": {"hand": 12, "bets": ["player", "banker", "tie"]},
+                "round": {"hand": 12, "cards": {"P1": "8s", "B1": "Th"}},
+                "alerts": [{"alert_id": "a-3", "code": "rescan_needed", "message": "rescan the card"}],
+            },
         }
         publisher.publish(f"{BASE}/state", json.dumps(state).encode(), qos=1, retain=True).wait_for_publish(5)
-        health = {"devices": {"reader": {"connected": True}}, "broker": {"connected": True, "queue_depth": 0}}
+        health = {
+            "connected": True,
+            "queue_depth": 0,
+            "devices": {"reader": {"connected": True}, "engine": {}},
+        }
         publisher.publish(f"{BASE}/health", json.dumps(health).encode(), qos=1, retain=True).wait_for_publish(
             5
         )
@@ -134,6 +147,8 @@ def test_monitor_once_prints_the_table_from_retained_and_live_topics(mosquitto: 
     assert "player, banker, tie" in out
     assert "reader connected" in out
     assert "broker connected, 0 undelivered" in out
+    assert "cards out: 9" in out
+    assert "! rescan_needed: rescan the card" in out
 
 
 def test_monitor_says_when_the_broker_is_unreachable() -> None:
