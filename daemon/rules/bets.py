@@ -16,7 +16,6 @@ Rule sources are cited by seed file name (``shared/seeds/``) and summarised in
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -61,40 +60,51 @@ def _win(payout: Fraction) -> Resolution:
     return Resolution("win", payout)
 
 
-def _parse_payout(value: object) -> Fraction:
-    """Read a payout figure exactly: int, decimal text or number, or ``"a/b"``."""
+MAX_PAYOUT = 1_000_000
+"""No bet pays more than a million to one; anything above is a typo, not a setting."""
+
+
+def _parse_number(value: object) -> Fraction:
+    """Read a figure exactly: int, decimal number or text (``0.95``), or ``"a/b"``."""
     if isinstance(value, bool):
-        raise ValueError("a payout must be a number, not true/false")
-    if isinstance(value, Fraction):
-        result = value
-    elif isinstance(value, int):
-        result = Fraction(value)
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"a payout must be a finite number, got {value}")
+        raise ValueError("must be a number, not true/false")
+    if isinstance(value, (int, Fraction)):
+        return Fraction(value)
+    if isinstance(value, float):
         # The decimal the operator wrote (0.95), not the binary float nearest to it.
-        result = Fraction(Decimal(repr(value)))
+        text = repr(value)
     elif isinstance(value, str):
         text = value.strip()
-        try:
-            result = Fraction(text) if "/" in text else Fraction(Decimal(text))
-        except (ValueError, ZeroDivisionError, InvalidOperation):
-            raise ValueError(f"{value!r} is not a number or fraction like '19/20'") from None
-        if "/" not in text and not Decimal(text).is_finite():
-            raise ValueError(f"a payout must be a finite number, got {value!r}")
     else:
-        raise ValueError(f"a payout must be a number, got {type(value).__name__}")
-    if result <= 0:
-        raise ValueError(f"a payout must be greater than 0, got {value}")
+        raise ValueError(f"must be a number, got {type(value).__name__}")
+    try:
+        if "/" in text:
+            numerator, _, denominator = text.partition("/")
+            parts = (Decimal(numerator), Decimal(denominator))
+        else:
+            parts = (Decimal(text), Decimal(1))
+    except InvalidOperation:
+        raise ValueError(f"{value!r} is not a number or a fraction like '19/20'") from None
+    for part in parts:
+        # Finite and of sane size before any exact conversion (1e999999999 would eat memory).
+        if not part.is_finite() or abs(part.adjusted()) > 12:
+            raise ValueError(f"{value!r} is not a finite number of sensible size")
+    if parts[1] == 0:
+        raise ValueError(f"{value!r} divides by zero")
+    return Fraction(parts[0]) / Fraction(parts[1])
+
+
+def _parse_payout(value: object) -> Fraction:
+    result = _parse_number(value)
+    if not 0 < result <= MAX_PAYOUT:
+        raise ValueError(f"a payout must be greater than 0 and at most {MAX_PAYOUT}, got {value}")
     return result
 
 
 def _parse_fraction_0_1(value: object) -> Fraction:
     """A share between 0 and 1 inclusive (commission, refund)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == 0:
-        return Fraction(0)
-    result = _parse_payout(value)
-    if result > 1:
+    result = _parse_number(value)
+    if not 0 <= result <= 1:
         raise ValueError(f"must be between 0 and 1, got {value}")
     return result
 

@@ -186,7 +186,7 @@ def _describe_one(raw: dict[str, Any], error: Any) -> str:
             return f"{where}: field 'kind': unknown bet kind {got!r}; known kinds: {', '.join(BET_KINDS)}"
         if kind == "union_tag_not_found":
             return f"{where}: field 'kind': missing; known kinds: {', '.join(BET_KINDS)}"
-        if kind == "model_type" and not rest:
+        if kind in ("model_type", "model_attributes_type", "dict_type") and not rest:
             return f"{where}: each bet must be a mapping with 'name' and 'kind'"
         if rest and rest[0] in BET_KINDS:
             rest = rest[1:]  # drop the discriminator tag pydantic puts in the location
