@@ -1,0 +1,55 @@
+"""``baccarat-edge run --config FILE``: the daemon itself (what the systemd unit starts)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+EXIT_CONFIG = 78
+"""EX_CONFIG: the unit's RestartPreventExitStatus= keeps systemd from looping on a bad file."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the daemon for one table (readers, engine, journal, publisher)",
+        description="Run the daemon. SIGTERM stops it cleanly; SIGHUP re-reads the config file.",
+    )
+    parser.add_argument("--config", type=Path, required=True, help="the table's YAML config file")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import structlog
+
+    from daemon.service.config import load_config
+    from daemon.service.configfile import ConfigError
+    from daemon.service.logging import configure_logging
+    from daemon.service.runner import Daemon, install_signal_handlers
+    from daemon.service.sdnotify import SystemdNotifier
+
+    try:
+        loaded = load_config(args.config)
+    except ConfigError as exc:
+        print(f"baccarat-edge: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    configure_logging(loaded.config.log.level, loaded.config.log.format)
+    log = structlog.get_logger("baccarat_edge")
+    notifier = SystemdNotifier()
+    daemon = Daemon(loaded, notifier=notifier, config_path=args.config)
+    install_signal_handlers(daemon)
+    try:
+        daemon.start()
+    except Exception as exc:
+        log.exception("start_failed", error=str(exc))
+        daemon.stop()
+        return 1
+    try:
+        daemon.run_until_stopped()
+    except Exception as exc:
+        log.exception("daemon_failed", error=str(exc))
+        daemon.stop()
+        return 1
+    daemon.stop()
+    return 0

@@ -1,0 +1,307 @@
+"""The daemon's configuration: one YAML file composing every component's settings.
+
+Sections (every one validated by its owner's pydantic model, unknown keys refused):
+
+* ``table_id`` and ``state_dir``;
+* ``log`` and ``service`` (this package: log level/format, tick, watchdog, shutdown);
+* ``table``: :class:`daemon.engine.settings.TableSettings`;
+* ``readers``: a list of ``{name, driver, settings}``; ``settings`` is validated by the
+  model of the named driver (``drivers.registry``), imported only when configured;
+* ``camera``: optional ``{name, settings}`` for the fallback camera;
+* ``journal``: :class:`daemon.journal.settings.JournalSettings`;
+* ``broker``: :class:`daemon.mqtt.settings.BrokerSettings`.
+
+:func:`load_config` reports every problem of the file at once (see ``configfile``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from daemon.engine.settings import TableSettings
+from daemon.journal.settings import JournalSettings
+from daemon.mqtt.settings import BrokerSettings
+from daemon.mqtt.topics import TopicError, validate_table_id
+from daemon.rules.variants import Variant, VariantError, load_variant_by_name, shipped_variant_names
+from daemon.service.configfile import (
+    ConfigError,
+    ConfigProblem,
+    KeyPath,
+    RawConfig,
+    apply_env_overrides,
+    problems_from_validation,
+    read_yaml,
+    set_override,
+)
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+DEFAULTS_FILE = CONFIG_DIR / "defaults.yaml"
+"""Embedded defaults: the demo's configuration (no hardware; device and broker filled in)."""
+
+JOURNAL_FILE_NAME = "journal.sqlite3"
+
+
+class LogSettings(BaseModel):
+    """Log level and format (``auto``: JSON lines under systemd or when piped, console on a TTY)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    format: Literal["auto", "json", "console"] = "auto"
+
+
+class ServiceSettings(BaseModel):
+    """How the runner paces itself."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tick_interval_s: float = Field(
+        default=0.25, gt=0, le=5, description="Clock ticks fed to the engine when no input arrives."
+    )
+    watchdog_stall_s: float = Field(
+        default=20.0,
+        gt=0,
+        le=600,
+        description="A worker without progress this long stops watchdog pings.",
+    )
+    health_interval_s: float = Field(default=10.0, gt=0, le=3600, description="How often health is logged.")
+    shutdown_timeout_s: float = Field(
+        default=10.0, gt=0, le=120, description="Time allowed to flush the journal to the broker on stop."
+    )
+    input_queue_max: int = Field(
+        default=10_000,
+        ge=100,
+        description="Inputs waiting for the engine at most (a full queue is logged).",
+    )
+
+
+class ReaderSection(BaseModel):
+    """One card reader: a driver from ``drivers.registry`` and that driver's own settings."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    driver: str = Field(description="Driver name, e.g. angel_eye, ascii_lines, usb_hid.")
+    settings: Any = Field(default_factory=dict, description="The driver's settings (validated by it).")
+
+
+class CameraSection(BaseModel):
+    """The optional fallback camera (``drivers.camera``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    settings: Any = Field(default_factory=dict, description="CameraSettings (validated by the camera).")
+
+
+class DaemonConfig(BaseModel):
+    """The whole daemon configuration of one table."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    table_id: str = Field(description="This table's id: one topic level, e.g. T07.")
+    state_dir: Path = Field(default=Path("/var/lib/baccarat-edge"), description="Journal and runtime state.")
+    log: LogSettings = Field(default_factory=lambda: LogSettings.model_validate({}))
+    service: ServiceSettings = Field(default_factory=lambda: ServiceSettings.model_validate({}))
+    table: TableSettings = Field(default_factory=lambda: TableSettings.model_validate({}))
+    readers: list[ReaderSection] = Field(min_length=1, description="The shoe's reader(s).")
+    camera: CameraSection | None = None
+    journal: JournalSettings = JournalSettings()
+    broker: BrokerSettings = BrokerSettings()
+
+    @field_validator("table_id")
+    @classmethod
+    def _usable_in_topics(cls, value: str) -> str:
+        try:
+            return validate_table_id(value)
+        except TopicError as exc:
+            raise ValueError(str(exc)) from None
+
+
+READER_DRIVERS = ("angel_eye", "ascii_lines", "usb_hid")
+"""Registry names that are card readers (``camera`` has its own section)."""
+
+
+def driver_settings_model(driver: str) -> type[BaseModel]:
+    """The settings model of a registered reader driver (imports only that driver).
+
+    Raises KeyError for a name that is not a reader driver.
+    """
+    from drivers.registry import load
+
+    if driver not in READER_DRIVERS:
+        raise KeyError(driver)
+    return load(driver).settings
+
+
+def camera_settings_model() -> type[BaseModel]:
+    from drivers.registry import load
+
+    return load("camera").settings
+
+
+class LoadedConfig:
+    """A validated configuration with its drivers' settings objects and where it came from."""
+
+    def __init__(
+        self,
+        config: DaemonConfig,
+        reader_settings: list[BaseModel],
+        camera_settings: BaseModel | None,
+        source: str,
+        variant: Variant,
+    ) -> None:
+        self.variant = variant
+        self.config = config
+        self.reader_settings = reader_settings
+        self.camera_settings = camera_settings
+        self.source = source
+
+
+def load_config(
+    path: Path | None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[KeyPath, Any] | None = None,
+) -> LoadedConfig:
+    """Read, override and validate a config file (the embedded defaults when ``path`` is None).
+
+    Raises ConfigError listing every problem: YAML syntax, unknown keys, wrong types, bad
+    driver settings, each naming the file (or environment variable), line and key path.
+    """
+    raw = read_yaml(path if path is not None else DEFAULTS_FILE)
+    problems = apply_env_overrides(raw, environ)
+    for key_path, value in (overrides or {}).items():
+        set_override(raw, key_path, value, "command line")
+    return validate_raw(raw, problems)
+
+
+def validate_raw(raw: RawConfig, problems: list[ConfigProblem] | None = None) -> LoadedConfig:
+    """Validate parsed YAML in two passes (outer model, then each driver's settings)."""
+    found = list(problems or [])
+    config: DaemonConfig | None = None
+    try:
+        config = DaemonConfig.model_validate(raw.data)
+    except ValidationError as exc:
+        found.extend(problems_from_validation(raw, exc))
+    reader_settings, camera_settings = _validate_device_settings(raw, found)
+    _check_unique_names(raw, reader_settings, camera_settings, found)
+    variant = None
+    if config is not None:
+        variant = _load_variant(raw, config.table.variant, found)
+    if found or config is None or variant is None:
+        raise ConfigError(found)
+    config = _resolve_paths(config, raw)
+    return LoadedConfig(config, reader_settings, camera_settings, raw.source, variant)
+
+
+def device_name(settings: BaseModel, default: str) -> str:
+    """The name a device's inputs carry (``device_name`` in its settings)."""
+    name = getattr(settings, "device_name", None)
+    return name if isinstance(name, str) and name else default
+
+
+def _check_unique_names(
+    raw: RawConfig, readers: list[BaseModel], camera: BaseModel | None, found: list[ConfigProblem]
+) -> None:
+    names = [device_name(r, "reader") for r in readers]
+    if camera is not None:
+        names.append(device_name(camera, "camera"))
+    for index, name in enumerate(names):
+        if name in names[:index]:
+            path: KeyPath = (
+                ("camera", "settings", "device_name")
+                if camera is not None and index == len(names) - 1
+                else ("readers", index, "settings", "device_name")
+            )
+            source, line = raw.describe(path)
+            found.append(
+                ConfigProblem(source, path, f"device name {name!r} is used twice; give each its own", line)
+            )
+
+
+def _load_variant(raw: RawConfig, name: str, found: list[ConfigProblem]) -> Variant | None:
+    try:
+        return load_variant_by_name(name)
+    except VariantError as exc:
+        source, line = raw.describe(("table", "variant"))
+        known = ", ".join(shipped_variant_names())
+        found.append(ConfigProblem(source, ("table", "variant"), f"{exc} (shipped: {known})", line))
+        return None
+
+
+def _validate_device_settings(
+    raw: RawConfig, found: list[ConfigProblem]
+) -> tuple[list[BaseModel], BaseModel | None]:
+    readers_raw = raw.data.get("readers")
+    reader_settings: list[BaseModel] = []
+    if isinstance(readers_raw, list):
+        for index, entry in enumerate(readers_raw):
+            if not isinstance(entry, dict) or not isinstance(entry.get("driver"), str):
+                continue  # the outer pass already reported it
+            where: KeyPath = ("readers", index, "settings")
+            try:
+                model = driver_settings_model(entry["driver"])
+            except KeyError:
+                source, line = raw.describe(("readers", index, "driver"))
+                found.append(
+                    ConfigProblem(
+                        source,
+                        ("readers", index, "driver"),
+                        f"unknown driver {entry['driver']!r} (known: {', '.join(READER_DRIVERS)})",
+                        line,
+                    )
+                )
+                continue
+            settings = _validate_section(raw, model, entry.get("settings") or {}, where, found)
+            if settings is not None:
+                reader_settings.append(settings)
+    camera_raw = raw.data.get("camera")
+    camera_settings: BaseModel | None = None
+    if isinstance(camera_raw, dict) and camera_raw.get("enabled", True) is not False:
+        camera_settings = _validate_section(
+            raw, camera_settings_model(), camera_raw.get("settings") or {}, ("camera", "settings"), found
+        )
+    return reader_settings, camera_settings
+
+
+def _validate_section(
+    raw: RawConfig, model: type[BaseModel], data: Any, where: KeyPath, found: list[ConfigProblem]
+) -> BaseModel | None:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        found.extend(problems_from_validation(raw, exc, prefix=where))
+        return None
+
+
+def _resolve_paths(config: DaemonConfig, raw: RawConfig) -> DaemonConfig:
+    """A journal path left unset lives in ``state_dir``; a relative one is relative to it."""
+    journal_raw = raw.data.get("journal")
+    explicit = isinstance(journal_raw, dict) and "path" in journal_raw
+    path = config.journal.path if explicit else Path(JOURNAL_FILE_NAME)
+    if not path.is_absolute():
+        path = config.state_dir / path
+    if path == config.journal.path:
+        return config
+    journal = config.journal.model_copy(update={"path": path})
+    return config.model_copy(update={"journal": journal})
+
+
+RELOADABLE: tuple[str, ...] = ("log", "service.health_interval_s", "service.watchdog_stall_s")
+"""Settings a SIGHUP applies in place; any other change is reported as needing a restart."""
+
+
+def changed_sections(old: DaemonConfig, new: DaemonConfig) -> list[str]:
+    """Dotted names of the top-level sections (and service keys) that differ."""
+    changed: list[str] = []
+    old_dump, new_dump = old.model_dump(mode="json"), new.model_dump(mode="json")
+    for key in new_dump:
+        if key == "service":
+            old_service, new_service = old_dump["service"], new_dump["service"]
+            changed.extend(f"service.{k}" for k in new_service if new_service[k] != old_service[k])
+        elif new_dump[key] != old_dump[key]:
+            changed.append(key)
+    return changed

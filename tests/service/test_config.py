@@ -1,0 +1,193 @@
+"""The daemon config: shipped files validate; bad files report every error at once."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daemon.service.config import DEFAULTS_FILE, load_config
+from daemon.service.configfile import ConfigError, format_key_path
+from drivers.pty_device import PtyDevice
+from tests.support.broker import MosquittoBroker, free_port
+
+CONFIG_DIR = DEFAULTS_FILE.parent
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "daemon.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_shipped_config_files_validate() -> None:
+    example = load_config(CONFIG_DIR / "table.example.yaml")
+    assert example.config.table_id == "T07"
+    assert example.config.broker.tls.verify is True
+    assert example.config.journal.path == Path("/var/lib/baccarat-edge/journal.sqlite3")
+    assert example.variant.name
+    defaults = load_config(None)
+    assert defaults.config.broker.protocol.value == "mqtt311"
+    assert defaults.config.journal.path == defaults.config.state_dir / "journal.sqlite3"
+
+
+BAD = """\
+table_id: "T/7"
+table:
+  decks: 9
+  variant: no-such-variant
+readers:
+  - driver: angel_eye
+    settings:
+      url: /dev/ttyUSB0
+      baudrate: fast
+  - driver: teleport
+broker:
+  tls:
+    verfy: true
+colour: red
+"""
+
+
+def test_bad_config_reports_every_error_with_file_line_and_key(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(BAD)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    found = {format_key_path(p.path): p for p in info.value.problems}
+    assert {
+        "table_id",
+        "table.decks",
+        "readers[0].settings.baudrate",
+        "readers[1].driver",
+        "broker.tls.verfy",
+        "colour",
+    } <= set(found)
+    assert found["table_id"].line == 1
+    assert found["table.decks"].line == 3
+    assert found["readers[0].settings.baudrate"].line == 9
+    assert "teleport" in found["readers[1].driver"].message
+    assert "angel_eye" in found["readers[1].driver"].message
+    assert found["broker.tls.verfy"].message.startswith("unknown key")
+    assert all(p.source == str(path) for p in info.value.problems)
+    # the variant is checked once the rest is valid; a file with only that mistake says so
+    path.write_text(
+        "table_id: T7\ntable:\n  variant: no-such-variant\nreaders:\n  - driver: angel_eye\n"
+        "    settings: {url: /dev/x}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    [problem] = info.value.problems
+    assert format_key_path(problem.path) == "table.variant"
+    assert problem.line == 3
+    assert "standard" in problem.message  # lists the shipped variants
+
+
+def test_duplicate_device_names_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        "table_id: T7\nreaders:\n  - driver: angel_eye\n    settings: {url: /dev/a}\n"
+        "  - driver: ascii_lines\n    settings: {url: /dev/b}\n"
+    )
+    with pytest.raises(
+        ConfigError, match=r"readers\[1\]\.settings\.device_name: device name 'reader' is used twice"
+    ):
+        load_config(path, environ={})
+
+
+def test_environment_overrides_secret_locations(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text("table_id: T7\nreaders:\n  - driver: angel_eye\n    settings: {url: /dev/a}\n")
+    env = {
+        "BACCARAT_EDGE__BROKER__AUTH__USERNAME": "table-t7",
+        "BACCARAT_EDGE__BROKER__AUTH__PASSWORD__FILE": "/run/credentials/baccarat-edge.service/mqtt",
+        "BACCARAT_EDGE__STATE_DIR": str(tmp_path / "state"),
+    }
+    loaded = load_config(path, environ=env)
+    auth = loaded.config.broker.auth
+    assert auth is not None
+    assert auth.username == "table-t7"
+    assert auth.password is not None
+    assert auth.password.file == Path("/run/credentials/baccarat-edge.service/mqtt")
+    assert loaded.config.journal.path == tmp_path / "state" / "journal.sqlite3"
+
+
+def test_run_refuses_a_bad_config_with_ex_config(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(BAD)
+    result = _cli("run", "--config", str(path))
+    assert result.returncode == 78
+    assert "configuration errors" in result.stderr
+    assert f"{path}:3: table.decks:" in result.stderr
+
+
+def test_check_config_reports_invalid_file(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(BAD)
+    result = _cli("check-config", str(path))
+    assert result.returncode == 1
+    assert f"{path}:13: broker.tls.verfy: unknown key" in result.stderr
+
+
+def _valid_config(tmp_path: Path, device: str, port: int) -> Path:
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        f"table_id: T7\nstate_dir: {tmp_path / 'state'}\n"
+        f"readers:\n  - driver: angel_eye\n    settings: {{url: {device}}}\n"
+        f"broker:\n  host: 127.0.0.1\n  port: {port}\n  tls: {{enabled: false}}\n"
+    )
+    return path
+
+
+def test_check_config_says_the_device_is_missing_and_the_broker_unreachable(tmp_path: Path) -> None:
+    path = _valid_config(tmp_path, str(tmp_path / "baccarat-shoe"), free_port())
+    result = _cli("check-config", str(path), "--timeout", "2")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "valid — table T7" in result.stdout
+    assert (
+        f"[PROBLEM] reader 'reader' (angel_eye): {tmp_path / 'baccarat-shoe'} does not exist" in result.stdout
+    )
+    assert "[PROBLEM] broker: 127.0.0.1:" in result.stdout
+    assert "unreachable" in result.stdout
+    assert "[ok] state directory" in result.stdout
+
+
+@pytest.mark.mosquitto
+def test_check_config_finds_the_device_and_the_broker(tmp_path: Path, mosquitto: MosquittoBroker) -> None:
+    shoe = PtyDevice(tmp_path / "baccarat-shoe")
+    try:
+        path = _valid_config(tmp_path, shoe.path, mosquitto.port)
+        result = _cli("check-config", str(path))
+    finally:
+        shoe.unplug()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "character device, opens read-write" in result.stdout
+    assert (
+        f"[ok] broker MQTT: mqtt://127.0.0.1:{mosquitto.port} (MQTT 5): connection accepted" in result.stdout
+    )
+    assert "everything it points at was found" in result.stdout
+
+
+@pytest.mark.mosquitto
+def test_check_config_reports_a_refused_login(tmp_path: Path) -> None:
+    broker = MosquittoBroker(tmp_path / "broker", extra_config="allow_anonymous false")
+    broker.start()
+    try:
+        shoe = PtyDevice(tmp_path / "baccarat-shoe")
+        try:
+            path = _valid_config(tmp_path, shoe.path, broker.port)
+            result = _cli("check-config", str(path))
+        finally:
+            shoe.unplug()
+    finally:
+        broker.stop()
+    assert result.returncode == 2
+    assert "[PROBLEM] broker MQTT" in result.stdout
+    assert "refused" in result.stdout
