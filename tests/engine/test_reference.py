@@ -1,0 +1,67 @@
+"""The engine against the reference dealer: clean shoes under every setting combination."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daemon.engine.settings import TableSettings
+from daemon.engine.table import Engine
+from tests.engine.reference import deal_shoe, project, shuffled_shoe
+from tests.engine.support import assert_legal, assert_restores, variant
+
+VARIANTS = ["standard", "no-commission", "ez", "tiger", "super-98", "cow-cow", "seed-000"]
+
+table_settings = st.builds(
+    lambda decks, counts, ace, face, per_round, per_round_cards, policy: TableSettings.model_validate(
+        {
+            "decks": decks,
+            "burn": {"indicator_counts": counts, "ace_burns": ace, "face_burns": face},
+            "burn_before_each_round": per_round,
+            "round_burn_cards": per_round_cards,
+            "cut_card_policy": policy,
+        }
+    ),
+    st.sampled_from([1, 2, 6, 8]),
+    st.booleans(),
+    st.sampled_from([1, 11]),
+    st.sampled_from([10, 13]),
+    st.booleans(),
+    st.sampled_from([1, 2]),
+    st.sampled_from(["finish_current_round", "one_more_round"]),
+)
+
+
+def _deal(cfg: TableSettings, variant_name: str, seed: int):
+    rng = random.Random(seed)
+    cards = shuffled_shoe(cfg.decks, rng)
+    first_round = 1 + cfg.burn_count(int(cards[0].rank)) + 1
+    lo, hi = max(first_round, len(cards) - 90), len(cards) - 22
+    return deal_shoe(cfg, variant(variant_name), cards, rng.randint(lo, hi), dies=rng)
+
+
+@settings(max_examples=40)
+@given(cfg=table_settings, variant_name=st.sampled_from(VARIANTS), seed=st.integers(0, 2**32))
+def test_engine_events_equal_the_reference_dealers(cfg: TableSettings, variant_name: str, seed: int) -> None:
+    dealt = _deal(cfg, variant_name, seed)
+    eng = Engine(cfg, variant(variant_name))
+    events = []
+    for inp in dealt.inputs:
+        events.extend(eng.handle(inp))
+    assert [project(e) for e in events] == dealt.expected
+    assert_legal(events, cfg.decks)
+    assert_restores(eng, events)
+
+
+def test_a_full_eight_deck_shoe_deals_every_round_to_the_cut_card() -> None:
+    cfg = TableSettings()
+    dealt = _deal(cfg, "standard", 20261129)
+    eng = Engine(cfg, variant("standard"))
+    events = [e for inp in dealt.inputs for e in eng.handle(inp)]
+    assert [project(e) for e in events] == dealt.expected
+    completed = [e for e in events if e.kind == "round_completed"]
+    assert len(completed) == len(dealt.rounds) > 50
+    assert events[-1].kind == "shoe_ended"
+    assert eng.snapshot()["shoe"]["phase"] == "over"
