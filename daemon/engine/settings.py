@@ -67,7 +67,7 @@ class TableSettings(BaseModel):
 
     decks: int = Field(default=8, ge=1, le=8, description="Decks in the shoe (RULES.md: 1-8).")
     variant: str = Field(
-        "standard",
+        default="standard",
         pattern=r"^[a-z0-9][a-z0-9_-]*$",
         description="Game variant name: config/variants/<name>.yaml.",
     )
