@@ -1,0 +1,193 @@
+"""The publisher against a real mosquitto: order, acknowledgement, retained topics, schemas,
+broker outage, clean stop."""
+
+from __future__ import annotations
+
+import getpass
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+
+from daemon.journal import Journal
+from daemon.mqtt.consumer import EventConsumer, Verdict
+from daemon.mqtt.publisher import Publisher
+from daemon.mqtt.secrets import Secret
+from tests.mqtt.conftest import TABLE, card_event, make_settings
+from tests.mqtt.support import Subscriber, topic_count, validate_payload
+from tests.support.broker import MosquittoBroker
+
+pytestmark = pytest.mark.mosquitto
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("protocol", ["mqtt5", "mqtt311"])
+def test_every_event_arrives_in_order_signed_and_schema_valid(
+    protocol: str,
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    events_key: Secret,
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    sub = Subscriber(
+        mosquitto.port,
+        [f"baccarat/v1/{TABLE}/#"],
+        protocol=mqtt.MQTTv5 if protocol == "mqtt5" else mqtt.MQTTv311,
+    )
+    journal.append([], [card_event(n) for n in range(30)])  # journaled before the publisher runs
+    snapshot = {"shoe_id": "S1", "hand": 3, "round": None}
+    publisher = make_publisher(
+        make_settings(mosquitto.port, keys, protocol=protocol, inflight_window=4),
+        TABLE,
+        journal,
+        snapshot=lambda: snapshot,
+    )
+    for n in range(30, 60):
+        journal.append([], [card_event(n)])
+        publisher.notify()
+    messages = sub.wait_for(topic_count("events", 60))
+    wait_until(lambda: not journal.pending(), what="every event marked delivered")
+    sub.wait_for(
+        lambda msgs: any(
+            m.topic.endswith("/health") and m.json()["counters"]["acknowledged"] >= 60 for m in msgs
+        )
+    )
+    publisher.stop()
+    sub.wait_for(lambda msgs: any(m.topic.endswith("/status") and b'"offline"' in m.payload for m in msgs))
+    messages = sub.wait_for(lambda msgs: True)
+    sub.close()
+
+    consumer = EventConsumer(TABLE, key=events_key, require_signature=True)
+    for message in messages:
+        validate_payload(message.topic, message.payload)
+        if message.topic.endswith("/events"):
+            assert consumer.feed(message.payload).verdict in (Verdict.NEW, Verdict.DUPLICATE)
+    assert consumer.stats.new == 60
+    assert consumer.stats.out_of_order == 0
+    assert consumer.unexplained_gaps == []
+    seqs = [m.json()["seq"] for m in messages if m.topic.endswith("/events")]
+    assert sorted(set(seqs)) == list(range(1, 61))
+    statuses = [m.json()["status"] for m in messages if m.topic.endswith("/status")]
+    assert statuses[0] == "online"
+    assert statuses[-1] == "offline"
+    # The first thing on the wire after "online" is the retained state, before any event.
+    topics = [m.topic.rsplit("/", 1)[1] for m in messages]
+    assert topics.index("state") < topics.index("events")
+    state = next(m.json() for m in messages if m.topic.endswith("/state"))
+    assert state["state"] == snapshot
+    health = [m.json() for m in messages if m.topic.endswith("/health")]
+    assert health[-1]["counters"]["published"] >= 60
+    assert health[-1]["queue_depth"] == 0
+
+
+def test_broker_outage_mid_shoe_loses_nothing(
+    tmp_path: Path,
+    keys: dict[str, Path],
+    events_key: Secret,
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    store = tmp_path / "persist"
+    store.mkdir()
+    # A production-like broker: persistent sessions survive its restart (see config/mosquitto/).
+    broker = MosquittoBroker(
+        tmp_path / "broker",
+        # "user": mosquitto started as root would drop to the mosquitto user, which cannot
+        # write the test's private temporary directory.
+        extra_config=f"persistence true\npersistence_location {store}/\nuser {getpass.getuser()}\n",
+    )
+    broker.start()
+    try:
+        sub = Subscriber(broker.port, [f"baccarat/v1/{TABLE}/events"], client_id="game-server", clean=False)
+        publisher = make_publisher(make_settings(broker.port, keys, inflight_window=8), TABLE, journal)
+
+        stop_dealing = threading.Event()
+
+        def deal() -> None:
+            n = 0
+            while not stop_dealing.is_set() and n < 400:
+                journal.append([], [card_event(n)])
+                publisher.notify()
+                n += 1
+                time.sleep(0.005)
+
+        dealer = threading.Thread(target=deal)
+        dealer.start()
+        sub.wait_for(topic_count("events", 40))
+        broker.stop()  # mid-shoe: the dealer keeps journaling while the broker is away
+        wait_until(lambda: not publisher.connected, what="publisher to notice the outage")
+        time.sleep(1.0)
+        broker.start()
+        dealer.join()
+        total = journal.last_seq()
+        wait_until(lambda: not journal.pending(), timeout=30, what="journal drained after the outage")
+        sub.wait_for(lambda msgs: {m.json()["seq"] for m in msgs} >= set(range(1, total + 1)), timeout=30)
+        sub.close()
+        health = publisher.health()
+    finally:
+        broker.stop()
+
+    consumer = EventConsumer(TABLE, key=events_key, require_signature=True)
+    first_arrivals: list[int] = []
+    for message in sub.messages:
+        validate_payload(message.topic, message.payload)
+        result = consumer.feed(message.payload)
+        assert result.verdict in (Verdict.NEW, Verdict.DUPLICATE), result.reason
+        if result.verdict is Verdict.NEW:
+            first_arrivals.append(message.json()["seq"])
+    assert first_arrivals == list(range(1, total + 1))  # in order, no gap
+    assert consumer.unexplained_gaps == []
+    assert health["counters"]["connects"] >= 2
+    assert health["queue_depth"] == 0
+
+
+def test_unreachable_broker_keeps_events_journaled_and_reports_it(
+    keys: dict[str, Path], journal: Journal, make_publisher: Callable[..., Publisher]
+) -> None:
+    from tests.support.broker import free_port
+
+    port = free_port()
+    publisher = make_publisher(make_settings(port, keys), TABLE, journal)
+    journal.append([], [card_event(n) for n in range(5)])
+    publisher.notify()
+    wait_until(lambda: publisher.counters.connection_failures >= 2, what="reconnect attempts")
+    health = publisher.health()
+    assert health["connected"] is False
+    assert "connect to 127.0.0.1" in (health["last_error"] or "")
+    assert health["queue_depth"] == 5
+    assert health["oldest_undelivered_age_s"] is not None
+    assert [e.seq for e in journal.pending()] == [1, 2, 3, 4, 5]
+
+
+def test_last_will_says_offline_when_the_daemon_dies(
+    mosquitto: MosquittoBroker, keys: dict[str, Path], journal: Journal
+) -> None:
+    sub = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/status"])
+    publisher = Publisher(make_settings(mosquitto.port, keys, protocol="mqtt5"), TABLE, journal)
+    publisher.start()
+    sub.wait_for(lambda msgs: any(b'"online"' in m.payload for m in msgs))
+    # Simulate a crash: the socket goes away without DISCONNECT.
+    sock = publisher._client.socket()
+    assert sock is not None
+    publisher._stopping.set()
+    sock.close()
+    messages = sub.wait_for(lambda msgs: any(b'"offline"' in m.payload for m in msgs))
+    sub.close()
+    for message in messages:
+        validate_payload(message.topic, message.payload)
+
+
+def _noop(*_: Any) -> None:
+    return None
