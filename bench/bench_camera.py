@@ -1,0 +1,105 @@
+"""Camera recognition figures per deck and condition: right, wrong, abstained, latency.
+
+Frames are 1280x720 overhead views made from real card art (see tests/camera/synth.py);
+templates are learned from the same deck's faces (``camera calibrate``). Latency is
+``Recognizer.recognize_frame`` wall time per frame on one core (cv2.setNumThreads(1)),
+reported as p50/p95 beside a baseline measured in the same run: the bare outline
+detector on the same frames (the floor any recognition pays).
+
+    .venv/bin/python -m bench.bench_camera [--frames 26] [--seed 7] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from typing import Any
+
+import cv2
+import numpy as np
+
+from drivers.camera.geometry import find_card_outlines
+from drivers.camera.recognize import Recognizer
+from drivers.camera.templates import learn_templates
+from tests.camera.evaluate import Score, score_frame
+from tests.camera.fetch_art import ensure_decks
+from tests.camera.synth import CONDITIONS, frame_set, load_faces
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--frames", type=int, default=26, help="frames per deck and condition (4 cards each)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--conditions", default=",".join(CONDITIONS), help="comma-separated subset")
+    parser.add_argument("--json", action="store_true", help="print one JSON line per row instead of a table")
+    args = parser.parse_args(argv)
+    cv2.setNumThreads(1)
+    rows: list[dict[str, Any]] = []
+    all_latency: list[float] = []
+    all_baseline: list[float] = []
+    for deck, folder in ensure_decks().items():
+        recognizer = Recognizer(learn_templates(folder, deck))
+        faces = load_faces(folder)
+        for c_index, condition in enumerate(CONDITIONS):
+            if condition not in args.conditions.split(","):
+                continue
+            frames = frame_set(faces, condition, args.frames, seed=args.seed * 100 + c_index)
+            total = Score()
+            latency: list[float] = []
+            baseline: list[float] = []
+            for frame in frames:
+                start = time.perf_counter()
+                find_card_outlines(frame.image)
+                baseline.append((time.perf_counter() - start) * 1000)
+                start = time.perf_counter()
+                recognitions = recognizer.recognize_frame(frame.image)
+                latency.append((time.perf_counter() - start) * 1000)
+                total.add(score_frame(frame, recognitions))
+            all_latency.extend(latency)
+            all_baseline.extend(baseline)
+            rows.append(
+                {
+                    "deck": deck,
+                    "condition": condition,
+                    "cards": total.cards,
+                    "right": total.right,
+                    "wrong": total.wrong,
+                    "abstained": total.abstained,
+                    "right_pct": round(100 * total.right / max(1, total.cards), 1),
+                    "p50_ms": round(_percentile(latency, 50), 2),
+                    "p95_ms": round(_percentile(latency, 95), 2),
+                    "wrong_examples": total.wrong_examples[:3],
+                }
+            )
+            if args.json:
+                print(json.dumps(rows[-1]), flush=True)
+    if not args.json:
+        header = ("deck", "condition", "cards", "right", "wrong", "abst", "right%", "p50ms", "p95ms")
+        print("{:<13} {:<13} {:>5} {:>6} {:>5} {:>5} {:>7} {:>6} {:>6}".format(*header))
+        for r in rows:
+            print(
+                f"{r['deck']:<13} {r['condition']:<13} {r['cards']:>5} {r['right']:>6} {r['wrong']:>5} "
+                f"{r['abstained']:>5} {r['right_pct']:>7} {r['p50_ms']:>6} {r['p95_ms']:>6}"
+            )
+            for example in r["wrong_examples"]:
+                print(f"    wrong: {example}")
+    p50, p95 = _percentile(all_latency, 50), _percentile(all_latency, 95)
+    b50 = statistics.median(all_baseline)
+    print(
+        f"all frames: recognise p50 {p50:.2f} ms p95 {p95:.2f} ms; outline-only baseline p50 {b50:.2f} ms; "
+        f"ratio p50/baseline {p50 / b50:.2f}; wrong total {sum(r['wrong'] for r in rows)}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,284 @@
+"""Frame → cards: outline, warp, both corner indices, template match, and the abstain rules.
+
+A card is named only when its rank and suit both match the deck's templates well
+and clearly better than any other rank/suit, the print colour agrees with the suit
+(red for diamonds/hearts, black for clubs/spades), and the two index corners do not
+contradict each other. Anything else is ``card=None`` with the reason: a wrong
+card costs far more than a rescan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from daemon.cards import Card, Rank, Suit
+from drivers.camera.geometry import CardOutline, DetectorParams, Image, find_card_outlines, warp_card
+from drivers.camera.glyphs import (
+    RANK_SIZE,
+    SUIT_SIZE,
+    Glyph,
+    box_aspect,
+    corner_views,
+    find_glyph,
+    glyph_vector,
+    read_corner_ink,
+    redness,
+)
+from drivers.camera.templates import SUIT_ORDER, DeckTemplates
+
+_RED_SUITS = frozenset({Suit.DIAMONDS, Suit.HEARTS})
+_SAME_COLOUR = {
+    SUIT_ORDER.index(a): SUIT_ORDER.index(b) for a, b in (("c", "s"), ("s", "c"), ("d", "h"), ("h", "d"))
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RecognitionParams:
+    """Acceptance thresholds. Scores are normalised correlations in [-1, 1]."""
+
+    min_score: float = 0.80
+    """Best rank (and suit) template correlation needed to name it."""
+    min_margin: float = 0.10
+    """Best score minus the best score of any *other* rank (suit)."""
+    contradiction_score: float = 0.65
+    """A second corner whose best other label scores this well vetoes the first corner."""
+    max_aspect_error: float = 0.35
+    """Relative glyph height/width difference beyond which a template is not compared."""
+    red_min: float = 35.0
+    """Print redness (R - max(G, B)) above which print is red."""
+    black_max: float = 20.0
+    """Print redness below which print is black; in between the colour is undecided."""
+    single_corner_factor: float = 0.8
+    """Confidence multiplier when only one index corner could be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class LabelMatch:
+    """Best label of one glyph, its score and its lead over the runner-up label."""
+
+    label: int
+    score: float
+    margin: float
+
+
+@dataclass(frozen=True, slots=True)
+class CornerReading:
+    """What one index corner says."""
+
+    rank: LabelMatch | None
+    suit: LabelMatch | None
+    red: bool | None
+    card: Card | None
+    confidence: float
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Recognition:
+    """One card outline in a frame and what it is (``card`` None = unknown, abstained)."""
+
+    outline: CardOutline
+    card: Card | None
+    confidence: float
+    reason: str
+    corners: tuple[CornerReading, ...] = field(default=())
+
+
+def _best(
+    vectors: NDArray[Any],
+    labels: NDArray[Any],
+    aspects: NDArray[Any],
+    vector: NDArray[Any],
+    aspect: float,
+    max_aspect_error: float,
+    partner: dict[int, int] | None = None,
+) -> LabelMatch | None:
+    """Best label for ``vector``; its margin is over the runner-up label, or only over its
+    ``partner`` label when given (suits: colour, measured apart, already separates the others)."""
+    comparable = np.abs(aspects - aspect) <= max_aspect_error * aspects
+    if not comparable.any():
+        return None
+    scores = vectors[comparable] @ vector
+    kept = labels[comparable]
+    per_label: dict[int, float] = {}
+    for label, score in zip(kept.tolist(), scores.tolist(), strict=True):
+        if score > per_label.get(label, -2.0):
+            per_label[label] = score
+    ranked = sorted(per_label.items(), key=lambda item: item[1], reverse=True)
+    best_label, best_score = ranked[0]
+    runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
+    if partner is not None:
+        runner_up = per_label.get(partner[best_label], -1.0)
+    return LabelMatch(label=best_label, score=best_score, margin=best_score - runner_up)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bank:
+    """Templates of one glyph kind learned at one card height."""
+
+    vectors: NDArray[Any]
+    labels: NDArray[Any]
+    aspects: NDArray[Any]
+    means: dict[int, NDArray[Any]]
+
+
+def _banks(
+    vectors: NDArray[Any],
+    labels: NDArray[Any],
+    aspects: NDArray[Any],
+    heights: NDArray[Any],
+) -> dict[float, _Bank]:
+    banks = {}
+    for h in np.unique(heights).tolist():
+        sel = heights == h
+        means = {
+            int(label): vectors[sel][labels[sel] == label].mean(axis=0) for label in np.unique(labels[sel])
+        }
+        banks[float(h)] = _Bank(vectors[sel], labels[sel], aspects[sel], means)
+    return banks
+
+
+def _pair_separation(bank: _Bank, vector: NDArray[Any], label: int, rival: int) -> float:
+    """Where ``vector`` lies between the mean glyphs of ``label`` (+1) and ``rival`` (-1).
+
+    Correlation alone scores a club and a spade alike (same stem, same outline); the
+    difference of their mean glyphs is the direction that tells them apart.
+    """
+    if label not in bank.means or rival not in bank.means:
+        return -1.0
+    own, other = bank.means[label], bank.means[rival]
+    direction = own - other
+    half = float(direction @ direction) / 2
+    if half <= 1e-9:
+        return 0.0
+    midpoint = float(((own + other) / 2) @ direction)
+    return (float(vector @ direction) - midpoint) / half
+
+
+class Recognizer:
+    """Recognises the cards of one deck in BGR frames."""
+
+    def __init__(
+        self,
+        templates: DeckTemplates,
+        params: RecognitionParams | None = None,
+        detector: DetectorParams | None = None,
+    ) -> None:
+        self.templates = templates
+        self.params = params or RecognitionParams()
+        self.detector = detector or DetectorParams()
+        t = templates
+        self._rank_banks = _banks(t.rank_vectors, t.rank_labels, t.rank_aspects, t.rank_heights)
+        self._suit_banks = _banks(t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights)
+        self._heights = np.array(sorted(self._rank_banks), dtype=np.float32)
+
+    def _scale(self, height_px: float) -> float:
+        """The learned card height nearest (in ratio) to a card seen ``height_px`` high."""
+        distance = np.abs(np.log(self._heights / max(height_px, 1.0)))
+        return float(self._heights[int(np.argmin(distance))])
+
+    def recognize_frame(self, frame: Image) -> list[Recognition]:
+        """Every card outline in ``frame`` with its card or an explicit unknown."""
+        return [
+            self.recognize_outline(frame, outline) for outline in find_card_outlines(frame, self.detector)
+        ]
+
+    def recognize_outline(self, frame: Image, outline: CardOutline) -> Recognition:
+        """Read one outline found in ``frame``."""
+        scale = self._scale(outline.height_px)
+        views = corner_views(warp_card(frame, outline))
+        readings = tuple(self.read_corner(view, scale) for view in views)
+        card, confidence, reason = self._combine(readings)
+        return Recognition(outline=outline, card=card, confidence=confidence, reason=reason, corners=readings)
+
+    def _match(
+        self, glyph: Glyph, bank: _Bank, size: tuple[int, int], partner: dict[int, int] | None = None
+    ) -> LabelMatch | None:
+        vector = glyph_vector(glyph, size)
+        aspect = box_aspect(glyph.box)
+        match = _best(bank.vectors, bank.labels, bank.aspects, vector, aspect, self.params.max_aspect_error)
+        if match is None or partner is None:
+            return match
+        # Margin against the look-alike of the same colour, along the axis that separates them
+        # (scaled so that halfway to the own mean counts like a 0.1 correlation lead).
+        separation = _pair_separation(bank, vector, match.label, partner[match.label])
+        return LabelMatch(match.label, match.score, separation * 2 * self.params.min_margin)
+
+    def read_corner(self, view: Image, scale: float | None = None) -> CornerReading:
+        """Read the top-left index of an upright warped card view.
+
+        ``scale`` is the learned card height whose templates are compared (default: the largest).
+        """
+        p = self.params
+        scale = scale if scale is not None else float(self._heights[-1])
+        corner = read_corner_ink(view)
+        if corner is None:
+            return CornerReading(None, None, None, None, 0.0, "no print in corner")
+        rank_glyph = find_glyph(corner, self.templates.index.rank)
+        suit_glyph = find_glyph(corner, self.templates.index.suit)
+        rank = self._match(rank_glyph, self._rank_banks[scale], RANK_SIZE) if rank_glyph else None
+        suit = (
+            self._match(suit_glyph, self._suit_banks[scale], SUIT_SIZE, _SAME_COLOUR) if suit_glyph else None
+        )
+        red: bool | None = None
+        if rank_glyph and suit_glyph:
+            level = min(redness(view, rank_glyph), redness(view, suit_glyph))
+            top = max(redness(view, rank_glyph), redness(view, suit_glyph))
+            if level >= p.red_min:
+                red = True
+            elif top <= p.black_max:
+                red = False
+        if rank is None or suit is None:
+            return CornerReading(rank, suit, red, None, 0.0, "index glyphs not found")
+        if rank.score < p.min_score or suit.score < p.min_score:
+            return CornerReading(rank, suit, red, None, 0.0, "weak template match")
+        if rank.margin < p.min_margin or suit.margin < p.min_margin:
+            return CornerReading(rank, suit, red, None, 0.0, "ambiguous template match")
+        card = Card(Rank(rank.label), Suit(SUIT_ORDER[suit.label]))
+        if red is None:
+            return CornerReading(rank, suit, red, None, 0.0, "print colour undecided")
+        if red != (card.suit in _RED_SUITS):
+            return CornerReading(rank, suit, red, None, 0.0, "print colour contradicts suit")
+        confidence = min(
+            1.0,
+            (rank.score - p.min_score) / (1.0 - p.min_score) * 0.5 + 0.5,
+            (suit.score - p.min_score) / (1.0 - p.min_score) * 0.5 + 0.5,
+            rank.margin / (2 * p.min_margin),
+            suit.margin / (2 * p.min_margin),
+        )
+        return CornerReading(rank, suit, red, card, max(0.0, confidence), "read")
+
+    def _contradicts(self, reading: CornerReading, card: Card) -> bool:
+        """True when a corner that could not name a card still points at a different one."""
+        threshold = self.params.contradiction_score
+        if (
+            reading.rank is not None
+            and reading.rank.score >= threshold
+            and reading.rank.label != int(card.rank)
+        ):
+            return True
+        suit = reading.suit
+        if suit is not None and suit.score >= threshold and SUIT_ORDER[suit.label] != card.suit.value:
+            return True
+        return reading.red is not None and reading.red != (card.suit in _RED_SUITS)
+
+    def _combine(self, readings: tuple[CornerReading, ...]) -> tuple[Card | None, float, str]:
+        named = [r for r in readings if r.card is not None]
+        if not named:
+            return None, 0.0, "; ".join(sorted({r.reason for r in readings}))
+        cards = {r.card for r in named}
+        if len(cards) > 1:
+            return None, 0.0, "index corners disagree"
+        card = named[0].card
+        assert card is not None
+        if len(named) == len(readings):
+            confidence = 1.0 - float(np.prod([1.0 - r.confidence for r in named]))
+            return card, confidence, "read"
+        others = [r for r in readings if r.card is None]
+        if any(self._contradicts(r, card) for r in others):
+            return None, 0.0, "other index corner contradicts"
+        return card, named[0].confidence * self.params.single_corner_factor, "read (one corner)"
