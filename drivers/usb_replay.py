@@ -14,7 +14,7 @@ from __future__ import annotations
 import errno
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -56,6 +56,9 @@ class ReplayUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
         realtime: bool = False,
         packet_size: int = 8,
         kernel_driver_bound: bool = True,
+        speed: float = 1.0,
+        on_step: Callable[[float], None] | None = None,
+        limit: int | None = None,
     ) -> None:
         super().__init__()
         self.steps = list(steps)
@@ -63,6 +66,9 @@ class ReplayUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
         self.product_id = product_id
         self.serial_number = serial_number
         self.realtime = realtime
+        self.speed = speed
+        self.on_step = on_step
+        self._limit = limit
         self.packet_size = packet_size
         self._strings = {1: "baccarat-edge", 2: "Virtual card reader", 3: serial_number}
         self._lock = threading.Condition()
@@ -72,6 +78,7 @@ class ReplayUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
         self._kernel_driver = kernel_driver_bound
         self._claimed: set[int] = set()
         self._started_at: float | None = None
+        self._origin = 0.0
         self.current_t = 0.0
         self.served = 0
         self.detach_calls = 0
@@ -84,6 +91,17 @@ class ReplayUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
         with self._lock:
             return self._next >= len(self.steps)
 
+    def allow(self, count: int) -> None:
+        """Serve steps up to ``count`` (gated replay: the caller injects commands in between)."""
+        with self._lock:
+            self._limit = count
+            self._lock.notify_all()
+
+    def wait_served(self, count: int, timeout: float) -> bool:
+        """Block until ``count`` steps have been served."""
+        with self._lock:
+            return self._lock.wait_for(lambda: self._next >= count, timeout)
+
     def wait_finished(self, timeout: float) -> bool:
         """Block until every step has been served."""
         with self._lock:
@@ -93,19 +111,26 @@ class ReplayUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
         if not self.realtime:
             return
         if self._started_at is None:
-            self._started_at = time.monotonic() - step.t
-        delay = self._started_at + step.t - time.monotonic()
+            self._started_at = time.monotonic()
+            self._origin = step.t
+        delay = self._started_at + (step.t - self._origin) / self.speed - time.monotonic()
         if delay > 0:
             time.sleep(delay)
 
     def _advance(self, step: UsbStep) -> None:
+        if self.on_step is not None:
+            self.on_step(step.t)
         with self._lock:
             self._next += 1
             self.current_t = step.t
             self._lock.notify_all()
 
-    def _peek(self) -> UsbStep | None:
+    def _peek(self, wait: float = 0.0) -> UsbStep | None:
+        """The next step to serve, waiting up to ``wait`` seconds for the gate to open."""
         with self._lock:
+            self._lock.wait_for(lambda: self._limit is None or self._next < self._limit, wait)
+            if self._limit is not None and self._next >= self._limit:
+                return None
             return self.steps[self._next] if self._next < len(self.steps) else None
 
     # -- enumeration and descriptors --------------------------------------------------
@@ -227,9 +252,13 @@ class ReplayUsbBackend(usb.backend.IBackend):  # type: ignore[misc]
         with self._lock:
             if intf not in self._claimed:
                 raise usb.core.USBError("Interface not claimed", None, errno.EBUSY)
-        step = self._peek()
+        pause = min(timeout, 50) / 1000
+        step = self._peek(wait=pause)
         if step is None or step.event == "replug":
-            time.sleep(min(timeout, 50) / 1000)
+            with self._lock:
+                waited_at_gate = self._limit is not None and self._next < len(self.steps)
+            if not waited_at_gate:
+                time.sleep(pause)  # nothing left to serve: behave like an idle endpoint
             raise usb.core.USBTimeoutError("Operation timed out", None, errno.ETIMEDOUT)
         self._wait_due(step)
         if step.event == "unplug":

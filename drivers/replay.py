@@ -1,0 +1,232 @@
+"""Play a fixture back through the real driver code.
+
+Serial fixtures are written into a pseudo-terminal that the real serial driver
+opens like a device (through a symlink, so unplug/replug is a pty closed and a
+new one behind the same path). USB fixtures are served by
+:class:`~drivers.usb_replay.ReplayUsbBackend` to the real USB driver through
+pyusb. The driver's clock is the fixture's time, so the inputs it produces (and
+the engine events they cause) are the same on every run, as fast as possible or
+in real time.
+
+Before a supervisor command, an unplug or a tick, the replay waits until the
+driver has consumed every byte written so far: the order of inputs is the
+order of the fixture, never a race.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from daemon.engine.inputs import EngineInput, SupervisorCommand, Tick
+from drivers.fixtures import Fixture, FixtureStep
+from drivers.pty_device import PtyDevice
+from drivers.registry import load
+
+FAST_RECONNECT = {"initial_delay": 0.01, "max_delay": 0.05, "jitter": 0.2}
+WAIT = 30.0
+
+
+class ReplayError(RuntimeError):
+    """The driver did not keep up or did not come back (names the step)."""
+
+
+@dataclass
+class ReplayResult:
+    steps: int
+    health: dict[str, Any]
+
+
+class FixtureClock:
+    """The replay's notion of now: the time of the fixture step being played."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self._now = start
+        self._lock = threading.Lock()
+
+    def set(self, t: float) -> None:
+        with self._lock:
+            self._now = t
+
+    def __call__(self) -> float:
+        with self._lock:
+            return self._now
+
+
+def _command(step: FixtureStep, index: int) -> SupervisorCommand:
+    assert step.supervisor is not None
+    sup = step.supervisor
+    return SupervisorCommand(
+        action=sup.action,
+        at=step.t,
+        actor=sup.actor,
+        command_id=sup.command_id or f"fixture-step-{index}",
+        args=dict(sup.args),
+    )
+
+
+class _Pacer:
+    def __init__(self, realtime: bool, speed: float, origin: float) -> None:
+        self.realtime = realtime
+        self.speed = speed
+        self.origin = origin
+        self.start = time.monotonic()
+
+    def wait(self, t: float) -> None:
+        if self.realtime:
+            delay = self.start + (t - self.origin) / self.speed - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+
+
+def replay_fixture(
+    fixture: Fixture,
+    sink: Callable[[EngineInput], None],
+    *,
+    realtime: bool = False,
+    speed: float = 1.0,
+    on_progress: Callable[[int, int], None] | None = None,
+    final_tick: bool = True,
+) -> ReplayResult:
+    """Replay ``fixture`` through its real driver into ``sink``; return the driver's health."""
+    if fixture.header.transport == "usb":
+        return _replay_usb(fixture, sink, realtime, speed, on_progress, final_tick)
+    return _replay_serial(fixture, sink, realtime, speed, on_progress, final_tick)
+
+
+def _replay_serial(
+    fixture: Fixture,
+    sink: Callable[[EngineInput], None],
+    realtime: bool,
+    speed: float,
+    on_progress: Callable[[int, int], None] | None,
+    final_tick: bool,
+) -> ReplayResult:
+    steps = fixture.steps
+    clock = FixtureClock(steps[0].t if steps else 0.0)
+    with tempfile.TemporaryDirectory(prefix="baccarat-replay-") as tmp:
+        device = PtyDevice(Path(tmp) / "shoe")
+        driver_class = load(fixture.header.protocol)
+        settings = {
+            "url": device.path,
+            "protocol": fixture.header.protocol_settings,
+            "reconnect": FAST_RECONNECT,
+        }
+        driver = driver_class.build(settings, sink, clock)
+        driver.start()
+        written = 0
+        try:
+            if not driver.wait_until_connected(True, WAIT):
+                raise ReplayError(f"the serial driver did not open {device.path}")
+            pacer = _Pacer(realtime, speed, steps[0].t if steps else 0.0)
+            for n, step in enumerate(steps, start=1):
+                pacer.wait(step.t)
+                # the previous bytes are decoded before the clock moves on: inputs carry their step's time
+                if not driver.wait_until_received(written, WAIT):
+                    raise ReplayError(
+                        f"step {n}: the driver read {driver.health()['bytes']} of {written} bytes"
+                    )
+                clock.set(step.t)
+                if step.data is not None:
+                    device.write(step.data)
+                    written += len(step.data)
+                elif step.event == "unplug":
+                    device.unplug()
+                    if not driver.wait_until_connected(False, WAIT):
+                        raise ReplayError(f"step {n}: the driver did not notice the unplug")
+                elif step.event == "replug":
+                    device.plug()
+                    if not driver.wait_until_connected(True, WAIT):
+                        raise ReplayError(f"step {n}: the driver did not reopen {device.path}")
+                elif step.supervisor is not None:
+                    sink(_command(step, n))
+                elif step.tick:
+                    sink(Tick(at=step.t))
+                if on_progress is not None:
+                    on_progress(n, len(steps))
+            if not driver.wait_until_received(written, WAIT):
+                raise ReplayError(f"the driver read {driver.health()['bytes']} of {written} bytes")
+            if final_tick and steps:
+                sink(Tick(at=steps[-1].t + 60.0))
+        finally:
+            driver.stop()
+            device.close()
+        health: dict[str, Any] = driver.health()
+    return ReplayResult(steps=len(steps), health=health)
+
+
+def _replay_usb(
+    fixture: Fixture,
+    sink: Callable[[EngineInput], None],
+    realtime: bool,
+    speed: float,
+    on_progress: Callable[[int, int], None] | None,
+    final_tick: bool,
+) -> ReplayResult:
+    from drivers.usb_hid import UsbHidReader
+    from drivers.usb_replay import ReplayUsbBackend, UsbStep
+
+    header = fixture.header
+    assert header.usb is not None
+    steps = fixture.steps
+    clock = FixtureClock(steps[0].t if steps else 0.0)
+    device_steps = [
+        UsbStep(t=s.t, report=s.report, event=s.event)
+        for s in steps
+        if s.report is not None or s.event is not None
+    ]
+    backend = ReplayUsbBackend(
+        device_steps,
+        vendor_id=header.usb.vendor_id,
+        product_id=header.usb.product_id,
+        serial_number=header.usb.serial_number,
+        realtime=realtime,
+        speed=speed,
+        on_step=clock.set,
+        limit=0,
+    )
+    settings = {
+        "vendor_id": header.usb.vendor_id,
+        "product_id": header.usb.product_id,
+        "serial_number": header.usb.serial_number,
+        "read_timeout_ms": 20,
+        "reconnect": FAST_RECONNECT,
+        "protocol": header.protocol_settings,
+    }
+    driver_class = load("usb_hid")
+    driver = UsbHidReader(driver_class.validate(settings), sink, clock, backend=backend)  # type: ignore[arg-type]
+    served = 0
+    received = 0
+    driver.start()
+    try:
+        for n, step in enumerate(steps, start=1):
+            if step.report is not None or step.event is not None:
+                served += 1
+                received += len(step.report or b"")
+            else:
+                # let the device play up to here, and the driver decode it, before the command
+                backend.allow(served)
+                if not driver.wait_until_received(received, WAIT) or not backend.wait_served(served, WAIT):
+                    raise ReplayError(
+                        f"step {n}: the driver read {driver.health()['bytes']} of {received} bytes"
+                    )
+                clock.set(step.t)
+                if step.supervisor is not None:
+                    sink(_command(step, n))
+                elif step.tick:
+                    sink(Tick(at=step.t))
+            if on_progress is not None:
+                on_progress(n, len(steps))
+        backend.allow(served)
+        if not driver.wait_until_received(received, WAIT) or not backend.wait_served(served, WAIT):
+            raise ReplayError(f"the driver read {driver.health()['bytes']} of {received} bytes")
+        if final_tick and steps:
+            sink(Tick(at=steps[-1].t + 60.0))
+    finally:
+        driver.stop()
+    return ReplayResult(steps=len(steps), health=driver.health())

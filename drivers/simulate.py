@@ -1,0 +1,570 @@
+"""A virtual shoe: shuffle N decks, deal a shoe by the rules, and speak a reader's protocol.
+
+:func:`plan_shoe` deals (indicator and burn, rounds by the third-card rule, the cut
+card, optional per-round burn) and injects the dealing mistakes and device faults
+asked for; :func:`encode_plan` turns that into timed fixture steps for one
+protocol; :class:`VirtualShoe` writes them into a pseudo-terminal (or any fd) at
+a chosen speed, which is how the first-run demo feeds the daemon without
+hardware; :func:`make_fixture` wraps them as a fixture file.
+
+Faults (``KIND@HAND``): ``misread`` (cannot read, then the rescan),
+``unneeded_card`` and ``two_unneeded_cards`` (RULES.md mistakes 1 and 2),
+``double_pull`` / ``triple_pull`` (mistake 3: cards pulled together; a reader that
+names slots reports them out of order), ``missing_card`` (mistake 5: a card not
+scanned, supplied by a supervisor ``assign_card``), ``card_exposed`` (mistake 7: a
+supervisor voids the round), ``foreign_card`` (an extra physical card: over the
+shoe's composition when it is a copy too many), ``repeats`` (more resends),
+``bad_checksum`` (first transmission corrupted), ``garbage`` (noise on the
+line), ``unplug`` (the device goes away in the middle of a frame and comes back).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from daemon.cards import ALL_CARDS, Card
+from daemon.engine.inputs import DeviceTarget
+from daemon.rules.outcome import RoundOutcome, Winner, next_slot
+from drivers.fixtures import (
+    GENERATED_PROVENANCE,
+    Fixture,
+    FixtureHeader,
+    FixtureStep,
+    SupervisorStep,
+    UsbIdentity,
+)
+from drivers.protocols.angel_eye import encode_card, encode_frame, encode_target
+from drivers.protocols.hid_wedge import type_text
+from drivers.pty_device import PtyDevice
+
+PROTOCOLS = ("angel_eye", "ascii_lines", "usb_hid")
+SIM_VENDOR_ID, SIM_PRODUCT_ID = 0x1209, 0xBACC  # pid.codes test range style ids for the virtual wedge
+
+
+class Fault(StrEnum):
+    MISREAD = "misread"
+    UNNEEDED_CARD = "unneeded_card"
+    TWO_UNNEEDED_CARDS = "two_unneeded_cards"
+    DOUBLE_PULL = "double_pull"
+    TRIPLE_PULL = "triple_pull"
+    MISSING_CARD = "missing_card"
+    CARD_EXPOSED = "card_exposed"
+    FOREIGN_CARD = "foreign_card"
+    REPEATS = "repeats"
+    BAD_CHECKSUM = "bad_checksum"
+    GARBAGE = "garbage"
+    UNPLUG = "unplug"
+
+
+ANGEL_EYE_ONLY = frozenset({Fault.REPEATS, Fault.BAD_CHECKSUM})
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSpec:
+    """A fault injected in one hand of the shoe."""
+
+    kind: Fault
+    hand: int
+
+    @staticmethod
+    def parse(text: str) -> FaultSpec:
+        """``"misread@3"`` → misread in hand 3; raise ValueError naming what is wrong."""
+        kind, sep, hand = text.partition("@")
+        try:
+            fault = Fault(kind)
+        except ValueError:
+            known = ", ".join(f.value for f in Fault)
+            raise ValueError(f"unknown fault {kind!r} (known: {known})") from None
+        if not sep or not hand.isdigit() or int(hand) < 1:
+            raise ValueError(f"fault {text!r}: expected KIND@HAND with HAND a positive hand number")
+        return FaultSpec(fault, int(hand))
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}@{self.hand}"
+
+
+@dataclass(frozen=True, slots=True)
+class DealSettings:
+    """How the virtual dealer deals (mirror of the table's settings it must agree with)."""
+
+    decks: int = 8
+    seed: int = 1
+    max_hands: int | None = None
+    cut_card_from_end: int = 16
+    indicator_counts: bool = False
+    ace_burns: int = 1
+    face_burns: int = 10
+    burn_before_each_round: bool = False
+    round_burn_cards: int = 1
+    cut_card_policy: str = "finish_current_round"
+    shoe_id: str | None = None
+
+    def burn_count(self, rank: int) -> int:
+        value = self.ace_burns if rank == 1 else self.face_burns if rank >= 10 else rank
+        return value - 1 if self.indicator_counts else value
+
+    def table_settings(self) -> dict[str, Any]:
+        """The engine ``table:`` section that agrees with this dealer."""
+        return {
+            "decks": self.decks,
+            "burn": {"indicator_counts": self.indicator_counts, "ace_burns": self.ace_burns,
+                     "face_burns": self.face_burns},
+            "burn_before_each_round": self.burn_before_each_round,
+            "round_burn_cards": self.round_burn_cards,
+            "cut_card_policy": self.cut_card_policy,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Seconds of simulated time between the dealer's moves."""
+
+    card: float = 1.0
+    burn: float = 0.6
+    round_gap: float = 15.0
+    first_round: float = 10.0
+    verdict: float = 0.5
+    rescan: float = 1.5
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One physical happening at the shoe, before any protocol encoding."""
+
+    t: float
+    kind: str  # start, draw, cut, verdict, misread, garbage, unplug, supervisor
+    card: Card | None = None
+    target: DeviceTarget | None = None
+    index: int = 1
+    hand: int | None = None
+    verdict: tuple[str, bool, bool] | None = None
+    supervisor: dict[str, Any] | None = None
+    resend: int = 0  # extra transmissions beyond the protocol's usual
+    corrupt_first: bool = False
+
+
+@dataclass
+class ShoePlan:
+    """A dealt shoe: actions in time order, plus what was dealt (for checks)."""
+
+    actions: list[Action] = field(default_factory=list)
+    hands: int = 0
+    cut_hand: int | None = None
+    cards_used: int = 0
+
+
+_SLOT_TARGET = {s: DeviceTarget(s) for s in ("P1", "B1", "P2", "B2", "P3", "B3")}
+
+
+def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timing | None = None) -> ShoePlan:
+    """Deal one shoe by the rules, with ``faults`` injected; deterministic for a given seed."""
+    timing = timing or Timing()
+    rng = random.Random(deal.seed)
+    cards = [c for _ in range(deal.decks) for c in ALL_CARDS]
+    rng.shuffle(cards)
+    by_hand: dict[int, set[Fault]] = {}
+    for spec in faults:
+        by_hand.setdefault(spec.hand, set()).add(spec.kind)
+    plan = ShoePlan()
+    acts = plan.actions
+    cut_index = max(0, len(cards) - deal.cut_card_from_end)
+    t = 0.0
+    shoe_id = deal.shoe_id or f"sim-{deal.seed}"
+    acts.append(Action(t, "start"))
+    acts.append(Action(t, "supervisor", supervisor={"action": "new_shoe", "args": {"shoe_id": shoe_id}}))
+    pos = 0
+    cut_seen = False
+
+    def take() -> Card:
+        nonlocal pos
+        card = cards[pos]
+        pos += 1
+        return card
+
+    t += 2.0
+    indicator = take()
+    acts.append(Action(t, "draw", card=indicator, target=DeviceTarget.FIRST_CARD, index=1))
+    for i in range(deal.burn_count(int(indicator.rank))):
+        t += timing.burn
+        acts.append(Action(t, "draw", card=take(), target=DeviceTarget.BURN, index=i + 1))
+    t += timing.first_round
+    hand = 0
+    last_hand: int | None = None
+    carried_p1: Card | None = None
+    while True:
+        if not cut_seen and pos >= cut_index:
+            cut_seen = True
+            acts.append(Action(t - 1.0, "cut", hand=hand))
+            plan.cut_hand = hand
+            last_hand = hand + 1
+        if last_hand is not None and hand >= last_hand:
+            break
+        if deal.max_hands is not None and hand >= deal.max_hands:
+            break
+        if len(cards) - pos < 6 + (deal.round_burn_cards if deal.burn_before_each_round else 0):
+            break
+        hand += 1
+        kinds = by_hand.get(hand, set())
+        if deal.burn_before_each_round and carried_p1 is None:
+            for i in range(deal.round_burn_cards):
+                acts.append(Action(t, "draw", card=take(), target=DeviceTarget.BURN, index=i + 1, hand=hand))
+                t += timing.burn
+        if Fault.FOREIGN_CARD in kinds:
+            cards.insert(pos, cards[0])  # a copy of the indicator: one too many in a 1-deck shoe
+        if Fault.GARBAGE in kinds:
+            acts.append(Action(t - 0.5, "garbage", hand=hand))
+        player: list[Card] = []
+        banker: list[Card] = []
+        dealt: list[tuple[str, Card]] = []
+        while (slot := next_slot(player, banker)) is not None:
+            if slot.value == "P1" and carried_p1 is not None:
+                card, carried_p1 = carried_p1, None
+                player.append(card)
+                continue  # drawn already, as the second unneeded card of the previous round
+            if not cut_seen and pos >= cut_index:
+                cut_seen = True
+                acts.append(Action(t - 0.3, "cut", hand=hand))
+                plan.cut_hand = hand
+                last_hand = hand if deal.cut_card_policy == "finish_current_round" else hand + 1
+            card = take()
+            (player if slot.side.value == "player" else banker).append(card)
+            dealt.append((slot.value, card))
+        t = _emit_round(acts, dealt, hand, kinds, t, timing, deal)
+        if Fault.CARD_EXPOSED in kinds:
+            t += timing.round_gap
+            continue
+        outcome = RoundOutcome(tuple(player), tuple(banker))
+        winner = {Winner.PLAYER: "player", Winner.BANKER: "banker", Winner.TIE: "tie"}[outcome.winner]
+        acts.append(Action(t + timing.verdict, "verdict", hand=hand,
+                           verdict=(winner, outcome.player_pair, outcome.banker_pair)))  # fmt: skip
+        extra = 2 if Fault.TWO_UNNEEDED_CARDS in kinds else 1 if Fault.UNNEEDED_CARD in kinds else 0
+        if extra and len(cards) - pos > 8:
+            acts.append(
+                Action(t + timing.card, "draw", card=take(), target=DeviceTarget.BURN, index=1, hand=hand)
+            )
+            if extra == 2:
+                carried_p1 = take()
+                acts.append(Action(t + timing.card * 1.8, "draw", card=carried_p1, target=DeviceTarget.P1,
+                                   hand=hand + 1))  # fmt: skip
+        t += timing.round_gap
+    acts.append(Action(t, "tick"))
+    acts.sort(key=lambda a: a.t)
+    plan.hands = hand
+    plan.cards_used = pos
+    return plan
+
+
+def _emit_round(
+    acts: list[Action], dealt: list[tuple[str, Card]], hand: int, kinds: set[Fault], t: float,
+    timing: Timing, deal: DealSettings,
+) -> float:  # fmt: skip
+    """Append the draws of one round with its faults; return the time the round was decided."""
+    draws = [Action(0, "draw", card=c, target=_SLOT_TARGET[s], hand=hand) for s, c in dealt]
+    if Fault.CARD_EXPOSED in kinds:
+        for draw in draws[:2]:
+            acts.append(_at(draw, t))
+            t += timing.card
+        void = {"action": "void_round", "args": {"hand": hand, "reason": "card exposed during betting"}}
+        acts.append(Action(t, "supervisor", hand=hand, supervisor=void))
+        acts.append(Action(t + 0.2, "verdict", hand=hand, verdict=("forced_quit", False, False)))
+        return t
+    times = [t + i * timing.card for i in range(len(draws))]
+    order = list(range(len(draws)))
+    if Fault.DOUBLE_PULL in kinds and len(draws) >= 4:
+        times[3] = times[2] + 0.05
+        order[2], order[3] = 3, 2  # the reader reports the lower card first
+    if Fault.TRIPLE_PULL in kinds and len(draws) >= 5:
+        times[3], times[4] = times[2] + 0.05, times[2] + 0.1
+        order[2:5] = [4, 2, 3]
+    shift = 0.0
+    for position, i in enumerate(order):
+        draw = draws[i]
+        at = times[position] + shift
+        if Fault.MISREAD in kinds and i == 1:
+            acts.append(Action(at, "misread", hand=hand))
+            shift += timing.rescan
+            at += timing.rescan
+        if Fault.UNPLUG in kinds and i == 1:
+            acts.append(_at(draw, at, kind="unplug"))
+            shift += 3.0
+            at += 3.0
+        if Fault.MISSING_CARD in kinds and i == 1:
+            assert draw.card is not None
+            acts.append(Action(at + 0.5, "supervisor", hand=hand, supervisor={
+                "action": "assign_card",
+                "args": {"card": draw.card.code, "slot": "B1", "hand": hand}}))  # fmt: skip
+            continue
+        acts.append(
+            Action(at, "draw", card=draw.card, target=draw.target, hand=hand,
+                   resend=3 if Fault.REPEATS in kinds else 0, corrupt_first=Fault.BAD_CHECKSUM in kinds)
+        )  # fmt: skip
+    return times[-1] + shift
+
+
+def _at(action: Action, t: float, kind: str | None = None) -> Action:
+    return Action(t, kind or action.kind, card=action.card, target=action.target, index=action.index,
+                  hand=action.hand)  # fmt: skip
+
+
+# -- protocol encoders ------------------------------------------------------------------
+
+_SEQ_MARKS = b"123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_VERDICT_BITS = {"player": 1, "tie": 2, "banker": 4, "forced_quit": 7}
+_LINE_SUIT = {"s": "S", "h": "H", "c": "C", "d": "D"}
+
+
+class _AngelEyeEncoder:
+    repeats = 3
+    repeat_gap = 0.02
+
+    def __init__(self, rng: random.Random) -> None:
+        self._seq = 0
+        self._rng = rng
+
+    def _frame(self, code: str, data: bytes = b"") -> bytes:
+        seq = _SEQ_MARKS[self._seq % len(_SEQ_MARKS)]
+        self._seq += 1
+        return encode_frame(seq, code, data)
+
+    def _sent(self, t: float, frame: bytes, action: Action | None = None) -> list[FixtureStep]:
+        count = self.repeats + (action.resend if action else 0)
+        steps = []
+        for i in range(count):
+            payload = frame
+            if i == 0 and action is not None and action.corrupt_first:
+                payload = frame[:-1] + (b"0" if frame[-1:] != b"0" else b"1")
+            steps.append(FixtureStep(t=t + i * self.repeat_gap, data=payload))
+        return steps
+
+    def encode(self, action: Action) -> list[FixtureStep]:
+        t = action.t
+        if action.kind == "start":
+            return self._sent(t, self._frame("S"))
+        if action.kind == "cut":
+            return self._sent(t, self._frame("C"))
+        if action.kind == "verdict":
+            assert action.verdict is not None
+            winner, ppair, bpair = action.verdict
+            byte = 0x80 | _VERDICT_BITS[winner] << 4 | (1 if ppair else 0) | (2 if bpair else 0)
+            return self._sent(t, self._frame("G", bytes([byte])))
+        if action.kind == "misread":
+            raised = self._sent(t, self._frame("E", b"\xc1"))
+            return raised + self._sent(t + 1.2, self._frame("e", b"\x81"))
+        if action.kind == "garbage":
+            noise = bytes(
+                self._rng.choice([b for b in range(256) if b not in (0x05, 0x06, 0x15)]) for _ in range(12)
+            )
+            return [FixtureStep(t=t, data=noise, note="line noise")]
+        if action.kind in ("draw", "unplug"):
+            assert action.card is not None
+            assert action.target is not None
+            frame = self._frame(
+                "D", bytes([encode_target(action.target, action.index), encode_card(action.card)])
+            )
+            if action.kind == "draw":
+                return self._sent(t, frame, action)
+            self._seq -= 1  # the resend after the replug is the same frame
+            return _unplug_steps(t, [frame[:4]])
+        return []
+
+
+class _LineEncoder:
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    @staticmethod
+    def line(card: Card) -> bytes:
+        return f"{_LINE_SUIT[card.suit.value]}{int(card.rank):02d}\r\n".encode("ascii")
+
+    def encode(self, action: Action) -> list[FixtureStep]:
+        if action.kind == "draw":
+            assert action.card is not None
+            return [FixtureStep(t=action.t, data=self.line(action.card))]
+        if action.kind == "misread":
+            return [FixtureStep(t=action.t, data=b"S?8\r\n", note="smudged card: unreadable line")]
+        if action.kind == "garbage":
+            return [FixtureStep(t=action.t, data=b"#\x7f~!\r\n", note="line noise")]
+        if action.kind == "unplug":
+            assert action.card is not None
+            return _unplug_steps(action.t, [self.line(action.card)[:2]])
+        return []
+
+
+class _HidEncoder:
+    gap = 0.008
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    def _typed(self, t: float, text: str) -> list[FixtureStep]:
+        return [FixtureStep(t=t + i * self.gap, report=r) for i, r in enumerate(type_text(text))]
+
+    def encode(self, action: Action) -> list[FixtureStep]:
+        if action.kind == "draw":
+            assert action.card is not None
+            return self._typed(action.t, action.card.code.upper())
+        if action.kind == "misread":
+            return self._typed(action.t, "??")
+        if action.kind == "garbage":
+            return self._typed(action.t, "X9")
+        if action.kind == "unplug":
+            assert action.card is not None
+            return _unplug_steps(action.t, type_text(action.card.code.upper())[:2], report=True)
+        return []
+
+
+def _unplug_steps(t: float, partial: Sequence[bytes], *, report: bool = False) -> list[FixtureStep]:
+    steps = [
+        FixtureStep(t=t + i * 0.008, report=p) if report else FixtureStep(t=t + i * 0.008, data=p)
+        for i, p in enumerate(partial)
+    ]
+    steps.append(FixtureStep(t=t + 0.1, event="unplug", note="cable pulled mid-frame"))
+    steps.append(FixtureStep(t=t + 2.0, event="replug"))
+    return steps
+
+
+def encode_plan(plan: ShoePlan, protocol: str, seed: int = 1) -> list[FixtureStep]:
+    """Timed fixture steps of ``plan`` as ``protocol`` would send them."""
+    rng = random.Random(seed ^ 0x5EED)
+    encoder: _AngelEyeEncoder | _LineEncoder | _HidEncoder
+    if protocol == "angel_eye":
+        encoder = _AngelEyeEncoder(rng)
+    elif protocol == "ascii_lines":
+        encoder = _LineEncoder(rng)
+    elif protocol == "usb_hid":
+        encoder = _HidEncoder(rng)
+    else:
+        raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
+    steps: list[FixtureStep] = []
+    for action in plan.actions:
+        if action.kind == "supervisor":
+            assert action.supervisor is not None
+            n = sum(1 for s in steps if s.supervisor is not None) + 1
+            command = SupervisorStep(
+                action=action.supervisor["action"], args=action.supervisor["args"], command_id=f"sim-{n}"
+            )
+            steps.append(FixtureStep(t=action.t, supervisor=command))
+        elif action.kind == "tick":
+            steps.append(FixtureStep(t=action.t, tick=True))
+        else:
+            steps += encoder.encode(action)
+    steps.sort(key=lambda s: s.t)  # stable: same-time steps keep their order
+    return steps
+
+
+def make_fixture(
+    name: str,
+    protocol: str,
+    deal: DealSettings,
+    faults: Sequence[FaultSpec] = (),
+    *,
+    description: str = "",
+    covers: Sequence[str] = (),
+    timing: Timing | None = None,
+) -> Fixture:
+    """Deal, encode and wrap a shoe as a fixture (metadata says it is generated)."""
+    bad = [str(f) for f in faults if f.kind in ANGEL_EYE_ONLY and protocol != "angel_eye"]
+    if bad:
+        raise ValueError(f"fault(s) {', '.join(bad)} only exist on the Angel Eye protocol")
+    plan = plan_shoe(deal, faults, timing)
+    steps = encode_plan(plan, protocol, deal.seed)
+    usb = UsbIdentity(vendor_id=SIM_VENDOR_ID, product_id=SIM_PRODUCT_ID) if protocol == "usb_hid" else None
+    header = FixtureHeader(
+        name=name,
+        description=description,
+        protocol=protocol,  # type: ignore[arg-type]
+        transport="usb" if protocol == "usb_hid" else "serial",
+        origin="generated",
+        provenance=GENERATED_PROVENANCE,
+        table=deal.table_settings(),
+        usb=usb,
+        generator={
+            "tool": "drivers.simulate",
+            "seed": deal.seed,
+            "decks": deal.decks,
+            "max_hands": deal.max_hands,
+            "cut_card_from_end": deal.cut_card_from_end,
+            "faults": [str(f) for f in faults],
+            "hands": plan.hands,
+            "cut_hand": plan.cut_hand,
+            "cards_used": plan.cards_used,
+        },
+        covers=list(covers),
+    )  # fmt: skip
+    return Fixture(header=header, steps=tuple(steps))
+
+
+class VirtualShoe:
+    """Plays fixture steps into a serial pty (or a raw fd) in real time, scaled by ``speed``.
+
+    ``on_supervisor`` receives supervisor steps (the demo turns them into
+    commands); unplug/replug need a :class:`PtyDevice`. ``run()`` blocks;
+    ``start()`` runs it in a thread; ``stop()`` ends it early.
+    """
+
+    def __init__(
+        self,
+        steps: Sequence[FixtureStep],
+        device: PtyDevice | int,
+        *,
+        speed: float = 1.0,
+        on_supervisor: Callable[[SupervisorStep, float], None] | None = None,
+        on_progress: Callable[[int, int], None] | None = None,
+    ) -> None:
+        if speed <= 0:
+            raise ValueError("speed must be positive")
+        self.steps = list(steps)
+        self.device = device
+        self.speed = speed
+        self.on_supervisor = on_supervisor
+        self.on_progress = on_progress
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.done = threading.Event()
+
+    def _write(self, data: bytes) -> None:
+        if isinstance(self.device, PtyDevice):
+            self.device.write(data)
+        else:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self.device, view) :]
+
+    def run(self) -> None:
+        start = time.monotonic()
+        origin = self.steps[0].t if self.steps else 0.0
+        try:
+            for n, step in enumerate(self.steps, start=1):
+                delay = start + (step.t - origin) / self.speed - time.monotonic()
+                if delay > 0 and self._stop.wait(delay):
+                    return
+                if self._stop.is_set():
+                    return
+                if step.data is not None:
+                    self._write(step.data)
+                elif step.report is not None:
+                    raise ValueError("HID reports cannot be written to a serial device; replay them over USB")
+                elif step.event is not None and isinstance(self.device, PtyDevice):
+                    (self.device.unplug if step.event == "unplug" else self.device.plug)()
+                elif step.supervisor is not None and self.on_supervisor is not None:
+                    self.on_supervisor(step.supervisor, step.t)
+                if self.on_progress is not None:
+                    self.on_progress(n, len(self.steps))
+        finally:
+            self.done.set()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="virtual-shoe", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
