@@ -1,0 +1,238 @@
+"""TLS with certificate verification and the production ACL (config/mosquitto/acl) on a real
+mosquitto, certificates made by config/mosquitto/make-pki.sh: a table cannot publish into
+another table's topics, a broker rejection is dead-lettered with an alert (never retried
+forever), and the daemon refuses a broker it cannot verify."""
+
+from __future__ import annotations
+
+import getpass
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+
+from daemon.journal import Journal, JournalSettings
+from daemon.mqtt.consumer import EventConsumer
+from daemon.mqtt.publisher import Publisher
+from daemon.mqtt.settings import BrokerSettings, DeliverySettings, TlsSettings
+from tests.conftest import REPO_ROOT
+from tests.mqtt.conftest import card_event
+from tests.mqtt.support import Subscriber, validate_payload
+from tests.support.broker import MosquittoBroker
+
+pytestmark = pytest.mark.mosquitto
+
+CONFIG = REPO_ROOT / "config" / "mosquitto"
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("pki")
+    subprocess.run(
+        ["bash", str(CONFIG / "make-pki.sh"), str(out), "127.0.0.1", "T1", "T2", "game-server"],
+        check=True,
+        capture_output=True,
+    )
+    # A second, unrelated CA: a broker certificate signed by it must be refused.
+    rogue = out / "rogue"
+    subprocess.run(
+        ["bash", str(CONFIG / "make-pki.sh"), str(rogue), "127.0.0.1", "x"], check=True, capture_output=True
+    )
+    return out
+
+
+@pytest.fixture
+def tls_broker(tmp_path: Path, pki: Path) -> Iterator[MosquittoBroker]:
+    broker = MosquittoBroker(
+        tmp_path / "broker",
+        extra_config="\n".join(
+            [
+                f"cafile {pki / 'ca.crt'}",
+                f"certfile {pki / 'broker.crt'}",
+                f"keyfile {pki / 'broker.key'}",
+                "tls_version tlsv1.2",
+                "require_certificate true",
+                "use_identity_as_username true",
+                "allow_anonymous false",
+                f"acl_file {CONFIG / 'acl'}",
+                # mosquitto started as root drops to its own user, which cannot read the test's keys.
+                f"user {getpass.getuser()}",
+            ]
+        ),
+    )
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+def tls_settings(port: int, pki: Path, cert: str, ca: Path | None = None) -> BrokerSettings:
+    return BrokerSettings(
+        host="127.0.0.1",
+        port=port,
+        client_id=f"edge-{cert}-{time.monotonic_ns()}",
+        tls=TlsSettings(
+            ca_file=ca or pki / "ca.crt", cert_file=pki / f"{cert}.crt", key_file=pki / f"{cert}.key"
+        ),
+        delivery=DeliverySettings(health_interval_s=0.3, backoff_initial_s=0.05, backoff_max_s=0.3),
+    )
+
+
+def tls_for(pki: Path, cert: str) -> Callable[[mqtt.Client], None]:
+    def configure(client: mqtt.Client) -> None:
+        client.tls_set(
+            ca_certs=str(pki / "ca.crt"), certfile=str(pki / f"{cert}.crt"), keyfile=str(pki / f"{cert}.key")
+        )
+
+    return configure
+
+
+def server_subscriber(port: int, pki: Path) -> Subscriber:
+    return Subscriber(
+        port, ["baccarat/v1/#"], configure=tls_for(pki, "game-server"), client_id="game-server-sub"
+    )
+
+
+def raw_client(port: int, pki: Path, cert: str) -> mqtt.Client:
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"raw-{cert}", protocol=mqtt.MQTTv5)
+    client.tls_set(
+        ca_certs=str(pki / "ca.crt"), certfile=str(pki / f"{cert}.crt"), keyfile=str(pki / f"{cert}.key")
+    )
+    connected = threading.Event()
+    client.on_connect = lambda *a: connected.set()
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    assert connected.wait(10)
+    return client
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def test_table_publishes_its_own_topics_over_verified_tls(
+    tls_broker: MosquittoBroker, pki: Path, tmp_path: Path
+) -> None:
+    server = server_subscriber(tls_broker.port, pki)
+    journal = Journal(JournalSettings(path=tmp_path / "t1.sqlite3"), "T1")
+    journal.append([], [card_event(n) for n in range(10)])
+    publisher = Publisher(tls_settings(tls_broker.port, pki, "T1"), "T1", journal)
+    publisher.start()
+    try:
+        server.wait_for(lambda msgs: sum(m.topic == "baccarat/v1/T1/events" for m in msgs) >= 10)
+        wait_until(lambda: not journal.pending(), what="PUBACKs")
+    finally:
+        publisher.stop()
+        journal.close()
+    consumer = EventConsumer("T1")
+    for message in server.messages:
+        validate_payload(message.topic, message.payload)
+        if message.topic.endswith("/events"):
+            consumer.feed(message.payload)
+    server.close()
+    assert consumer.stats.new == 10
+    assert consumer.unexplained_gaps == []
+
+
+def test_a_table_cannot_publish_into_another_tables_topics(tls_broker: MosquittoBroker, pki: Path) -> None:
+    server = server_subscriber(tls_broker.port, pki)
+    t1 = raw_client(tls_broker.port, pki, "T1")
+    acks: dict[int, Any] = {}
+    done = threading.Event()
+
+    def on_publish(client: Any, userdata: Any, mid: int, reason: Any, props: Any) -> None:
+        acks[mid] = reason
+        if len(acks) >= 3:
+            done.set()
+
+    t1.on_publish = on_publish
+    forged = [
+        t1.publish("baccarat/v1/T2/events", b'{"forged": true}', qos=1),
+        t1.publish("baccarat/v1/T2/status", b'{"status": "offline"}', qos=1, retain=True),
+        t1.publish("baccarat/v1/T1/events", b'{"own": true}', qos=1),
+    ]
+    assert done.wait(10)
+    assert acks[forged[0].mid].value == 0x87  # Not authorized
+    assert acks[forged[1].mid].value == 0x87
+    assert acks[forged[2].mid].value == 0
+    server.wait_for(lambda msgs: any(m.topic == "baccarat/v1/T1/events" for m in msgs))
+    time.sleep(0.3)
+    assert not [m for m in server.messages if m.topic.startswith("baccarat/v1/T2/")]
+
+    # Nor read another table's commands (mosquitto grants the subscription but never delivers).
+    t1_got: list[str] = []
+    t1.on_message = lambda c, u, msg: t1_got.append(msg.topic)
+    t1.subscribe("baccarat/v1/T2/cmd", qos=1)
+    t2 = Subscriber(tls_broker.port, ["baccarat/v1/T2/cmd"], configure=tls_for(pki, "T2"), client_id="T2-sub")
+    server.client.publish("baccarat/v1/T2/cmd", b'{"for": "T2"}', qos=1).wait_for_publish(5)
+    t2.wait_for(lambda msgs: len(msgs) >= 1)
+    time.sleep(0.3)
+    assert t1_got == []
+    t2.close()
+    t1.disconnect()
+    t1.loop_stop()
+    server.close()
+
+
+def test_broker_rejection_is_dead_lettered_with_an_alert_not_retried(
+    tls_broker: MosquittoBroker, pki: Path, tmp_path: Path
+) -> None:
+    # A daemon misconfigured as table T2 while holding T1's certificate: every event is refused.
+    journal = Journal(JournalSettings(path=tmp_path / "t2.sqlite3"), "T2")
+    journal.append([], [card_event(n) for n in range(3)])
+    publisher = Publisher(tls_settings(tls_broker.port, pki, "T1"), "T2", journal)
+    publisher.start()
+    try:
+        wait_until(lambda: len(journal.dead_letters()) >= 6, what="dead letters")
+        time.sleep(0.5)  # nothing more may happen: no retry loop, no alert about the alerts
+        dead = journal.dead_letters()
+        health = publisher.health()
+    finally:
+        publisher.stop()
+    assert [e.kind for e in dead] == ["card_dealt"] * 3 + ["alert_raised"] * 3
+    assert all("Not authorized" in (e.dead_letter or "") for e in dead)
+    alerts = [e.data for e in dead if e.kind == "alert_raised"]
+    assert [a["seq"] for a in alerts] == [1, 2, 3]
+    assert {a["code"] for a in alerts} == {"mqtt_dead_letter"}
+    assert journal.pending() == []
+    assert health["counters"]["dead_lettered"] == 6
+    journal.close()
+
+
+def test_the_daemon_refuses_a_broker_it_cannot_verify(
+    tls_broker: MosquittoBroker, pki: Path, tmp_path: Path
+) -> None:
+    journal = Journal(JournalSettings(path=tmp_path / "t1.sqlite3"), "T1")
+    # Trusting only an unrelated CA: the real broker's certificate must not be accepted.
+    settings = tls_settings(tls_broker.port, pki, "T1", ca=pki / "rogue" / "ca.crt")
+    publisher = Publisher(settings, "T1", journal)
+    publisher.start()
+    try:
+        wait_until(lambda: publisher.counters.connection_failures >= 1, what="a refused connection")
+        assert not publisher.connected
+        assert "CERTIFICATE_VERIFY_FAILED" in (publisher.health()["last_error"] or "")
+    finally:
+        publisher.stop()
+        journal.close()
+
+
+def test_tls_verification_is_on_by_default(tmp_path: Path) -> None:
+    settings = BrokerSettings(host="broker.example")
+    assert settings.tls.enabled
+    assert settings.effective_port == 8883
+    journal = Journal(JournalSettings(path=tmp_path / "j.sqlite3"), "T1")
+    context = Publisher(settings, "T1", journal)._tls_context()
+    assert context.check_hostname
+    assert context.verify_mode == ssl.CERT_REQUIRED
+    assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
+    journal.close()
