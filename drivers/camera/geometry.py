@@ -172,6 +172,11 @@ def _fit_quad(contour: Points) -> Points:
 
 def find_card_outlines(frame: Image, params: DetectorParams | None = None) -> list[CardOutline]:
     """Every single, unobstructed card outline in a BGR frame."""
+    return detect_cards(frame, params)[0]
+
+
+def detect_cards(frame: Image, params: DetectorParams | None = None) -> tuple[list[CardOutline], Image]:
+    """Card outlines in a BGR frame, and the not-felt mask at ``params.detect_scale``."""
     params = params or DetectorParams()
     scale = params.detect_scale
     small = (
@@ -212,7 +217,7 @@ def find_card_outlines(frame: Image, params: DetectorParams | None = None) -> li
             continue
         cx, cy = corners.mean(axis=0)
         outlines.append(CardOutline(corners=corners, center=(float(cx), float(cy)), height_px=float(long)))
-    return outlines
+    return outlines, mask
 
 
 _CANONICAL = np.array([[0, 0], [CARD_W - 1, 0], [CARD_W - 1, CARD_H - 1], [0, CARD_H - 1]], dtype=np.float32)

@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from daemon.cards import Card, Rank, Suit
-from drivers.camera.geometry import CardOutline, DetectorParams, Image, find_card_outlines, warp_card
+from drivers.camera.geometry import CardOutline, DetectorParams, Image, detect_cards, warp_card
 from drivers.camera.glyphs import (
     RANK_SIZE,
     SUIT_SIZE,
@@ -183,9 +183,12 @@ class Recognizer:
 
     def recognize_frame(self, frame: Image) -> list[Recognition]:
         """Every card outline in ``frame`` with its card or an explicit unknown."""
-        return [
-            self.recognize_outline(frame, outline) for outline in find_card_outlines(frame, self.detector)
-        ]
+        return self.analyse(frame)[0]
+
+    def analyse(self, frame: Image) -> tuple[list[Recognition], Image]:
+        """Recognitions, plus the not-felt mask (at detection scale) for occupancy checks."""
+        outlines, mask = detect_cards(frame, self.detector)
+        return [self.recognize_outline(frame, outline) for outline in outlines], mask
 
     def recognize_outline(self, frame: Image, outline: CardOutline) -> Recognition:
         """Read one outline found in ``frame``."""

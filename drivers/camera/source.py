@@ -1,0 +1,240 @@
+"""``CameraSource``: the camera driver thread (same runtime contract as the card readers).
+
+A capture thread reads frames from the source as they come and keeps only the
+latest. The analysis thread takes at most ``fps`` frames a second, recognises them,
+runs the per-slot stability filter and hands each newly stable card to the sink as
+a ``CardRead(source=CAMERA, target=<slot>, position=<order in this batch>)``.
+
+Watchdog: no frame for ``watchdog_s`` (a hung capture call) or byte-identical
+frames for ``stale_frame_s`` (a frozen stream) count as the camera going away: a
+``DeviceConnection(connected=False)`` is sent, the capture is abandoned and
+reopened with exponential backoff plus jitter, and ``DeviceConnection(True)``
+follows when frames flow again. A replay that ends sends ``connected=False`` with
+detail "end of replay" and the driver stops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import random
+import threading
+import time
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+from daemon.engine.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
+from drivers.camera.capture import CaptureError, EndOfReplay, FrameSource, make_source
+from drivers.camera.geometry import Image
+from drivers.camera.observe import LayoutObserver
+from drivers.camera.recognize import Recognizer
+from drivers.camera.settings import SLOTS, CameraSettings
+from drivers.camera.stability import StabilityFilter
+from drivers.camera.templates import load_templates
+
+log = logging.getLogger(__name__)
+
+
+class _Capture:
+    """One connection's reader thread; abandoned (never joined) if it hangs."""
+
+    def __init__(self, source: FrameSource) -> None:
+        self.source = source
+        self.frames: queue.Queue[Image | BaseException] = queue.Queue(maxsize=1)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="camera-capture", daemon=True)
+
+    def _put(self, item: Image | BaseException) -> None:
+        with contextlib.suppress(queue.Empty):
+            self.frames.get_nowait()  # keep only the latest frame
+        with contextlib.suppress(queue.Full):
+            self.frames.put_nowait(item)
+
+    def _run(self) -> None:
+        try:
+            self.source.open()
+            while not self.stop.is_set():
+                frame = self.source.read()
+                if self.stop.is_set():
+                    break
+                self._put(frame)
+        except (CaptureError, EndOfReplay, OSError) as exc:
+            self._put(exc)
+        except Exception as exc:  # a broken backend must not kill the driver silently
+            log.exception("camera capture failed")
+            self._put(CaptureError(f"capture failed: {exc!r}"))
+        finally:
+            try:
+                self.source.close()
+            except Exception:
+                log.exception("camera close failed")
+
+
+def _frame_digest(frame: Image) -> int:
+    return zlib.crc32(frame[::7, ::7].tobytes())
+
+
+class CameraSource:
+    """Camera driver: ``start()``, ``stop()``, ``health()``; feeds ``sink`` from its own thread."""
+
+    def __init__(
+        self,
+        settings: CameraSettings,
+        sink: Callable[[EngineInput], None],
+        clock: Callable[[], float],
+        source_factory: Callable[[CameraSettings], FrameSource] = make_source,
+    ) -> None:
+        self.settings = settings
+        self.sink = sink
+        self.clock = clock
+        self.source_factory = source_factory
+        self.recognizer = Recognizer(load_templates(settings.templates))
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._health: dict[str, Any] = {
+            "connected": False,
+            "last_frame_at": None,
+            "last_read_at": None,
+            "frames": 0,
+            "reads": 0,
+            "unknown": 0,
+            "reconnects": 0,
+            "watchdog_trips": 0,
+            "stale_trips": 0,
+            "abandoned_captures": 0,
+            "last_error": None,
+            "ended": False,
+        }
+
+    # -- runtime contract ------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the driver thread."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="camera", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the driver thread (a hung capture thread is left behind, as a daemon)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def health(self) -> dict[str, Any]:
+        """Counters and state for the health topic."""
+        with self._lock:
+            return dict(self._health)
+
+    # -- internals ----------------------------------------------------------------------------
+    def _count(self, key: str, value: Any = None) -> None:
+        with self._lock:
+            if value is None:
+                self._health[key] += 1
+            else:
+                self._health[key] = value
+
+    def _emit(self, item: EngineInput) -> None:
+        try:
+            self.sink(item)
+        except Exception:
+            log.exception("camera sink rejected %r", item)
+
+    def _connection(self, connected: bool, detail: str | None) -> None:
+        self._count("connected", connected)
+        if detail is not None and not connected:
+            self._count("last_error", detail)
+        self._emit(
+            DeviceConnection(connected=connected, at=self.clock(), device=self.settings.device, detail=detail)
+        )
+
+    def _run(self) -> None:
+        delay = self.settings.reconnect_initial_s
+        while not self._stop.is_set():
+            capture = _Capture(self.source_factory(self.settings))
+            capture.thread.start()
+            outcome = self._serve(capture)
+            capture.stop.set()
+            if capture.thread.is_alive():
+                self._count("abandoned_captures")
+            if outcome == "ended":
+                self._count("ended", True)
+                return
+            if outcome == "stopped":
+                return
+            if outcome == "lost":
+                self._connection(False, self.health()["last_error"])
+                delay = self.settings.reconnect_initial_s
+            self._count("reconnects")
+            sleep = delay * (0.5 + random.random())
+            if self._stop.wait(sleep):
+                return
+            delay = min(delay * 2, self.settings.reconnect_max_s)
+
+    def _serve(self, capture: _Capture) -> str:
+        """Analyse frames until the capture fails: "lost", "failed" (never connected), "ended"."""
+        s = self.settings
+        observer = LayoutObserver(self.recognizer, s.layout, s.motion_threshold)
+        stability = StabilityFilter(SLOTS, s.stability_frames, s.min_confidence)
+        connected = False
+        last_digest: int | None = None
+        same_since = 0.0
+        interval = 1.0 / s.fps
+        while not self._stop.is_set():
+            try:
+                item = capture.frames.get(timeout=s.watchdog_s)
+            except queue.Empty:
+                self._count("watchdog_trips")
+                self._count("last_error", f"watchdog: no frame for {s.watchdog_s:g} s")
+                return "lost" if connected else "failed"
+            if isinstance(item, EndOfReplay):
+                if connected:
+                    self._connection(False, "end of replay")
+                return "ended"
+            if isinstance(item, BaseException):
+                self._count("last_error", str(item))
+                return "lost" if connected else "failed"
+            now = time.monotonic()
+            digest = _frame_digest(item)
+            if digest != last_digest:
+                last_digest, same_since = digest, now
+            elif s.stale_frame_s is not None and now - same_since >= s.stale_frame_s:
+                self._count("stale_trips")
+                self._count("last_error", f"stale: identical frames for {s.stale_frame_s:g} s")
+                return "lost" if connected else "failed"
+            if not connected:
+                connected = True
+                self._connection(True, None)
+            self._count("frames")
+            self._count("last_frame_at", self.clock())
+            self._analyse(item, observer, stability)
+            if self._stop.wait(max(0.0, interval - (time.monotonic() - now))):
+                break
+        return "stopped"
+
+    def _analyse(self, frame: Image, observer: LayoutObserver, stability: StabilityFilter) -> None:
+        observation = observer.observe(frame)
+        if any(r.card is None for r in observation.recognitions):
+            self._count("unknown")
+        reads = stability.update(observation.slots)
+        at = self.clock()
+        # A batch of cards turning stable together is numbered in draw order (SLOTS order).
+        for position, read in enumerate(sorted(reads, key=lambda r: SLOTS.index(r.slot)), start=1):
+            self._count("reads")
+            self._count("last_read_at", at)
+            self._emit(
+                CardRead(
+                    card=read.card,
+                    at=at,
+                    source=Source.CAMERA,
+                    position=position,
+                    target=DeviceTarget(read.slot),
+                    confidence=round(read.confidence, 4),
+                    raw=None,
+                    device=self.settings.device,
+                )
+            )
