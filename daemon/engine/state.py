@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.cards import Card
+from daemon.cards import ALL_CARDS, Card
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
-from daemon.rules.outcome import next_slot
+from daemon.rules.tableau import banker_draws, player_draws
 
 NO_SHOE = "no_shoe"
 INDICATOR = "indicator"
@@ -27,6 +27,8 @@ OVER = "over"
 PLAYER_SLOTS = ("P1", "P2", "P3")
 BANKER_SLOTS = ("B1", "B2", "B3")
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
+_OPENING = ("P1", "B1", "P2", "B2")
+_POINTS = {card.code: card.points for card in ALL_CARDS}
 
 
 @dataclass
@@ -49,10 +51,30 @@ class RoundState:
         banker = tuple(Card.parse(cards[s]) for s in BANKER_SLOTS if s in cards)
         return player, banker
 
+    def codes(self) -> tuple[list[str], list[str]]:
+        """The Player's and the Banker's card codes, in deal order."""
+        cards = self.cards
+        return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
+
     def next_slot(self) -> str | None:
-        """The slot the round needs next, or None when it is decided."""
-        slot = next_slot(*self.sides())
-        return None if slot is None else slot.value
+        """The slot the round needs next, or None when it is decided.
+
+        The cards are a legal deal prefix by construction (placed in draw order, or a
+        correction checked with ``daemon.rules.outcome.next_slot``), so this works on
+        point values alone: it runs for every card.
+        """
+        cards = self.cards
+        n = len(cards)
+        if n < 4:
+            return _OPENING[n]
+        p = (_POINTS[cards["P1"]] + _POINTS[cards["P2"]]) % 10
+        b = (_POINTS[cards["B1"]] + _POINTS[cards["B2"]]) % 10
+        if "P3" not in cards and player_draws(p, b):
+            return "P3"
+        if "B3" in cards:
+            return None
+        third = _POINTS[cards["P3"]] if "P3" in cards else None
+        return "B3" if banker_draws(p, b, third) else None
 
     def to_dict(self) -> dict[str, Any]:
         return {

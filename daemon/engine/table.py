@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.cards import Card
 from daemon.engine import commands as args_
 from daemon.engine.alerts import ALERTS, AlertCode
 from daemon.engine.events import Event
@@ -34,6 +33,7 @@ from daemon.engine.inputs import (
 )
 from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.settings import TableSettings
+from daemon.engine.settle import RANKS, Settler
 from daemon.engine.state import (
     BURNING,
     INDICATOR,
@@ -45,7 +45,6 @@ from daemon.engine.state import (
     RoundState,
     TableState,
 )
-from daemon.rules.bets import resolve_bets
 from daemon.rules.outcome import RoundOutcome, next_slot
 from daemon.rules.variants import Variant
 
@@ -77,6 +76,7 @@ class Engine:
         self.settings = settings
         self.variant = variant
         self.state = TableState(settings)
+        self._settler = Settler(variant)
         self._out: list[Event] = []
         self._now = 0.0
 
@@ -309,8 +309,11 @@ class Engine:
 
     def _is_duplicate(self, read: CardRead) -> bool:
         window = self.settings.duplicate_window_s
-        key = (read.device, read.transmission_id, read.card.code)
-        return any(r[:3] == key and read.at - r[3] <= window for r in self.state.recent)
+        device, tid, code, at = read.device, read.transmission_id, read.card.code, read.at
+        for seen_device, seen_tid, seen_code, seen_at in self.state.recent:
+            if seen_tid == tid and seen_code == code and seen_device == device and at - seen_at <= window:
+                return True
+        return False
 
     def _on_read_failed(self, read: ReadFailed) -> None:
         if self._is_camera(read):
@@ -360,7 +363,7 @@ class Engine:
         fill = st.camera_fill
         if (
             fill is not None
-            and fill["card"] == read.card.code
+            and fill["card"] == fields["card"]
             and read.at - fill["at"] <= self.settings.camera.fill_confirm_window_s
         ):
             if read.target is not None and read.target.value == fill["slot"]:
@@ -383,12 +386,12 @@ class Engine:
                     camera_slot=fill["slot"],
                 )
                 return
-        if not self._composition_ok(read.card, read.at, source, fields):
+        if not self._composition_ok(fields["card"], read.at, source, fields):
             return
-        self._place(self._plan(read.at), read.card, read.at, source, read=fields, target=read.target)
+        self._place(self._plan(read.at), fields["card"], read.at, source, read=fields, target=read.target)
 
-    def _composition_ok(self, card: Card, at: float, source: str, fields: dict[str, Any]) -> bool:
-        seen = self.state.counts.get(card.code, 0)
+    def _composition_ok(self, code: str, at: float, source: str, fields: dict[str, Any]) -> bool:
+        seen = self.state.counts.get(code, 0)
         if seen < self.settings.decks:
             return True
         self._alert(
@@ -398,7 +401,7 @@ class Engine:
             hand=self.state.round.hand if self.state.round is not None else None,
             device=fields.get("device"),
             read=fields,
-            card=card.code,
+            card=code,
             already_seen=seen,
             decks=self.settings.decks,
         )
@@ -429,7 +432,7 @@ class Engine:
     def _place(
         self,
         plan: Placement,
-        card: Card,
+        code: str,
         at: float,
         source: str,
         *,
@@ -446,13 +449,13 @@ class Engine:
                 "round_opened",
                 at,
                 source,
-                {"hand": next_hand, "bets": self.variant.offered_bets(next_hand)},
+                {"hand": next_hand, "bets": self._settler.offered(next_hand)},
                 hand=next_hand,
             )
-        data: dict[str, Any] = {"card": card.code, "slot": plan.slot, "source": source}
+        data: dict[str, Any] = {"card": code, "slot": plan.slot, "source": source}
         round_hand: int | None = None
         if plan.slot == "indicator":
-            data["burn_count"] = self.settings.burn_count(int(card.rank))
+            data["burn_count"] = self.settings.burn_count(RANKS[code])
         elif plan.slot == "burn":
             data["burn"] = plan.burn
         else:
@@ -476,7 +479,7 @@ class Engine:
                 source,
                 hand=st.hand if plan.unneeded == 1 else round_hand,
                 device=device,
-                card=card.code,
+                card=code,
                 became=became,
                 rule=f"RULES.md dealing mistake {plan.unneeded}",
             )
@@ -488,7 +491,7 @@ class Engine:
                 hand=round_hand,
                 holds=round_hand if round_hand is not None else "next_round",
                 device=device,
-                card=card.code,
+                card=code,
                 engine_slot=plan.slot,
                 device_target=target.value,
             )
@@ -508,9 +511,7 @@ class Engine:
                     self._try_complete_held(rnd, at, source)
 
     def _offer(self, hand: int, at: float, source: str) -> None:
-        self._emit(
-            "bets_offered", at, source, {"hand": hand, "bets": self.variant.offered_bets(hand)}, hand=hand
-        )
+        self._emit("bets_offered", at, source, {"hand": hand, "bets": self._settler.offered(hand)}, hand=hand)
 
     # ------------------------------------------------------------------ round decisions
     def _blockers(self, rnd: RoundState) -> list[str]:
@@ -561,10 +562,7 @@ class Engine:
         )
 
     def _complete(self, rnd: RoundState, at: float, source: str, decided_at: float | None) -> None:
-        player, banker = rnd.sides()
-        outcome = RoundOutcome(player, banker)
-        offered = set(self.variant.offered_bets(rnd.hand))
-        resolutions = resolve_bets(self.variant, outcome, rnd.die)
+        outcome, bets = self._settler.settle(*rnd.codes(), rnd.hand, rnd.die)
         self._emit(
             "round_completed",
             at,
@@ -573,8 +571,8 @@ class Engine:
                 "hand": rnd.hand,
                 "cards": dict(rnd.cards),
                 "sources": dict(rnd.sources),
-                "outcome": outcome.to_dict(),
-                "bets": {name: r.to_dict() for name, r in resolutions.items() if name in offered},
+                "outcome": outcome,
+                "bets": bets,
                 "super_round_die": rnd.die,
                 "corrected": rnd.corrected,
                 "decided_at": decided_at,
@@ -639,9 +637,9 @@ class Engine:
                 camera_slot=slot,
             )
             return
-        if not self._composition_ok(read.card, read.at, source, fields):
+        if not self._composition_ok(code, read.at, source, fields):
             return
-        self._place(plan, read.card, read.at, source, read=fields)
+        self._place(plan, code, read.at, source, read=fields)
 
     # ------------------------------------------------------------------ device signals
     def _on_cut_card(self, inp: CutCardDrawn) -> None:
@@ -976,7 +974,7 @@ class Engine:
             plan = self._plan(cmd.at, detect_unneeded=False)
         if slot is not None and slot != plan.slot:
             return f"the next card goes to {plan.slot}, not {slot}"
-        return lambda: self._place(plan, card, cmd.at, Source.SUPERVISOR.value, cmd=cmd, hand=hand)
+        return lambda: self._place(plan, card.code, cmd.at, Source.SUPERVISOR.value, cmd=cmd, hand=hand)
 
     def _correct(
         self, cmd: SupervisorCommand, rnd: RoundState, after: dict[str, str], action: str
