@@ -173,12 +173,15 @@ def test_socket_url_serial_server_drop_and_reconnect() -> None:
     reader.start()
     try:
         conn, _ = server.accept()
+        # pyserial flushes its input when it opens a port: the shoe's next transmission is what counts
+        assert reader.wait_until_connected(True, 10)
         conn.sendall(P1_8S)
         assert sink.wait_for(lambda items: len([i for i in items if isinstance(i, CardRead)]) == 1)
         conn.sendall(B1_KH[:3])
         assert reader.wait_until_received(len(P1_8S) + 3, 10)
         conn.close()  # the serial server drops the line
         conn, _ = server.accept()  # the driver dials again
+        assert reader.wait_until_connected(True, 10)
         conn.sendall(B1_KH)
         assert sink.wait_for(lambda items: len([i for i in items if isinstance(i, CardRead)]) == 2)
         conn.close()
