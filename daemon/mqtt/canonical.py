@@ -71,10 +71,15 @@ def _write(value: Any, out: list[str], path: str) -> None:
     elif value is False:
         out.append("false")
     elif isinstance(value, int):
-        if abs(value) > 2**53:
-            # Beyond 2**53 a double cannot hold the integer: the verifier would see another number.
-            raise CanonicalJsonError(f"{path}: integer {value} is outside the exact double range")
-        out.append(str(value))
+        if abs(value) <= 2**53:
+            out.append(str(value))
+        else:
+            # JCS numbers are doubles: a big integer is read as the nearest double by every
+            # verifier, so it is canonicalised as that double (as ECMAScript prints it).
+            try:
+                out.append(format_number(float(value)))
+            except OverflowError:
+                raise CanonicalJsonError(f"{path}: integer {value} is too large for a double") from None
     elif isinstance(value, float):
         try:
             out.append(format_number(value))

@@ -1,0 +1,138 @@
+"""Settings validation, secrets, topics, backoff and the command verifier (no broker)."""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from daemon.journal import Journal, JournalSettings
+from daemon.mqtt.backoff import Backoff
+from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
+from daemon.mqtt.secrets import Secret, SecretError, SecretSource
+from daemon.mqtt.settings import BrokerSettings, SigningSettings
+from daemon.mqtt.topics import TableTopics, TopicError
+from tests.mqtt.support import signed_command, validate_payload
+
+KEY = Secret(b"command-key", "test")
+
+
+def test_unknown_keys_and_bad_values_are_named() -> None:
+    with pytest.raises(ValidationError) as info:
+        BrokerSettings.model_validate(
+            {"host": "b", "tls": {"verfy": False}, "delivery": {"inflight_window": 0}, "port": 70000}
+        )
+    text = str(info.value)
+    assert "tls.verfy" in text
+    assert "delivery.inflight_window" in text
+    assert "port" in text
+
+
+def test_cert_and_key_go_together() -> None:
+    with pytest.raises(ValidationError, match="cert_file and key_file go together"):
+        BrokerSettings.model_validate({"tls": {"cert_file": "/x.crt"}})
+
+
+def test_secret_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "pw"
+    path.write_text("s3cret\n")
+    assert SecretSource(file=path).load().reveal() == b"s3cret"
+    monkeypatch.setenv("EDGE_PW", "from-env")
+    assert SecretSource(env="EDGE_PW").load().reveal_text() == "from-env"
+    with pytest.raises(SecretError, match="EDGE_MISSING"):
+        SecretSource(env="EDGE_MISSING").load()
+    with pytest.raises(SecretError, match="cannot read secret file"):
+        SecretSource(file=tmp_path / "absent").load()
+    (tmp_path / "empty").write_text("\n")
+    with pytest.raises(SecretError, match="empty"):
+        SecretSource(file=tmp_path / "empty").load()
+    with pytest.raises(ValidationError, match="exactly one"):
+        SecretSource(file=path, env="EDGE_PW")
+    with pytest.raises(ValidationError, match="exactly one"):
+        SecretSource()
+
+
+def test_settings_never_hold_a_secret_value(tmp_path: Path) -> None:
+    """A password can only be named by file or env var, so dumping settings cannot leak it."""
+    with pytest.raises(ValidationError):
+        BrokerSettings.model_validate({"auth": {"username": "t1", "password": "plain-text"}})
+    settings = BrokerSettings.model_validate({"auth": {"username": "t1", "password": {"env": "PW"}}})
+    assert "PW" in settings.model_dump_json()
+
+
+def test_topics() -> None:
+    topics = TableTopics("T-01.a")
+    assert topics.events == "baccarat/v1/T-01.a/events"
+    assert topics.cmd_reply == "baccarat/v1/T-01.a/cmd/reply"
+    for bad in ["", "a/b", "+", "#", "a b", "x" * 65, "-lead"]:
+        with pytest.raises(TopicError):
+            TableTopics(bad)
+
+
+def test_backoff_doubles_with_jitter_and_caps() -> None:
+    backoff = Backoff(0.5, 8.0, rng=random.Random(1))
+    delays = [backoff.next_delay() for _ in range(8)]
+    ceilings = [0.5, 1, 2, 4, 8, 8, 8, 8]
+    for delay, ceiling in zip(delays, ceilings, strict=True):
+        assert ceiling / 2 <= delay <= ceiling
+    assert len({round(d, 6) for d in delays[4:]}) > 1  # jittered, not a fixed 8 s
+    backoff.reset()
+    assert backoff.next_delay() <= 0.5
+
+
+@pytest.fixture
+def verifier(tmp_path: Path) -> CommandVerifier:
+    journal = Journal(JournalSettings(path=tmp_path / "j.sqlite3"), "T1")
+    return CommandVerifier("T1", KEY, SigningSettings(command_max_skew_s=30), journal, time.time)
+
+
+def check(verifier: CommandVerifier, command: dict[str, object] | bytes) -> Verified | Refusal:
+    payload = command if isinstance(command, bytes) else json.dumps(command).encode()
+    return verifier.check(payload)
+
+
+def test_verifier_accepts_a_good_command(verifier: CommandVerifier) -> None:
+    command = signed_command(KEY, "T1", "assign_card", {"slot": "P3", "card": "8s"})
+    validate_payload("x/cmd", json.dumps(command).encode())
+    outcome = check(verifier, command)
+    assert isinstance(outcome, Verified)
+    assert outcome.command.args == {"slot": "P3", "card": "8s"}
+    assert not outcome.for_reader
+
+
+@pytest.mark.parametrize(
+    ("mutate", "code", "fragment"),
+    [
+        (lambda c: c.update(ts="soon"), "malformed", "ts"),
+        (lambda c: c.update(nonce="short"), "malformed", "nonce"),
+        (lambda c: c.pop("actor"), "malformed", "actor"),
+        (lambda c: c.update(args=[1]), "malformed", "args"),
+        (lambda c: c.update(args={"x": "y" * 5000}), "malformed", "args"),
+        (lambda c: c.update(sig="zz"), "malformed", "sig"),
+        (lambda c: c.update(ts=float("nan")), "malformed", "ts"),
+    ],
+)
+def test_malformed_fields_are_named(verifier: CommandVerifier, mutate, code: str, fragment: str) -> None:
+    command = signed_command(KEY, "T1", "void_round")
+    mutate(command)
+    outcome = verifier.check(json.dumps(command).encode())
+    assert isinstance(outcome, Refusal)
+    assert outcome.code == code
+    assert fragment in outcome.reason
+
+
+def test_unauthenticated_commands_do_not_consume_nonces(verifier: CommandVerifier) -> None:
+    good = signed_command(KEY, "T1", "void_round")
+    forged = {**good, "sig": "0" * 64}
+    assert isinstance(check(verifier, forged), Refusal)
+    assert isinstance(check(verifier, good), Verified)  # the forged copy did not burn the nonce
+
+
+def test_oversized_payload(verifier: CommandVerifier) -> None:
+    outcome = check(verifier, b" " * 20000)
+    assert isinstance(outcome, Refusal)
+    assert outcome.code == "malformed"
