@@ -70,6 +70,7 @@ class RunnerStats:
     events: int = 0
     commands: int = 0
     journal_errors: int = 0
+    engine_errors: int = 0
     refused_journal_full: int = 0
     queue_full_drops: int = 0
     started_at: float = 0.0
@@ -244,7 +245,13 @@ class Daemon:
         inp: EngineInput = item.command if isinstance(item, _Command) else item
         if isinstance(inp, CardRead) and not self._admits(inp):
             return
-        events: list[Event] = self.engine.handle(inp)
+        try:
+            events: list[Event] = self.engine.handle(inp)
+        except Exception as exc:
+            self._engine_failed(inp, exc)
+            if isinstance(item, _Command):
+                item.reply(False, f"the engine failed on this command: {exc}")
+            return
         if isinstance(inp, Tick) and not events:
             return  # idle ticks are not worth a journal row
         try:
@@ -258,14 +265,7 @@ class Daemon:
         self.stats.events += len(journaled)
         for event in journaled:
             self.stats.events_by_kind[event.kind] = self.stats.events_by_kind.get(event.kind, 0) + 1
-            log.info(
-                event.kind,
-                event_id=event.event_id,
-                seq=event.seq,
-                shoe_id=event.shoe_id,
-                hand=event.hand,
-                **_log_fields(event.data),
-            )
+            self._log_event(event)
         if events:
             self._set_snapshot(self.engine.snapshot())  # the publisher retains it after this batch
         self.publisher.notify()
@@ -274,6 +274,20 @@ class Daemon:
             item.reply(_answer_for(item.command, journaled))
         if self.on_events is not None and journaled:
             self.on_events(journaled)
+
+    @staticmethod
+    def _log_event(event: JournaledEvent) -> None:
+        try:
+            log.info(
+                event.kind,
+                event_id=event.event_id,
+                seq=event.seq,
+                shoe_id=event.shoe_id,
+                hand=event.hand,
+                **_log_fields(event.data),
+            )
+        except Exception as exc:  # a log line must never stop the engine thread
+            log.error("log_failed", kind=event.kind, seq=event.seq, error=str(exc))
 
     def _admits(self, read: CardRead) -> bool:
         """Journal full under ``refuse_new_rounds``: no card may open a new round."""
@@ -308,16 +322,42 @@ class Daemon:
             return
         self.publisher.notify()
 
+    def _engine_failed(self, inp: EngineInput, exc: Exception) -> None:
+        """A bug in the engine must not stop the table: keep the input for audit, rebuild, go on."""
+        self.stats.engine_errors += 1
+        log.exception("engine_failed", input=type(inp).__name__, error=str(exc))
+        assert self.journal is not None
+        try:
+            self.journal.append([inp], [])
+        except Exception as journal_exc:
+            log.error("journal_write_failed", input=type(inp).__name__, error=str(journal_exc))
+        self._rebuild_engine()
+        self._delivery_event(
+            "alert_raised",
+            {
+                "alert_id": f"engine-error-{self.stats.engine_errors}",
+                "code": "engine_error",
+                "message": f"the engine failed on a {type(inp).__name__} input; it was journaled for "
+                "audit and not applied; the table state was rebuilt from the journal",
+                "error": str(exc),
+            },
+        )
+
+    def _rebuild_engine(self) -> None:
+        from daemon.engine.table import Engine
+
+        assert self.journal is not None
+        history = [Event.from_dict(e.body) for e in self.journal.events()]
+        self.engine = Engine.restore(self.config.table, self.loaded.variant, history)
+        self._set_snapshot(self.engine.snapshot())
+
     def _journal_failed(self, inp: EngineInput, exc: Exception) -> None:
         """The engine decided events the journal could not store: rebuild from what is durable."""
-        from daemon.engine.table import Engine
 
         assert self.journal is not None
         self.stats.journal_errors += 1
         log.error("journal_write_failed", input=type(inp).__name__, error=str(exc))
-        history = [Event.from_dict(e.body) for e in self.journal.events()]
-        self.engine = Engine.restore(self.config.table, self.loaded.variant, history)
-        self._set_snapshot(self.engine.snapshot())
+        self._rebuild_engine()
 
     # ------------------------------------------------------------------ views
     def _set_snapshot(self, snapshot: dict[str, Any]) -> None:
@@ -467,9 +507,14 @@ def _safe_health(worker: Any) -> dict[str, Any]:
     return health
 
 
+_RESERVED_LOG_KEYS = frozenset(
+    {"event", "level", "timestamp", "logger", "event_id", "seq", "shoe_id", "hand", "kind", "exc_info"}
+)
+
+
 def _log_fields(data: dict[str, Any]) -> dict[str, Any]:
-    # structlog reserves "event" for the message; keep every other field as is.
-    return {(f"data_{k}" if k in ("event", "level", "timestamp") else k): v for k, v in data.items()}
+    """Event data as log fields; keys that would clash with the envelope's get a ``data_`` prefix."""
+    return {(f"data_{k}" if k in _RESERVED_LOG_KEYS else k): v for k, v in data.items()}
 
 
 def install_signal_handlers(daemon: Daemon) -> None:

@@ -44,6 +44,7 @@ class TableView:
     hand: int | None = None
     round_hand: int | None = None
     round_cards: dict[str, str] = field(default_factory=dict)
+    round_open: bool = False
     offered_bets: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
     last_rounds: deque[RoundLine] = field(default_factory=lambda: deque(maxlen=8))
@@ -115,11 +116,12 @@ class TableView:
         rnd = snapshot.get("round")
         if isinstance(rnd, dict):
             cards = rnd.get("cards")
+            self.round_open = True
             if isinstance(cards, dict):
                 self.round_cards = {str(k): str(v) for k, v in cards.items()}
                 self.round_hand = rnd.get("hand") if isinstance(rnd.get("hand"), int) else self.round_hand
         elif rnd is None and "round" in snapshot:
-            self.round_cards = {}
+            self.round_open = False
         bets = snapshot.get("offered_bets")
         if isinstance(bets, dict):
             bets = bets.get("bets")
@@ -175,6 +177,7 @@ class TableView:
     def _round_opened(self, env: dict[str, Any], data: dict[str, Any]) -> None:
         self.round_hand = data.get("hand", env.get("hand"))
         self.round_cards = {}
+        self.round_open = True
 
     def _card_dealt(self, env: dict[str, Any], data: dict[str, Any]) -> None:
         self.cards_in_shoe += 1
@@ -207,6 +210,8 @@ class TableView:
             cards=cards,
         )
         self.last_rounds.appendleft(line)
+        if line.hand == self.round_hand:
+            self.round_open = False
         if winner in ("player", "banker", "tie"):
             self.results.append(winner)
 
@@ -292,7 +297,12 @@ def render(view: TableView, colour: bool = True, road_columns: int = 30) -> str:
     )
     player = [view.round_cards[s] for s in ("P1", "P2", "P3") if s in view.round_cards]
     banker = [view.round_cards[s] for s in ("B1", "B2", "B3") if s in view.round_cards]
-    lines.append(bold(f"Round {view.round_hand if view.round_hand is not None else '-'}"))
+    round_state = "in progress" if view.round_open else "decided, waiting for the next round"
+    if view.round_hand is None:
+        round_state = "waiting for the first round"
+    lines.append(
+        bold(f"Round {view.round_hand if view.round_hand is not None else '-'}") + f"  {round_state}"
+    )
     lines.append(
         "  "
         + paint("P", "Player")

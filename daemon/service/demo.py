@@ -1,0 +1,342 @@
+"""The first-run demo: a simulated shoe through the real daemon to an embedded broker.
+
+Everything is real except the hardware and the broker's location: the shoe is
+``drivers.simulate`` writing Angel Eye (or ASCII) bytes into a pseudo-terminal,
+which the daemon's serial driver opens like ``/dev/ttyUSB0``; the engine, journal
+(SQLite in a temporary state directory) and publisher are the production ones; the
+broker is amqtt started in-process on a free port; the view subscribes to the
+table's topics like ``baccarat-edge monitor`` does. The dealer's supervisor steps
+(``new_shoe``...) go through the signed MQTT command channel.
+
+Time: the simulated dealer pauses like a real one (15 s between rounds) divided by
+``speed``. The engine's "card right after a round = unneeded card" window is real
+time, so the demo shrinks it in proportion (a setting, like any other).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.topics import TableTopics
+from daemon.service.config import LoadedConfig, load_config
+from daemon.service.demo_broker import EmbeddedBroker
+from daemon.service.logging import configure_logging, reset_logging
+from daemon.service.runner import Daemon
+from daemon.service.supervisor import CommandSender
+from daemon.service.table_view import TableView, render
+
+EVENTS_KEY_ENV = "BACCARAT_EDGE_DEMO_EVENTS_KEY"
+COMMAND_KEY_ENV = "BACCARAT_EDGE_DEMO_COMMAND_KEY"
+
+
+@dataclass(frozen=True, slots=True)
+class DemoOptions:
+    """What the demo deals and how fast."""
+
+    speed: float = 100.0
+    hands: int | None = None
+    decks: int = 8
+    seed: int | None = None
+    protocol: str = "angel_eye"
+    faults: tuple[str, ...] = ()
+    live_view: bool | None = None  # None: on a terminal only
+    state_dir: Path | None = None
+    delivery_timeout_s: float = 30.0
+
+
+@dataclass(slots=True)
+class DemoResult:
+    """What happened, for the summary and for tests."""
+
+    shoe_id: str | None = None
+    hands: int = 0
+    results: dict[str, int] = field(default_factory=dict)
+    cards: int = 0
+    journaled: int = 0
+    received: int = 0
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    duplicates: int = 0
+    alerts: list[str] = field(default_factory=list)
+    refused_commands: list[str] = field(default_factory=list)
+    shoe_ended: str | None = None
+    elapsed_s: float = 0.0
+    state_dir: Path | None = None
+    log_file: Path | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every journaled event arrived, in order, and rounds were played."""
+        return (
+            self.hands > 0 and self.received == self.journaled and not self.gaps and not self.refused_commands
+        )
+
+
+def demo_config(
+    state_dir: Path, device: str, broker_port: int, options: DemoOptions, table: dict[str, Any]
+) -> LoadedConfig:
+    """The embedded defaults with the demo's device, broker, state dir and dealer settings."""
+    round_gap_s = 15.0 / options.speed
+    overrides: dict[tuple[str | int, ...], Any] = {
+        ("state_dir",): str(state_dir),
+        ("broker", "port"): broker_port,
+        ("log", "level"): "info",
+        ("log", "format"): "json",
+        ("table", "unneeded_card_window_s"): round(min(1.5, round_gap_s * 0.4), 4),
+    }
+    for key, value in table.items():
+        overrides[("table", key)] = value
+    loaded = load_config(None, environ=os.environ, overrides=overrides)
+    reader = loaded.reader_settings[0].model_copy(update={"url": device})
+    protocol_driver = {"angel_eye": "angel_eye", "ascii_lines": "ascii_lines"}[options.protocol]
+    if protocol_driver != loaded.config.readers[0].driver:
+        from drivers.registry import load
+
+        section = loaded.config.readers[0].model_copy(update={"driver": protocol_driver})
+        cfg = loaded.config.model_copy(update={"readers": [section]})
+        reader = load(protocol_driver).settings.model_validate({"url": device, "device_name": "reader"})
+        return LoadedConfig(cfg, [reader], None, loaded.source, loaded.variant)
+    return LoadedConfig(loaded.config, [reader], None, loaded.source, loaded.variant)
+
+
+class DemoRun:
+    """One demo: broker, pty shoe, daemon and view; ``run()`` returns the result."""
+
+    def __init__(self, options: DemoOptions, out: TextIO = sys.stdout) -> None:
+        self.options = options
+        self.out = out
+        self.live = options.live_view if options.live_view is not None else out.isatty()
+        self.result = DemoResult()
+        self._view: TableView | None = None
+        self._view_lock = threading.Lock()
+        self._printed_rounds = 0
+
+    def run(self) -> DemoResult:
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="baccarat-edge-demo-") as tmp:
+            state_dir = self.options.state_dir or Path(tmp)
+            state_dir.mkdir(parents=True, exist_ok=True)
+            self.result.state_dir = state_dir
+            try:
+                self._run_in(state_dir)
+            finally:
+                self.result.elapsed_s = time.monotonic() - started
+        return self.result
+
+    def _run_in(self, state_dir: Path) -> None:
+        from drivers.pty_device import PtyDevice
+        from drivers.simulate import DealSettings, FaultSpec, VirtualShoe, encode_plan, plan_shoe
+
+        opts = self.options
+        seed = opts.seed if opts.seed is not None else secrets.randbelow(1_000_000)
+        deal = DealSettings(decks=opts.decks, seed=seed, max_hands=opts.hands, shoe_id=f"demo-{seed}")
+        plan = plan_shoe(deal, [FaultSpec.parse(f) for f in opts.faults])
+        steps = encode_plan(plan, opts.protocol, seed=seed)
+        events_key, command_key = secrets.token_hex(32), secrets.token_hex(32)
+        os.environ[EVENTS_KEY_ENV] = events_key
+        os.environ[COMMAND_KEY_ENV] = command_key
+        log_file = state_dir / "daemon.log"
+        self.result.log_file = log_file
+        with (
+            EmbeddedBroker() as broker,
+            open(log_file, "a", encoding="utf-8") as log_stream,
+        ):
+            shoe = PtyDevice(state_dir / "baccarat-shoe")
+            table = deal.table_settings()
+            loaded = demo_config(state_dir, shoe.path, broker.port, opts, table)
+            configure_logging("info", "json", stream=log_stream)
+            daemon = Daemon(loaded)
+            view = TableView(loaded.config.table_id)
+            self._view = view
+            client, sender = self._subscribe(broker.port, loaded.config.table_id, command_key.encode())
+            daemon.start()
+            assert daemon.journal is not None
+            first_seq = daemon.journal.last_seq()
+            try:
+                self._say(
+                    f"demo: table {loaded.config.table_id}, {opts.decks} decks, seed {seed}, "
+                    f"{opts.protocol} shoe on {shoe.slave_name}, embedded broker on 127.0.0.1:{broker.port}, "
+                    f"speed x{opts.speed:g}"
+                )
+
+                def on_supervisor(step: Any, _t: float) -> None:
+                    reply = sender.send(step.action, dict(step.args))
+                    if reply.get("status") != "accepted":
+                        self.result.refused_commands.append(f"{step.action}: {reply.get('reason')}")
+
+                self._await_online(timeout=15.0)
+                virtual = VirtualShoe(steps, shoe, speed=opts.speed, on_supervisor=on_supervisor)
+                virtual.start()
+                self._follow(lambda: virtual.done.is_set(), daemon)
+                self._await_delivery(daemon)
+                self.result.journaled = daemon.journal.last_seq() - first_seq
+            finally:
+                daemon.stop()
+                client.loop_stop()
+                client.disconnect()
+                shoe.close()
+                reset_logging()
+            self._collect(daemon)
+
+    # ------------------------------------------------------------------ MQTT side
+    def _subscribe(self, port: int, table_id: str, command_key: bytes) -> tuple[mqtt.Client, CommandSender]:
+        topics = TableTopics(table_id)
+        client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"demo-view-{os.getpid()}",
+                             protocol=mqtt.MQTTv311)  # fmt: skip
+        sender = CommandSender(client, table_id, Secret(command_key, "demo"))
+        subscribed = threading.Event()
+
+        def on_connect(c: mqtt.Client, _u: object, _f: object, _r: object, _p: object = None) -> None:
+            c.subscribe(topics.all, qos=1)
+
+        def on_subscribe(*_args: object) -> None:
+            subscribed.set()
+
+        def on_message(_c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
+            payload = bytes(msg.payload)
+            if msg.topic == sender.reply_topic:
+                sender.on_reply(payload)
+                return
+            with self._view_lock:
+                assert self._view is not None
+                self._view.apply(msg.topic, payload)
+
+        client.on_connect = on_connect
+        client.on_subscribe = on_subscribe
+        client.on_message = on_message
+        client.connect("127.0.0.1", port, keepalive=30)
+        client.loop_start()
+        if not subscribed.wait(10):
+            raise RuntimeError("the demo view could not subscribe to the embedded broker")
+        return client, sender
+
+    # ------------------------------------------------------------------ display
+    def _say(self, text: str) -> None:
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def _follow(self, finished: Callable[[], bool], daemon: Daemon) -> None:
+        """Show the table while the shoe is dealt: live screen on a TTY, one line per round else."""
+        while not finished():
+            time.sleep(0.2)
+            if daemon.engine_done.is_set():
+                raise RuntimeError(f"the daemon's engine thread stopped; see {self.result.log_file}")
+            with self._view_lock:
+                assert self._view is not None
+                if self.live:
+                    self.out.write("\x1b[H\x1b[2J" + render(self._view, colour=True))
+                    self.out.flush()
+                else:
+                    self._print_new_rounds(self._view)
+
+    def _print_new_rounds(self, view: TableView) -> None:
+        rounds = list(view.last_rounds)
+        new = len(view.results) - self._printed_rounds
+        for rnd in reversed(rounds[: max(0, new)]):
+            player = " ".join(rnd.cards[s] for s in ("P1", "P2", "P3") if s in rnd.cards)
+            banker = " ".join(rnd.cards[s] for s in ("B1", "B2", "B3") if s in rnd.cards)
+            self._say(
+                f"hand {rnd.hand:>3}: {rnd.winner.upper():<6} player {rnd.player_total} [{player}]"
+                f"  banker {rnd.banker_total} [{banker}]  ({view.events_seen} events received)"
+            )
+        self._printed_rounds = len(view.results)
+
+    def _await_online(self, timeout: float) -> None:
+        """The daemon's publisher is connected and subscribed to commands (status online)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._view_lock:
+                assert self._view is not None
+                if self._view.status == "online":
+                    return
+            time.sleep(0.05)
+        raise RuntimeError(f"the daemon did not come online on the embedded broker within {timeout:.0f} s")
+
+    def _await_delivery(self, daemon: Daemon) -> None:
+        """Wait until the view has every journaled event (bounded)."""
+        assert daemon.journal is not None
+        deadline = time.monotonic() + self.options.delivery_timeout_s
+        while time.monotonic() < deadline:
+            last = daemon.journal.last_seq()
+            with self._view_lock:
+                assert self._view is not None
+                if last > 0 and self._view.last_seq == last and daemon.queue.empty():
+                    break
+            time.sleep(0.1)
+        with self._view_lock:
+            assert self._view is not None
+            if self.live:
+                self.out.write("\x1b[H\x1b[2J" + render(self._view, colour=True))
+            else:
+                self._print_new_rounds(self._view)
+
+    def _collect(self, daemon: Daemon) -> None:
+        view = self._view
+        assert view is not None
+        r = self.result
+        r.shoe_id = view.shoe_id
+        r.hands = len(view.results)
+        r.results = {k: view.results.count(k) for k in ("player", "banker", "tie")}
+        r.cards = view.cards_in_shoe
+        r.received = view.events_seen
+        r.gaps = list(view.gaps)
+        r.duplicates = view.duplicates
+        r.alerts = list(view.recent_alerts)
+        r.shoe_ended = view.shoe_ended
+
+
+def summary(result: DemoResult) -> str:
+    """The closing text of the demo."""
+    counts = result.results
+    lines = [
+        "",
+        f"Demo {'finished' if result.complete else 'INCOMPLETE'} in {result.elapsed_s:.1f} s: "
+        f"shoe {result.shoe_id or '-'}, {result.hands} hands "
+        f"(player {counts.get('player', 0)}, banker {counts.get('banker', 0)}, tie {counts.get('tie', 0)}), "
+        f"{result.cards} cards" + (f", shoe ended ({result.shoe_ended})" if result.shoe_ended else ""),
+        f"Events: {result.journaled} journaled, {result.received} received over MQTT in order "
+        f"({len(result.gaps)} gaps, {result.duplicates} duplicates ignored), {len(result.alerts)} alerts",
+    ]
+    if result.refused_commands:
+        lines.append("Refused commands: " + "; ".join(result.refused_commands))
+    if result.alerts:
+        lines.extend(f"  alert: {a}" for a in result.alerts)
+    lines.append(
+        "Next: run it on a table — write /etc/baccarat-edge/table.yaml from config/table.example.yaml "
+        "(reader device, broker, TLS, keys), check it with `baccarat-edge check-config FILE`, "
+        "watch it with `baccarat-edge monitor --config FILE`; install guide: systemd/README.md"
+    )
+    return "\n".join(lines) + "\n"
+
+
+def summary_json(result: DemoResult) -> str:
+    return json.dumps(
+        {
+            "complete": result.complete,
+            "shoe_id": result.shoe_id,
+            "hands": result.hands,
+            "results": result.results,
+            "cards": result.cards,
+            "journaled": result.journaled,
+            "received": result.received,
+            "gaps": result.gaps,
+            "duplicates": result.duplicates,
+            "alerts": result.alerts,
+            "refused_commands": result.refused_commands,
+            "shoe_ended": result.shoe_ended,
+            "elapsed_s": round(result.elapsed_s, 3),
+        }
+    )

@@ -1,0 +1,50 @@
+"""``baccarat-edge demo``: the README's first command, run as a user would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+
+def _demo(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "demo", "--lines", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_demo_deals_through_the_daemon_and_delivers_every_event() -> None:
+    result = _demo("--hands", "6", "--seed", "11")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "embedded broker on 127.0.0.1:" in out
+    hand_lines = [line for line in out.splitlines() if line.startswith("hand ")]
+    assert [line.split(":")[0].split()[1] for line in hand_lines] == ["1", "2", "3", "4", "5", "6"]
+    assert "Demo finished" in out
+    assert "(0 gaps, 0 duplicates ignored)" in out
+    assert "systemd/README.md" in out  # says how to go to real hardware next
+
+
+def test_demo_json_summary_with_dealing_mistakes_shows_alerts() -> None:
+    result = _demo(
+        "--hands", "7", "--seed", "3", "--json", "--fault", "misread@3", "--fault", "unneeded_card@5"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["complete"] is True
+    assert summary["hands"] == 7
+    assert summary["received"] == summary["journaled"] > 7 * 5
+    assert summary["gaps"] == []
+    assert summary["refused_commands"] == []
+    codes = {alert.split(":")[0] for alert in summary["alerts"]}
+    assert {"rescan_needed", "unneeded_card"} <= codes
+    assert sum(summary["results"].values()) == 7
+
+
+def test_demo_refuses_a_bad_fault() -> None:
+    result = _demo("--fault", "teleport@2")
+    assert result.returncode == 2
+    assert "unknown fault 'teleport'" in result.stderr
