@@ -24,6 +24,8 @@ ACTIONS: dict[str, str] = {
     "move_card": "move a card to an empty slot of a round; args: from, to, hand (optional)",
     "swap": "swap two cards of a round (args: a, b) or the Player and Banker boxes (args: sides=true); "
     "hand optional",
+    "rearrange": "set a round's cards by slot (the Player/Banker cards re-arranged, missing cards "
+    "supplied: RULES.md dealing mistake 5); args: cards {slot: card}, hand (optional)",
     "acknowledge_alert": "close an open alert; args: alert_id",
     "resolve_hold": "accept the engine's model of a held round; args: hand (optional)",
     "rescan_ack": "close the rescan-needed alert when no card is to be rescanned; no args",
@@ -113,3 +115,21 @@ def opt_flag(args: Mapping[str, object], key: str) -> bool:
     if not isinstance(value, bool):
         raise ArgError(f"argument {key!r} must be true or false")
     return value
+
+
+def req_slot_cards(args: Mapping[str, object], key: str) -> dict[str, str]:
+    """A ``{slot: card}`` object; cards are returned as canonical codes."""
+    value = args.get(key)
+    if not isinstance(value, dict) or not value:
+        raise ArgError(f'argument {key!r} is required: an object {{slot: card}}, e.g. {{"P1": "8s"}}')
+    out: dict[str, str] = {}
+    for slot, text in value.items():
+        if slot not in ROUND_SLOT_NAMES:
+            raise ArgError(f"argument {key!r}: {slot!r} is not a slot ({', '.join(ROUND_SLOT_NAMES)})")
+        if not isinstance(text, str):
+            raise ArgError(f"argument {key!r}.{slot} must be a card code such as '8s'")
+        try:
+            out[slot] = Card.parse(text).code
+        except CardParseError as exc:
+            raise ArgError(f"argument {key!r}.{slot}: {exc}") from None
+    return out

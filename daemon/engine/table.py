@@ -9,6 +9,7 @@ state machine, every event kind, command and alert.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -297,7 +298,21 @@ class Engine:
             return
         if read.transmission_id is not None and self._is_duplicate(read):
             return
-        if self.state.rescan_alert is not None:
+        st = self.state
+        if st.rescan_alert is not None:
+            failed = st.alerts[st.rescan_alert].get("read") or {}
+            below = failed.get("position")
+            if (
+                read.position is not None
+                and below is not None
+                and read.position > below
+                and failed.get("device") == read.device
+                and read.at - failed["read_at"] <= self.settings.pull_hold_window_s
+            ):
+                # A card from under the misread one in the same pull: it waits for the rescan.
+                fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
+                self._emit("read_held", read.at, read.source.value, {"read": fields})
+                return
             # Nothing moves on after a misread: the next valid read is the dealer's rescan of it.
             self._take_read(read)
             return
@@ -979,15 +994,32 @@ class Engine:
     def _correct(
         self, cmd: SupervisorCommand, rnd: RoundState, after: dict[str, str], action: str
     ) -> Effect | str:
-        """Validate a rearrangement of a round's cards and return its effect."""
+        """Validate a rearrangement of a round's cards and return its effect.
+
+        Cards new to the round are "supplied" (checked against the shoe's composition and
+        counted); cards no longer in it are "removed" (they stay counted: they left the shoe).
+        """
         ordered = {s: after[s] for s in ROUND_SLOTS if s in after}
         probe = RoundState(hand=rnd.hand, opened_at=rnd.opened_at, cards=ordered)
         try:
-            needed = next_slot(*probe.sides())
+            next_slot(*probe.sides())
         except ValueError as exc:
             return f"the corrected round would be illegal: {exc}"
-        if rnd is not self.state.round and needed is not None:
-            return f"held round {rnd.hand} would still need {needed.value}: supply it with assign_card"
+        if ordered == rnd.cards:
+            return "the correction changes nothing"
+        spare = Counter(rnd.cards.values())
+        supplied: list[str] = []
+        for slot, code in ordered.items():
+            if spare[code] > 0:
+                spare[code] -= 1
+            else:
+                supplied.append(slot)
+        removed = sorted(spare.elements())
+        new_counts = Counter(ordered[s] for s in supplied)
+        decks = self.settings.decks
+        for code, n in new_counts.items():
+            if self.state.counts.get(code, 0) + n > decks:
+                return f"card {code} would appear more than {decks} times in this {decks}-deck shoe"
 
         def effect() -> None:
             source = Source.SUPERVISOR.value
@@ -1000,8 +1032,8 @@ class Engine:
                     "action": action,
                     "before": dict(rnd.cards),
                     "after": ordered,
-                    "supplied": [],
-                    "removed": [],
+                    "supplied": supplied,
+                    "removed": removed,
                     "args": dict(cmd.args),
                     "actor": cmd.actor,
                     "command_id": cmd.command_id,
@@ -1012,6 +1044,13 @@ class Engine:
                 self._decide(rnd, cmd.at, source, cmd.at)
 
         return effect
+
+    def _cmd_rearrange(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"cards", "hand"})
+        rnd = self._target_round(cmd)
+        if isinstance(rnd, str):
+            return rnd
+        return self._correct(cmd, rnd, args_.req_slot_cards(cmd.args, "cards"), "rearrange")
 
     def _cmd_move_card(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"from", "to", "hand"})
@@ -1077,6 +1116,9 @@ class Engine:
         rnd = st.round_for(hand)
         if rnd is None or (rnd is st.round and not rnd.holds):
             return f"hand {hand} is not held"
+        needed = rnd.next_slot()
+        if rnd is not st.round and needed is not None:
+            return f"held round {hand} still needs {needed}: supply it with assign_card or rearrange"
         if self.variant.needs_super_round_die and rnd.die is None and rnd is not st.round:
             return f"hand {hand} needs the super-round die: send super_round_die"
         resolved_hand = hand

@@ -1,0 +1,337 @@
+"""One test per numbered case of RULES.md "Dealing mistakes and how they resolve"."""
+
+from __future__ import annotations
+
+from daemon.engine.inputs import DeviceTarget, ReadFailed, ShoeVerdict, Tick, VerdictOutcome
+from tests.engine.support import (
+    alerts,
+    assert_legal,
+    assert_restores,
+    cmd,
+    engine,
+    feed,
+    kinds,
+    of_kind,
+    read,
+    roundtrip,
+    start_shoe,
+)
+
+# A Player natural: P 9+K = 9, B 2+3 = 5; decided after four cards.
+NATURAL = ("9s", "2h", "Kc", "3d")
+# Player 3+4 = 7 stands; Banker 2+2 = 4 draws; 5h makes it 9.
+BANKER_DRAWS = ("3c", "2d", "4h", "2s", "5h")
+
+
+def _deal(eng, cards, at, step=1.0, **kw):
+    return feed(eng, [read(c, at + k * step, **kw) for k, c in enumerate(cards)])
+
+
+def test_case_1_one_unneeded_card_becomes_next_rounds_burn() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, NATURAL, 100)
+    (completed,) = of_kind(events, "round_completed")
+    extra = _deal(eng, ["7c"], 103.5)  # drawn right after the deciding card
+    events += extra
+    dealt = of_kind(extra, "card_dealt")[0]
+    assert dealt.data["slot"] == "burn"
+    assert dealt.data["burn"] == "unneeded"
+    (alert,) = alerts(extra, "unneeded_card")
+    assert alert.data["details"]["became"] == "the next round's burn card"
+    assert "round_completed" not in kinds(extra) and "round_corrected" not in kinds(extra)
+    # The next round starts with Player 1: the unneeded card was its burn.
+    nxt = _deal(eng, ["8d"], 130)
+    events += nxt
+    assert kinds(nxt) == ["round_opened", "card_dealt"]
+    assert nxt[1].data["slot"] == "P1"
+    assert nxt[1].hand == 2
+    assert completed.data["outcome"]["winner"] == "player"
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_1_with_a_burn_before_each_round_the_unneeded_card_is_that_burn() -> None:
+    eng = engine(burn_before_each_round=True)
+    events = start_shoe(eng)
+    events += _deal(eng, ["Qs"], 50)  # round 1's own burn
+    events += _deal(eng, NATURAL, 100)
+    extra = _deal(eng, ["7c"], 103.2)
+    assert of_kind(extra, "card_dealt")[0].data["burn"] == "unneeded"
+    nxt = _deal(eng, ["8d"], 130)
+    assert [e.data.get("slot") for e in of_kind(nxt, "card_dealt")] == ["P1"]
+    assert_restores(eng, events + extra + nxt)
+
+
+def test_case_2_two_unneeded_cards_burn_then_next_player_one() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, NATURAL, 100)
+    extra = _deal(eng, ["7c", "6d"], 103.4, step=0.3)
+    events += extra
+    first, second = of_kind(extra, "card_dealt")
+    assert (first.data["slot"], first.data["burn"]) == ("burn", "unneeded")
+    assert (second.data["slot"], second.hand, second.data["unneeded"]) == ("P1", 2, True)
+    assert [a.data["details"]["became"] for a in alerts(extra, "unneeded_card")] == [
+        "the next round's burn card",
+        "the next round's Player 1",
+    ]
+    # Round 1's result is untouched; round 2 goes on from Banker 1.
+    assert len(of_kind(events, "round_completed")) == 1
+    rest = _deal(eng, ["Ah", "Kd", "Ks"], 130)  # B1 P2 B2: P 6+K = 6, B 1+0+0 = 1
+    events += rest
+    assert [e.data["slot"] for e in of_kind(rest, "card_dealt")] == ["B1", "P2", "B2"]
+    assert eng.snapshot()["round"]["cards"] == {"P1": "6d", "B1": "Ah", "P2": "Kd", "B2": "Ks"}
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_3_cards_pulled_together_are_ordered_by_position_not_arrival() -> None:
+    in_order = engine()
+    start_shoe(in_order)
+    expected = of_kind(_deal(in_order, BANKER_DRAWS, 100), "round_completed")[0]
+
+    eng = engine()
+    events = start_shoe(eng)
+    # Three cards out together, reported bottom card first: positions 3, 1, 2.
+    pull = [("4h", 3), ("3c", 1), ("2d", 2)]
+    for k, (code, pos) in enumerate(pull):
+        events += eng.handle(read(code, 100 + k * 0.01, position=pos))
+    dealt = of_kind(events, "card_dealt")[-3:]
+    assert [(e.data["slot"], e.data["card"]) for e in dealt] == [("P1", "3c"), ("B1", "2d"), ("P2", "4h")]
+    assert "read_held" in kinds(events)
+    # Two more together, in order: processed at once, no hold (only a pull costs latency).
+    tail = feed(eng, [read("2s", 102, position=1), read("5h", 102.01, position=2)])
+    assert "read_held" not in kinds(tail)
+    events += tail
+    (completed,) = of_kind(events, "round_completed")
+    assert completed.data["outcome"] == expected.data["outcome"]
+    assert completed.data["cards"] == expected.data["cards"]
+    assert_restores(eng, events)
+
+
+def test_case_3_a_pull_whose_top_card_never_arrives_is_released_in_order_when_the_window_ends() -> None:
+    eng = engine(pull_hold_window_s=0.3)
+    events = start_shoe(eng)
+    events += feed(eng, [read("2d", 100.0, position=3), read("3c", 100.01, position=2)])
+    assert of_kind(events, "round_opened") == []
+    assert eng.snapshot()["reads_waiting_in_pull"] == 2
+    mid = eng.handle(Tick(100.2))
+    assert mid == []
+    events += mid
+    late = eng.handle(Tick(100.31))
+    events += late
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(late, "card_dealt")] == [
+        ("P1", "3c"),
+        ("B1", "2d"),
+    ]
+    assert eng.snapshot()["reads_waiting_in_pull"] == 0
+    assert_restores(eng, events)
+
+
+def test_case_4_cards_in_the_wrong_boxes_result_by_draw_order_after_supervisor() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    # The shoe reports where the dealer put each card: Player's and Banker's boxes swapped.
+    boxes = [DeviceTarget.B1, DeviceTarget.P1, DeviceTarget.B2, DeviceTarget.P2]
+    for k, (code, box) in enumerate(zip(NATURAL, boxes, strict=True)):
+        events += eng.handle(read(code, 100 + k, target=box))
+    assert len(alerts(events, "device_disagreement")) == 4
+    held = of_kind(events, "round_held")
+    assert len(held) == 1
+    assert of_kind(events, "round_completed") == []
+    assert eng.snapshot()["held_rounds"][0]["hand"] == 1
+    # The game goes on; the supervisor decides: the draw order stands.
+    decision = eng.handle(cmd("resolve_hold", 120, "r1", hand=1))
+    events += decision
+    assert decision[0].kind == "command_accepted"
+    (completed,) = of_kind(decision, "round_completed")
+    assert completed.data["cards"] == {"P1": "9s", "B1": "2h", "P2": "Kc", "B2": "3d"}
+    assert completed.data["outcome"]["winner"] == "player"
+    assert [e.data["reason"] for e in of_kind(decision, "alert_cleared")] == ["hold resolved"] * 4
+    assert eng.snapshot()["held_rounds"] == []
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_4_a_supervisor_swap_of_the_boxes_is_validated_and_recorded() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += eng.handle(read("9s", 100, target=DeviceTarget.B1))
+    events += _deal(eng, NATURAL[1:], 101)
+    assert of_kind(events, "round_held")
+    swap = eng.handle(cmd("swap", 110, "s1", hand=1, sides=True))
+    events += swap
+    assert swap[0].kind == "command_accepted"
+    (corrected,) = of_kind(swap, "round_corrected")
+    assert corrected.data["before"] == {"P1": "9s", "B1": "2h", "P2": "Kc", "B2": "3d"}
+    assert corrected.data["after"] == {"P1": "2h", "B1": "9s", "P2": "3d", "B2": "Kc"}
+    assert (corrected.data["actor"], corrected.data["command_id"]) == ("floor-1", "s1")
+    assert of_kind(swap, "round_completed") == []  # still held until the supervisor resolves it
+    done = eng.handle(cmd("resolve_hold", 111, "r1", hand=1))
+    events += done
+    (completed,) = of_kind(done, "round_completed")
+    assert completed.data["outcome"]["winner"] == "banker"
+    assert completed.data["corrected"] is True
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_4_an_illegal_swap_is_refused_with_the_reason() -> None:
+    eng = engine()
+    start_shoe(eng)
+    _deal(eng, ("9s", "2h", "Kc"), 100)
+    refused = eng.handle(cmd("swap", 104, "s1", a="P1", b="B2"))
+    assert kinds(refused) == ["command_refused"]
+    assert "filled slots" in refused[0].data["reason"]
+
+
+def test_case_5_a_card_not_scanned_is_supplied_by_the_supervisor_never_guessed() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, BANKER_DRAWS[:4], 100)  # P 7 stands, B 4 must draw: B3 never scanned
+    verdict = eng.handle(ShoeVerdict(VerdictOutcome.BANKER, False, False, 106))
+    events += verdict
+    (missing,) = alerts(verdict, "missing_card")
+    assert missing.data["details"]["needed_slot"] == "B3"
+    assert missing.data["holds"] == 1
+    supplied = eng.handle(cmd("assign_card", 110, "a1", card="5h", slot="B3"))
+    events += supplied
+    assert supplied[0].kind == "command_accepted"
+    dealt = of_kind(supplied, "card_dealt")[0]
+    assert (dealt.data["slot"], dealt.data["source"], dealt.data["actor"]) == ("B3", "supervisor", "floor-1")
+    assert of_kind(supplied, "round_held")  # still held: the missing-card alert awaits the supervisor
+    done = eng.handle(cmd("resolve_hold", 111, "r1"))
+    events += done
+    (completed,) = of_kind(done, "round_completed")
+    assert completed.data["outcome"]["winner"] == "banker"
+    assert completed.data["sources"]["B3"] == "supervisor"
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_5_cards_shifted_by_an_unscanned_card_are_rearranged_by_the_supervisor() -> None:
+    eng = engine(await_device_verdict=True)
+    events = start_shoe(eng)
+    # B2 (2s) was not scanned: the engine puts the Banker's third card (5h) in B2.
+    events += _deal(eng, ("3c", "2d", "4h", "5h"), 100)
+    held = of_kind(events, "round_held")
+    assert held and held[0].data["awaiting_verdict"]
+    verdict = eng.handle(ShoeVerdict(VerdictOutcome.BANKER, False, False, 106))
+    events += verdict
+    assert of_kind(verdict, "verdict_checked")[0].data["agrees"] is False
+    assert alerts(verdict, "verdict_disagreement")
+    fix = eng.handle(
+        cmd(
+            "rearrange",
+            110,
+            "fix",
+            hand=1,
+            cards={"P1": "3c", "B1": "2d", "P2": "4h", "B2": "2s", "B3": "5h"},
+        )
+    )
+    events += fix
+    (corrected,) = of_kind(fix, "round_corrected")
+    assert corrected.data["supplied"] == ["B2"]
+    assert corrected.data["removed"] == []
+    done = eng.handle(cmd("resolve_hold", 111, "r1", hand=1))
+    events += done
+    (completed,) = of_kind(done, "round_completed")
+    assert completed.data["cards"]["B3"] == "5h"
+    assert completed.data["outcome"]["winner"] == "banker"
+    assert completed.data["corrected"] is True
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_6_a_misread_accepts_no_card_until_a_valid_rescan() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, ("3c", "2d"), 100)
+    failed = eng.handle(ReadFailed(102, reason="cannot read", code=1))
+    events += failed
+    (alert,) = alerts(failed, "rescan_needed")
+    assert eng.snapshot()["rescan_needed"] is True
+    assert of_kind(failed, "card_dealt") == []
+    again = eng.handle(ReadFailed(103))  # the rescan fails too: still one alert, no card
+    assert again == []
+    rescan = eng.handle(read("4h", 104))
+    events += again + rescan
+    assert of_kind(rescan, "card_dealt")[0].data["slot"] == "P2"
+    (cleared,) = of_kind(rescan, "alert_cleared")
+    assert (cleared.data["alert_id"], cleared.data["reason"]) == (alert.data["alert_id"], "rescanned")
+    assert eng.snapshot()["rescan_needed"] is False
+    assert_restores(eng, events)
+
+
+def test_case_6_cards_below_a_misread_card_in_a_pull_wait_for_its_rescan() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += eng.handle(ReadFailed(100, position=1))
+    events += eng.handle(read("2d", 100.01, position=2))
+    events += eng.handle(Tick(105))  # the window ends, but nothing moves before the rescan
+    assert of_kind(events, "card_dealt")[-1].data["slot"] == "burn"
+    rescan = eng.handle(read("3c", 106))
+    events += rescan
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(rescan, "card_dealt")] == [
+        ("P1", "3c"),
+        ("B1", "2d"),
+    ]
+    assert_restores(eng, events)
+
+
+def test_case_6_a_supervisor_can_close_a_spurious_misread() -> None:
+    eng = engine()
+    start_shoe(eng)
+    eng.handle(ReadFailed(100))
+    out = eng.handle(cmd("rescan_ack", 101, "ack"))
+    assert kinds(out) == ["command_accepted", "alert_cleared"]
+    assert eng.handle(cmd("rescan_ack", 102, "ack2"))[0].kind == "command_refused"
+
+
+def test_case_7_a_card_exposed_during_betting_voids_the_round() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, ("3c", "2d"), 100)
+    void = eng.handle(cmd("void_round", 102, "v1", reason="card exposed during betting"))
+    events += void
+    assert kinds(void) == ["command_accepted", "round_voided", "bets_offered"]
+    assert void[1].data["cards"] == {"P1": "3c", "B1": "2d"}
+    assert void[1].data["reason"] == "card exposed during betting"
+    assert void[2].data["hand"] == 2
+    # The shoe continues with the next hand.
+    nxt = _deal(eng, NATURAL, 130)
+    events += nxt
+    assert of_kind(nxt, "round_completed")[0].hand == 2
+    assert_restores(eng, events)
+
+
+def test_case_7_a_card_out_of_camera_view_voids_the_hand_and_an_exposure_can_void_the_shoe() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, NATURAL, 100)
+    events += _deal(eng, ("3c", "2d"), 130)
+    void = eng.handle(cmd("void_shoe", 140, "vs", reason="card exposed (seed 002)"))
+    events += void
+    assert kinds(void) == ["command_accepted", "round_voided", "shoe_voided", "shoe_ended"]
+    assert void[-1].data["reason"] == "voided"
+    refused = eng.handle(read("4h", 150))
+    assert alerts(refused, "no_shoe")
+    events += refused
+    assert eng.handle(cmd("new_shoe", 160, "ns"))[0].kind == "command_accepted"
+
+
+def test_case_8_network_failure_mid_round_the_engine_needs_no_network_and_resumes() -> None:
+    """The engine does no I/O: a round goes on while the broker is away (delivery is issue 5).
+
+    Here the daemon also restarts mid-round: folding the journaled events (through JSON)
+    gives an engine that finishes the round exactly as an uninterrupted one.
+    """
+    straight = engine()
+    expected = start_shoe(straight) + _deal(straight, BANKER_DRAWS, 100)
+
+    eng = engine()
+    before = start_shoe(eng) + _deal(eng, BANKER_DRAWS[:3], 100)
+    resumed = type(eng).restore(eng.settings, eng.variant, roundtrip(before))
+    after = _deal(resumed, BANKER_DRAWS[3:], 103)
+    assert [e.to_dict() for e in before + after] == [e.to_dict() for e in expected]
