@@ -52,6 +52,7 @@ from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.envelope import encode, event_envelope, signed_message
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import BrokerSettings, Protocol
+from daemon.mqtt.tls import tls_context
 from daemon.mqtt.topics import TableTopics
 
 log = logging.getLogger(__name__)
@@ -283,18 +284,7 @@ class Publisher:
         return client
 
     def _tls_context(self) -> ssl.SSLContext:
-        tls = self.settings.tls
-        context = ssl.create_default_context(
-            ssl.Purpose.SERVER_AUTH, cafile=str(tls.ca_file) if tls.ca_file else None
-        )
-        context.minimum_version = ssl.TLSVersion.TLSv1_2
-        if tls.cert_file is not None and tls.key_file is not None:
-            context.load_cert_chain(str(tls.cert_file), str(tls.key_file))
-        if not tls.verify:
-            log.warning("TLS certificate verification is OFF for the broker connection (tls.verify=false)")
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        return context
+        return tls_context(self.settings.tls)
 
     def _json_properties(self, packet_type: int = PacketTypes.PUBLISH) -> Properties | None:
         if self.settings.protocol is not Protocol.MQTT5:

@@ -1,0 +1,321 @@
+"""``baccarat-edge tail``: the reference consumer of a table's event stream.
+
+Subscribes to ``baccarat/v1/<table>/events``, checks each event's signature, drops
+duplicates by ``event_id``, reports ``seq`` gaps (and gaps explained by a dead-letter alert)
+and prints the events. With ``--all`` it also prints status, state, health, alerts and
+command replies. The dedup/gap/verify logic is :class:`daemon.mqtt.consumer.EventConsumer`.
+
+Exit status: 0 when every event verified and no gap is left unexplained, 1 otherwise,
+2 on a usage or connection error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "tail",
+        help="print a table's events: verify signatures, drop duplicates, report seq gaps",
+        description=(
+            "Reference consumer of baccarat/v1/<table>/events: verifies each event's HMAC, "
+            "deduplicates by event_id, reports seq gaps, prints events."
+        ),
+    )
+    parser.add_argument("--table", help="table id (default: table_id of --config)")
+    parser.add_argument(
+        "--broker",
+        help="mqtt://host:port or mqtts://host:port (default: mqtt://localhost:1883, or --config's)",
+    )
+    parser.add_argument(
+        "--config", type=Path, help="take broker, TLS, table and events key from this daemon config"
+    )
+    parser.add_argument("--ca-file", type=Path, help="CA bundle for mqtts:// (system store when unset)")
+    parser.add_argument("--cert-file", type=Path, help="client certificate (PEM) for mqtts://")
+    parser.add_argument("--key-file", type=Path, help="client key (PEM) for mqtts://")
+    parser.add_argument("--username", help="broker user name")
+    parser.add_argument("--password-file", type=Path, help="file holding the broker password")
+    parser.add_argument(
+        "--password-env", metavar="VAR", help="environment variable holding the broker password"
+    )
+    parser.add_argument("--events-key-file", type=Path, help="file holding the table's events HMAC key")
+    parser.add_argument("--events-key-env", metavar="VAR", help="environment variable holding the events key")
+    parser.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="accept events without a signature even though a key is given",
+    )
+    parser.add_argument("--mqtt", choices=["3.1.1", "5"], default="5", help="MQTT protocol version")
+    parser.add_argument(
+        "--all", action="store_true", help="also print status, state, health, alerts, replies"
+    )
+    parser.add_argument("--json", action="store_true", help="print each accepted event as one JSON line")
+    parser.add_argument("--count", type=int, help="exit after this many new events")
+    parser.add_argument("--timeout", type=float, help="exit after this many seconds")
+    parser.set_defaults(handler=run)
+
+
+def _connection(args: argparse.Namespace) -> dict[str, Any] | str:
+    """Host, port, TLS, credentials, table and events key from the flags or the config."""
+    from daemon.mqtt.secrets import SecretError, SecretSource
+
+    conn: dict[str, Any] = {
+        "host": "localhost",
+        "port": 1883,
+        "tls": False,
+        "ca_file": args.ca_file,
+        "cert_file": args.cert_file,
+        "key_file": args.key_file,
+        "username": args.username,
+        "password": None,
+        "mqtt5": args.mqtt == "5",
+        "table": args.table,
+        "key": None,
+    }
+    if args.config is not None:
+        from daemon.service.config import load_config
+        from daemon.service.configfile import ConfigError
+
+        try:
+            cfg = load_config(args.config).config
+        except ConfigError as exc:
+            return str(exc)
+        broker = cfg.broker
+        conn.update(
+            host=broker.host,
+            port=broker.effective_port,
+            tls=broker.tls.enabled,
+            ca_file=args.ca_file or broker.tls.ca_file,
+            cert_file=args.cert_file or broker.tls.cert_file,
+            key_file=args.key_file or broker.tls.key_file,
+            mqtt5=broker.protocol.value == "mqtt5",
+            table=args.table or cfg.table_id,
+        )
+        try:
+            if broker.auth is not None and args.username is None:
+                conn["username"] = broker.auth.username
+                if broker.auth.password is not None:
+                    conn["password"] = broker.auth.password.load().reveal_text()
+            if broker.signing.events_key is not None:
+                conn["key"] = broker.signing.events_key.load()
+        except SecretError as exc:
+            return str(exc)
+    if args.broker is not None:
+        url = urlsplit(args.broker if "://" in args.broker else f"mqtt://{args.broker}")
+        if url.scheme not in ("mqtt", "mqtts"):
+            return f"--broker {args.broker!r}: the scheme must be mqtt:// or mqtts://"
+        conn["tls"] = url.scheme == "mqtts"
+        conn["host"] = url.hostname or "localhost"
+        try:
+            conn["port"] = url.port or (8883 if conn["tls"] else 1883)
+        except ValueError:
+            return f"--broker {args.broker!r}: the port is not a number"
+    try:
+        if args.password_file is not None:
+            conn["password"] = SecretSource(file=args.password_file).load().reveal_text()
+        elif args.password_env is not None:
+            conn["password"] = SecretSource(env=args.password_env).load().reveal_text()
+        if args.events_key_file is not None:
+            conn["key"] = SecretSource(file=args.events_key_file).load()
+        elif args.events_key_env is not None:
+            conn["key"] = SecretSource(env=args.events_key_env).load()
+    except SecretError as exc:
+        return str(exc)
+    if not conn["table"]:
+        return "give --table ID (or --config FILE with a table_id)"
+    from daemon.mqtt.topics import TopicError, validate_table_id
+
+    try:
+        validate_table_id(conn["table"])
+    except TopicError as exc:
+        return str(exc)
+    return conn
+
+
+class Tail:
+    """Feeds received payloads to the consumer and prints what they turned out to be."""
+
+    def __init__(
+        self, table: str, key: Any, require_signature: bool, args: argparse.Namespace, out: TextIO
+    ) -> None:
+        from daemon.mqtt.consumer import EventConsumer
+        from daemon.mqtt.topics import TableTopics
+
+        self.topics = TableTopics(table)
+        self.consumer = EventConsumer(table, key=key, require_signature=require_signature)
+        self.args = args
+        self.out = out
+        self.lock = threading.Lock()
+        self.done = threading.Event()
+
+    def on_payload(self, topic: str, payload: bytes) -> None:
+        from daemon.mqtt.consumer import Verdict
+
+        with self.lock:
+            if topic != self.topics.events:
+                if self.args.all:
+                    self._print_other(topic, payload)
+                return
+            result = self.consumer.feed(payload)
+            envelope = result.envelope or {}
+            if result.verdict is Verdict.REJECTED:
+                self._warn(f"REJECTED event: {result.reason}")
+            elif result.verdict is Verdict.CONFLICT:
+                self._warn(f"CONFLICT: {result.reason}")
+            elif result.verdict is Verdict.DUPLICATE:
+                if not self.args.json:
+                    self._warn(
+                        f"duplicate seq={envelope.get('seq')} event_id={envelope.get('event_id')} dropped"
+                    )
+            else:
+                if result.new_gaps:
+                    self._warn(f"GAP: missing seq {_ranges(result.new_gaps)}")
+                if result.filled_gap:
+                    self._warn(f"late arrival fills seq {envelope['seq']}")
+                self._print_event(envelope)
+                if self.args.count is not None and self.consumer.stats.new >= self.args.count:
+                    self.done.set()
+
+    def _print_event(self, envelope: dict[str, Any]) -> None:
+        if self.args.json:
+            print(json.dumps(envelope, separators=(",", ":"), ensure_ascii=False), file=self.out, flush=True)
+            return
+        stamp = time.strftime("%H:%M:%S", time.localtime(envelope["ts"]))
+        data = json.dumps(envelope["data"], separators=(",", ":"), ensure_ascii=False)
+        signed = "signed" if "sig" in envelope else "unsigned"
+        print(
+            f"{stamp} seq={envelope['seq']} shoe={envelope.get('shoe_id')} hand={envelope.get('hand')} "
+            f"{envelope['kind']} [{envelope['source']}, {signed}] {data}",
+            file=self.out,
+            flush=True,
+        )
+
+    def _print_other(self, topic: str, payload: bytes) -> None:
+        name = topic[len(self.topics.base) + 1 :]
+        text = payload.decode("utf-8", errors="replace")
+        if self.args.json:
+            print(json.dumps({"topic": name, "payload": text}), file=self.out, flush=True)
+        else:
+            print(f"[{name}] {text}", file=self.out, flush=True)
+
+    def _warn(self, message: str) -> None:
+        print(f"tail: {message}", file=sys.stderr, flush=True)
+
+    def summary(self) -> str:
+        stats = self.consumer.stats
+        parts = [
+            f"{stats.new} events",
+            f"{stats.duplicates} duplicates dropped",
+            f"{stats.rejected} rejected",
+            f"{stats.conflicts} conflicts",
+            f"highest seq {self.consumer.highest_seq}",
+        ]
+        gaps = self.consumer.unexplained_gaps
+        parts.append(f"unexplained gaps: {_ranges(gaps)}" if gaps else "no unexplained gap")
+        if self.consumer.explained:
+            parts.append(f"dead-lettered seqs: {_ranges(sorted(self.consumer.explained))}")
+        return "; ".join(parts)
+
+    @property
+    def clean(self) -> bool:
+        stats = self.consumer.stats
+        return not self.consumer.unexplained_gaps and stats.rejected == 0 and stats.conflicts == 0
+
+
+def _ranges(seqs: Any) -> str:
+    values = sorted(seqs)
+    if not values:
+        return "-"
+    out: list[str] = []
+    start = prev = values[0]
+    for value in values[1:]:
+        if value == prev + 1:
+            prev = value
+            continue
+        out.append(f"{start}" if start == prev else f"{start}-{prev}")
+        start = prev = value
+    out.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    from daemon.mqtt.settings import TlsSettings
+    from daemon.mqtt.tls import tls_context
+
+    conn = _connection(args)
+    if isinstance(conn, str):
+        print(f"tail: {conn}", file=sys.stderr)
+        return 2
+    key = conn["key"]
+    tail = Tail(
+        conn["table"],
+        key,
+        require_signature=key is not None and not args.allow_unsigned,
+        args=args,
+        out=sys.stdout,
+    )
+    protocol = mqtt.MQTTv5 if conn["mqtt5"] else mqtt.MQTTv311
+    client = mqtt.Client(
+        CallbackAPIVersion.VERSION2, client_id=f"baccarat-edge-tail-{secrets.token_hex(4)}", protocol=protocol
+    )
+    if conn["tls"]:
+        try:
+            client.tls_set_context(
+                tls_context(
+                    TlsSettings(
+                        ca_file=conn["ca_file"], cert_file=conn["cert_file"], key_file=conn["key_file"]
+                    )
+                )
+            )
+        except (OSError, ValueError) as exc:
+            print(f"tail: TLS set-up failed: {exc}", file=sys.stderr)
+            return 2
+    if conn["username"]:
+        client.username_pw_set(conn["username"], conn["password"])
+    topic = tail.topics.all if args.all else tail.topics.events
+    connected = threading.Event()
+    failure: list[str] = []
+
+    def on_connect(c: mqtt.Client, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
+        if reason.is_failure:
+            failure.append(f"broker refused the connection: {reason}")
+            tail.done.set()
+            return
+        c.subscribe(topic, qos=1)
+        connected.set()
+
+    def on_message(c: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        tail.on_payload(message.topic, bytes(message.payload))
+
+    client.on_connect = on_connect
+    client.on_message = on_message
+    try:
+        client.connect(conn["host"], conn["port"], keepalive=30)
+    except (OSError, ValueError) as exc:
+        print(f"tail: cannot connect to {conn['host']}:{conn['port']}: {exc}", file=sys.stderr)
+        return 2
+    client.loop_start()
+    try:
+        tail.done.wait(args.timeout)
+    except KeyboardInterrupt:
+        pass  # Ctrl-C ends a live tail: still print the summary
+    finally:
+        client.disconnect()
+        client.loop_stop()
+    if failure:
+        print(f"tail: {failure[0]}", file=sys.stderr)
+        return 2
+    print(f"tail: {tail.summary()}", file=sys.stderr)
+    return 0 if tail.clean else 1

@@ -1,0 +1,123 @@
+"""``baccarat-edge tail`` as a subprocess against a real mosquitto and the real publisher."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import paho.mqtt.client as mqtt
+import pytest
+from paho.mqtt.enums import CallbackAPIVersion
+
+from daemon.journal import Journal
+from daemon.mqtt.publisher import Publisher
+from tests.conftest import REPO_ROOT
+from tests.mqtt.conftest import TABLE, card_event, make_settings
+from tests.mqtt.support import Subscriber, topic_count
+from tests.support.broker import MosquittoBroker
+
+pytestmark = pytest.mark.mosquitto
+
+
+def start_tail(port: int, keys: dict[str, Path], *extra: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daemon.cli",
+            "tail",
+            "--table",
+            TABLE,
+            "--broker",
+            f"mqtt://127.0.0.1:{port}",
+            "--events-key-file",
+            str(keys["events"]),
+            "--json",
+            *extra,
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return proc
+
+
+def test_tail_prints_verified_events_once_and_reports_gaps_and_forgeries(
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    probe = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/events"])
+    tail = start_tail(mosquitto.port, keys, "--timeout", "6")
+    time.sleep(1.0)  # the tail subscribes (events are not retained)
+    journal.append([], [card_event(n) for n in range(12)])
+    make_publisher(make_settings(mosquitto.port, keys), TABLE, journal)
+    messages = probe.wait_for(topic_count("events", 12))
+
+    injector = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="injector")
+    injector.connect("127.0.0.1", mosquitto.port)
+    injector.loop_start()
+    topic = f"baccarat/v1/{TABLE}/events"
+    original = json.loads(messages[3].payload)
+    injector.publish(topic, messages[3].payload, qos=1).wait_for_publish(5)  # a redelivery
+    forged = {**original, "data": {"card": "As"}}  # tampered, old signature kept
+    injector.publish(topic, json.dumps(forged), qos=1).wait_for_publish(5)
+    injector.disconnect()
+    injector.loop_stop()
+    journal.append([], [card_event(99)])  # seq 13 through the publisher as usual
+
+    out, err = tail.communicate(timeout=30)
+    probe.close()
+    printed = [json.loads(line) for line in out.splitlines()]
+    assert [e["seq"] for e in printed] == list(range(1, 14))
+    assert "REJECTED event: signature does not verify" in err
+    assert "13 events" in err
+    assert "1 duplicates dropped" in err
+    assert "1 rejected" in err
+    assert tail.returncode == 1  # a forged event was seen
+
+
+def test_tail_reports_a_gap_and_exits_clean_only_without_one(
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    tail = start_tail(mosquitto.port, keys, "--count", "5", "--timeout", "20")
+    time.sleep(1.0)
+    events = journal.append([], [card_event(n) for n in range(6)])
+    # Seq 2 vanishes before publishing (as if lost upstream): the tail must say so.
+    journal.mark_delivered([events[1].seq])
+    make_publisher(make_settings(mosquitto.port, keys), TABLE, journal)
+    out, err = tail.communicate(timeout=30)
+    assert [json.loads(line)["seq"] for line in out.splitlines()] == [1, 3, 4, 5, 6]
+    assert "GAP: missing seq 2" in err
+    assert "unexplained gaps: 2" in err
+    assert tail.returncode == 1
+
+
+def test_tail_usage_errors(keys: dict[str, Path]) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "tail", "--table", "a/b", "--broker", "mqtt://127.0.0.1:1"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "not usable in a topic" in result.stderr
+    result = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "tail", "--table", "T1", "--events-key-env", "NO_SUCH_VAR_X"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert "NO_SUCH_VAR_X" in result.stderr
