@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from daemon.engine.events import Event
 from daemon.engine.inputs import DeviceTarget, ReadFailed, ShoeVerdict, Tick, VerdictOutcome
+from daemon.engine.table import Engine
 from tests.engine.support import (
     alerts,
     assert_legal,
@@ -23,7 +28,7 @@ NATURAL = ("9s", "2h", "Kc", "3d")
 BANKER_DRAWS = ("3c", "2d", "4h", "2s", "5h")
 
 
-def _deal(eng, cards, at, step=1.0, **kw):
+def _deal(eng: Engine, cards: Sequence[str], at: float, step: float = 1.0, **kw: Any) -> list[Event]:
     return feed(eng, [read(c, at + k * step, **kw) for k, c in enumerate(cards)])
 
 
@@ -39,7 +44,8 @@ def test_case_1_one_unneeded_card_becomes_next_rounds_burn() -> None:
     assert dealt.data["burn"] == "unneeded"
     (alert,) = alerts(extra, "unneeded_card")
     assert alert.data["details"]["became"] == "the next round's burn card"
-    assert "round_completed" not in kinds(extra) and "round_corrected" not in kinds(extra)
+    assert "round_completed" not in kinds(extra)
+    assert "round_corrected" not in kinds(extra)
     # The next round starts with Player 1: the unneeded card was its burn.
     nxt = _deal(eng, ["8d"], 130)
     events += nxt
@@ -216,7 +222,8 @@ def test_case_5_cards_shifted_by_an_unscanned_card_are_rearranged_by_the_supervi
     # B2 (2s) was not scanned: the engine puts the Banker's third card (5h) in B2.
     events += _deal(eng, ("3c", "2d", "4h", "5h"), 100)
     held = of_kind(events, "round_held")
-    assert held and held[0].data["awaiting_verdict"]
+    assert held
+    assert held[0].data["awaiting_verdict"]
     verdict = eng.handle(ShoeVerdict(VerdictOutcome.BANKER, False, False, 106))
     events += verdict
     assert of_kind(verdict, "verdict_checked")[0].data["agrees"] is False
