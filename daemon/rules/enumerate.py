@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import product
 from math import perm
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -99,29 +100,34 @@ def enumerate_composition(shoe: Shoe) -> Enumeration:
     points = np.zeros(10, dtype=np.int64)
     for card, n in copies.items():
         points[card.points] += n
-    tail = _tail_table(points)
     prefix = _prefix_table(copies)
-    joint_matrix = _exact_product(prefix.T, tail, total)
-    if int(joint_matrix.sum()) != total:
-        raise AssertionError("enumeration does not add up to the number of sequences")
-    joint = _joint_from_matrix(joint_matrix)
-    return Enumeration(total, joint, None, _named_counts(joint_matrix))
-
-
-def _exact_product(
-    left: npt.NDArray[np.int64], right: npt.NDArray[np.int64], total: int
-) -> npt.NDArray[np.int64]:
-    """``left @ right`` for non-negative integer matrices whose entries sum to ``total``.
-
-    Every product and partial sum is a non-negative integer no larger than ``total``;
-    below 2**53 float64 represents all of them exactly, whatever order BLAS adds in,
-    and it is ~50x faster than numpy's integer matmul. Larger shoes (9+ decks) take
-    the integer path.
-    """
+    draw_tables = _draw_tables()
+    # Below 2**53 every product and partial sum (each at most ``total``, all non-negative)
+    # is an integer float64 holds exactly, whatever order BLAS adds in; that is ~50x
+    # faster than numpy's integer matmul. Bigger shoes (9+ decks) take the integer path.
+    # Only the feature columns some prefix has (about a third of them) enter the products.
+    features = np.flatnonzero(prefix.any(axis=0))
+    outcomes, dense = _reachable_outcomes(draw_tables)
+    chunks = [
+        # One first-card point value at a time keeps the tail table small (1000 prefixes).
+        (prefix[first * 1000 : (first + 1) * 1000, features], first)
+        for first in range(10)
+        if points[first] > 0
+    ]
+    exact = np.zeros((_FEATURES, _OUTCOMES), dtype=np.int64)
     if total < 2**53:
-        product_ = left.astype(np.float64) @ right.astype(np.float64)
-        return np.rint(product_).astype(np.int64)
-    return left @ right
+        in_float = np.zeros((features.size, outcomes.size), dtype=np.float64)
+        for rows, first in chunks:
+            in_float += rows.T.astype(np.float64) @ _tail_rows(points, draw_tables, dense, first)
+        exact[np.ix_(features, outcomes)] = np.rint(in_float).astype(np.int64)
+    else:
+        in_int = np.zeros((features.size, outcomes.size), dtype=np.int64)
+        for rows, first in chunks:
+            in_int += rows.T @ _tail_rows(points, draw_tables, dense, first).astype(np.int64)
+        exact[np.ix_(features, outcomes)] = in_int
+    if int(exact.sum()) != total:
+        raise RuntimeError("enumeration does not add up to the number of sequences")
+    return Enumeration(total, _joint_from_matrix(exact), None, _named_counts(exact))
 
 
 def _validated_copies(shoe: Shoe) -> dict[Card, int]:
@@ -150,63 +156,107 @@ def _draw_tables() -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
     return player, banker
 
 
-def _tail_table(points: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """``A[prefix, o]``: ways to draw cards 5 and 6 (by point value) after each point prefix."""
-    v = np.arange(10, dtype=np.int64)
-    v1, v2, v3, v4, v5, v6 = (v.reshape([10 if i == j else 1 for j in range(6)]) for i in range(6))
-    shape = (10,) * 6
-    player_draw_table, banker_draw_table = _draw_tables()
-    p2 = (v1 + v3) % 10
-    b2 = (v2 + v4) % 10
+DrawTables = tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]
+
+
+def _outcome_codes(
+    draw_tables: DrawTables, p2: npt.NDArray[np.int32], b2: npt.NDArray[np.int32], v5: Any, v6: Any
+) -> npt.NDArray[np.int32]:
+    """Outcome class of rounds with two-card totals p2/b2 and cards 5 and 6 worth v5/v6."""
+    player_draw_table, banker_draw_table = draw_tables
+    shape = np.broadcast_shapes(p2.shape, b2.shape, np.shape(v5), np.shape(v6))
     p_draws = np.broadcast_to(player_draw_table[p2, b2], shape)
-    third = np.where(p_draws, np.broadcast_to(v5, shape), 10)
+    third = np.where(p_draws, v5, 10)
     b_draws = banker_draw_table[np.broadcast_to(p2, shape), np.broadcast_to(b2, shape), third]
     banker_third = np.where(p_draws, v6, v5)
     player_total = (p2 + np.where(p_draws, v5, 0)) % 10
     banker_total = (b2 + np.where(b_draws, banker_third, 0)) % 10
-    outcome = ((player_total * 10 + banker_total) * 2 + p_draws) * 2 + b_draws
+    codes: npt.NDArray[np.int32] = ((player_total * 10 + banker_total) * 2 + p_draws) * 2 + b_draws
+    return codes
+
+
+def _reachable_outcomes(draw_tables: DrawTables) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.intp]]:
+    """The outcome classes the rules can produce, and a map from class to dense column."""
+    v = np.arange(10, dtype=np.int32)
+    p2, b2, v5, v6 = (v.reshape([10 if i == j else 1 for j in range(4)]) for i in range(4))
+    reachable = np.unique(_outcome_codes(draw_tables, p2, b2, v5, v6))
+    dense = np.full(_OUTCOMES, -1, dtype=np.intp)
+    dense[reachable] = np.arange(reachable.size)
+    return reachable.astype(np.intp), dense
+
+
+def _tail_rows(
+    points: npt.NDArray[np.int64], draw_tables: DrawTables, dense: npt.NDArray[np.intp], first: int
+) -> npt.NDArray[np.float64]:
+    """Rows of ``A[prefix, o]`` for the prefixes whose first card is worth ``first`` points.
+
+    ``A[prefix, o]`` counts the ways to draw cards 5 and 6 (by point value) after the
+    point prefix (v1, v2, v3, v4) that end the round in outcome class ``o`` (as a dense
+    column number). Returned as float64 holding exact integers (each cell is at most
+    (size-4)*(size-5)).
+    """
+    v = np.arange(10, dtype=np.int32)
+    v2, v3, v4, v5, v6 = (v.reshape([10 if i == j else 1 for j in range(5)]) for i in range(5))
+    shape = (10,) * 5
+    columns = int(dense.max()) + 1
+    outcome = dense[_outcome_codes(draw_tables, (first + v3) % 10, (v2 + v4) % 10, v5, v6)]
     # Copies left of card 5's and card 6's point value once the earlier cards are out.
-    before5 = (v1 == v5).astype(np.int64) + (v2 == v5) + (v3 == v5) + (v4 == v5)
-    before6 = (v1 == v6).astype(np.int64) + (v2 == v6) + (v3 == v6) + (v4 == v6) + (v5 == v6)
+    before5 = (v5 == first).astype(np.int64) + (v2 == v5) + (v3 == v5) + (v4 == v5)
+    before6 = (v6 == first).astype(np.int64) + (v2 == v6) + (v3 == v6) + (v4 == v6) + (v5 == v6)
     ways = np.maximum(points[v5] - before5, 0) * np.maximum(points[v6] - before6, 0)
-    prefix_index = np.broadcast_to(((v1 * 10 + v2) * 10 + v3) * 10 + v4, shape)
-    # Each cell sums at most (size-4)*(size-5) ways: exact in float64.
+    prefix_index = (v2 * 10 + v3) * 10 + v4
     flat = np.bincount(
-        (prefix_index * _OUTCOMES + outcome).ravel(),
+        np.broadcast_to(prefix_index * columns + outcome, shape).ravel(),
         weights=np.broadcast_to(ways, shape).ravel().astype(np.float64),
-        minlength=10**4 * _OUTCOMES,
+        minlength=1000 * columns,
     )
-    return flat.astype(np.int64).reshape(10**4, _OUTCOMES)
+    return np.asarray(flat, dtype=np.float64).reshape(1000, columns)
 
 
 def _prefix_table(copies: dict[Card, int]) -> npt.NDArray[np.int64]:
     """``W[prefix, f]``: ordered sequences of four physical cards by point prefix and features."""
-    by_rank: dict[Rank, tuple[int, ...]] = {}
+    # (rank order, points, copies per suit, copies of the rank) for every rank in the shoe.
+    ranks: list[tuple[int, int, tuple[int, ...], int]] = []
     for rank in Rank:
         suits = tuple(copies.get(card, 0) for card in ALL_CARDS if card.rank is rank)
         if any(suits):
-            by_rank[rank] = suits
-    table = np.zeros((10**4, _FEATURES), dtype=np.int64)
-    cache: dict[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]], dict[tuple[int, int, int], int]] = {}
-    ranks = list(by_rank)
-    for r1, r2, r3, r4 in product(ranks, repeat=4):
-        seq = (r1, r2, r3, r4)
-        distinct = list(dict.fromkeys(seq))
-        pattern = tuple(distinct.index(r) for r in seq)
-        key = (pattern, tuple(by_rank[r] for r in distinct))
-        split = cache.get(key)
-        if split is None:
-            split = _suit_split(pattern, key[1])
-            cache[key] = split
-        prefix = ((r1.points * 10 + r2.points) * 10 + r3.points) * 10 + r4.points
-        first = (r2 > r1) - (r2 < r1)
-        p_pair, b_pair = r1 == r3, r2 == r4
-        for (p_suited, b_suited, identical), ways in split.items():
-            p_state = 2 if p_suited else int(p_pair)
-            b_state = 2 if b_suited else int(b_pair)
-            f = ((p_state * 3 + b_state) * 2 + identical) * 3 + first + 1
-            table[prefix, f] += ways
-    return table
+            ranks.append((int(rank), rank.points, suits, sum(suits)))
+    flat = [0] * (10**4 * _FEATURES)
+    cache: dict[tuple[tuple[int, ...], tuple[tuple[int, ...], ...]], list[tuple[int, int]]] = {}
+    for r1, pt1, s1, n1 in ranks:
+        for r2, pt2, s2, n2 in ranks:
+            first = (r2 > r1) - (r2 < r1) + 1
+            for r3, pt3, s3, n3 in ranks:
+                for r4, pt4, s4, n4 in ranks:
+                    prefix = ((pt1 * 10 + pt2) * 10 + pt3) * 10 + pt4
+                    if r1 != r2 and r1 != r3 and r1 != r4 and r2 != r3 and r2 != r4 and r3 != r4:
+                        # Four different ranks: no pair, no suit question (most tuples).
+                        flat[prefix * _FEATURES + first] += n1 * n2 * n3 * n4
+                        continue
+                    seq = (r1, r2, r3, r4)
+                    distinct = list(dict.fromkeys(seq))
+                    pattern = tuple(distinct.index(r) for r in seq)
+                    by_rank = {r1: s1, r2: s2, r3: s3, r4: s4}
+                    key = (pattern, tuple(by_rank[r] for r in distinct))
+                    split = cache.get(key)
+                    if split is None:
+                        split = cache[key] = _feature_split(pattern, key[1])
+                    for offset, ways in split:
+                        flat[prefix * _FEATURES + offset + first] += ways
+    return np.array(flat, dtype=np.int64).reshape(10**4, _FEATURES)
+
+
+def _feature_split(
+    pattern: tuple[int, ...], suit_copies: tuple[tuple[int, ...], ...]
+) -> list[tuple[int, int]]:
+    """(feature offset without the first-card part, ways) for one pattern of equal ranks."""
+    p_pair, b_pair = pattern[0] == pattern[2], pattern[1] == pattern[3]
+    result = []
+    for (p_suited, b_suited, identical), ways in _suit_split(pattern, suit_copies).items():
+        p_state = 2 if p_suited else int(p_pair)
+        b_state = 2 if b_suited else int(b_pair)
+        result.append((((p_state * 3 + b_state) * 2 + identical) * 3, ways))
+    return result
 
 
 def _suit_split(
