@@ -18,12 +18,15 @@ How it is counted without visiting 5e15 sequences:
   rank/suit features ``f``; it loops over the 13**4 rank tuples and enumerates suits
   only once per pattern of equal ranks (cached).
 * The tail depends on the first four cards only through their point values, so the
-  exact joint count of (features, outcome) is the integer matrix product ``W.T @ A``.
+  exact joint count of (features, outcome) is the matrix product ``W.T @ A``, done
+  one first-card value at a time (1000 prefixes per step) to keep memory small.
+  While the shoe's total is below 2**53 (8 decks: 5.0e15) every product and partial
+  sum is a non-negative integer float64 holds exactly, so BLAS computes it; bigger
+  shoes take numpy's int64 path (up to 27 decks, beyond which 64 bits would not do).
 
 The result is the exact joint distribution over :class:`RoundFacts`, from which any
-bet is priced exactly (``count_where``) and the report's named counts are summed.
-Counts are integers (int64 inside numpy, which holds any shoe of up to 27 decks;
-the sum is checked against the falling factorial).
+bet is priced exactly (``count_where``) and the report's named counts are summed;
+the sum is checked against the falling factorial before anything is returned.
 """
 
 from __future__ import annotations
