@@ -1,0 +1,243 @@
+"""Property tests: faults injected into dealt shoes, and arbitrary input streams.
+
+Whatever arrives (double pulls, extra cards, misreads, duplicates, foreign and
+over-composition cards, garbage order, device noise, malformed commands), the
+engine never raises, never publishes an illegal or incomplete round, never lets a
+card exceed the shoe's composition, answers every command exactly once, and its
+state is always the fold of its events.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daemon.cards import ALL_CARDS
+from daemon.engine.events import Event
+from daemon.engine.inputs import (
+    CardRead,
+    CutCardDrawn,
+    DeviceConnection,
+    DeviceTarget,
+    EngineInput,
+    ReaderSignal,
+    ReaderSignalKind,
+    ReadFailed,
+    ShoeVerdict,
+    Source,
+    SupervisorCommand,
+    Tick,
+    VerdictOutcome,
+)
+from daemon.engine.settings import TableSettings
+from daemon.engine.table import Engine
+from tests.engine.reference import deal_shoe, shuffled_shoe
+from tests.engine.support import assert_legal, assert_restores, variant
+
+FAULTS = [
+    "dup",
+    "pull",
+    "misread",
+    "extra",
+    "foreign",
+    "garbage",
+    "tick",
+    "cut",
+    "unplug",
+    "verdict",
+    "command",
+]
+
+SLOTS = ["P1", "B1", "P2", "B2", "P3", "B3", "burn", "indicator", "X9", None]
+ACTIONS = [
+    "new_shoe",
+    "void_round",
+    "void_shoe",
+    "assign_card",
+    "move_card",
+    "swap",
+    "rearrange",
+    "acknowledge_alert",
+    "resolve_hold",
+    "rescan_ack",
+    "super_round_die",
+    "lock",
+    "bogus",
+]
+
+
+def _random_command(rng: random.Random, at: float, n: int) -> SupervisorCommand:
+    action = rng.choice(ACTIONS)
+    pool: dict[str, Any] = {
+        "hand": rng.choice([None, 1, 2, rng.randint(1, 80), -1, "x", True]),
+        "card": rng.choice([c.code for c in ALL_CARDS[:20]] + ["Zz", 5, None]),
+        "slot": rng.choice(SLOTS),
+        "from": rng.choice(SLOTS),
+        "to": rng.choice(SLOTS),
+        "a": rng.choice(SLOTS),
+        "b": rng.choice(SLOTS),
+        "sides": rng.choice([True, False, "yes"]),
+        "alert_id": rng.choice([f"al-{rng.randint(1, 30)}", None, 7]),
+        "value": rng.choice([rng.randint(1, 12), 0, 99, "8"]),
+        "reason": rng.choice(["", "dealer error", None, 3]),
+        "shoe_id": rng.choice([None, f"S{n}", "bad id!", "S1"]),
+        "cards": rng.choice(
+            [
+                {"P1": "9s", "B1": "2h", "P2": "Kc", "B2": "3d"},
+                {"P1": "9s", "B2": "2h"},
+                {"Q": "9s"},
+                "nope",
+                {"P1": "9s", "B1": "2h", "P2": "Kc", "B2": "3d", "P3": "4c"},
+            ]
+        ),
+        "extra": 1,
+    }
+    keys = rng.sample(sorted(pool), rng.randint(0, 4))
+    args = {k: pool[k] for k in keys if pool[k] is not None}
+    return SupervisorCommand(action, at, "fuzz", f"cmd-{n}", args)
+
+
+def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) -> list[EngineInput]:
+    out = list(inputs)
+    for n, fault in enumerate(faults):
+        i = rng.randrange(1, len(out))
+        here = out[i]
+        at = here.at
+        if fault == "dup" and isinstance(here, CardRead):
+            out.insert(i + 1, here)
+        elif fault == "pull":
+            k = rng.randint(2, 3)
+            group = [x for x in out[i : i + k] if isinstance(x, CardRead)]
+            pulled = [
+                CardRead(x.card, at + 0.01 * j, position=j + 1, transmission_id=x.transmission_id)
+                for j, x in enumerate(group)
+            ]
+            rng.shuffle(pulled)
+            out[i : i + len(group)] = pulled
+        elif fault == "misread":
+            out.insert(i, ReadFailed(at - 0.1, code=1))
+        elif fault in ("extra", "foreign"):
+            card = rng.choice(ALL_CARDS) if fault == "extra" else ALL_CARDS[0]
+            for _ in range(1 if fault == "extra" else rng.randint(1, 9)):
+                out.insert(i, CardRead(card, at - 0.05, transmission_id=f"x{n}"))
+        elif fault == "garbage":
+            window = out[i : i + 3]
+            rng.shuffle(window)
+            out[i : i + 3] = window
+        elif fault == "tick":
+            out.insert(i, Tick(at + rng.random()))
+        elif fault == "cut":
+            out.insert(i, CutCardDrawn(at))
+        elif fault == "unplug":
+            out.insert(i, DeviceConnection(False, at))
+            out.insert(i + rng.randint(1, 4), DeviceConnection(True, at + 1))
+        elif fault == "verdict":
+            outcome = rng.choice(list(VerdictOutcome))
+            out.insert(i, ShoeVerdict(outcome, rng.random() < 0.1, rng.random() < 0.1, at))
+        elif fault == "command":
+            out.insert(i, _random_command(rng, at, n))
+    return out
+
+
+def _run_checked(eng: Engine, inputs: list[EngineInput]) -> list[Event]:
+    events: list[Event] = []
+    for inp in inputs:
+        produced = eng.handle(inp)
+        if isinstance(inp, SupervisorCommand):
+            replies = [e for e in produced if e.kind in ("command_accepted", "command_refused")]
+            assert len(replies) == 1, f"{inp.action} got {len(replies)} replies"
+            assert replies[0].data["command_id"] == inp.command_id
+            if replies[0].kind == "command_refused":
+                assert replies[0].data["reason"]
+        events.extend(produced)
+    return events
+
+
+@settings(max_examples=60)
+@given(
+    decks=st.sampled_from([1, 2, 8]),
+    per_round_burn=st.booleans(),
+    await_verdict=st.booleans(),
+    variant_name=st.sampled_from(["standard", "ez", "super-98"]),
+    seed=st.integers(0, 2**32),
+    faults=st.lists(st.sampled_from(FAULTS), min_size=1, max_size=25),
+)
+def test_injected_faults_never_yield_an_illegal_round(
+    decks: int, per_round_burn: bool, await_verdict: bool, variant_name: str, seed: int, faults: list[str]
+) -> None:
+    cfg = TableSettings(
+        decks=decks, burn_before_each_round=per_round_burn, await_device_verdict=await_verdict
+    )
+    rng = random.Random(seed)
+    cards = shuffled_shoe(decks, rng)
+    cut_at = rng.randint(len(cards) - 40, len(cards) - 22)
+    clean = deal_shoe(cfg, variant(variant_name), cards, cut_at, dies=rng).inputs
+    eng = Engine(cfg, variant(variant_name))
+    events = _run_checked(eng, _inject(clean, rng, faults))
+    assert_legal(events, decks)
+    assert_restores(eng, events)
+
+
+def _card_reads() -> st.SearchStrategy[EngineInput]:
+    return st.builds(
+        CardRead,
+        card=st.sampled_from(ALL_CARDS[:13]),  # few distinct cards: composition limits are hit
+        at=st.floats(0, 50),
+        source=st.sampled_from([Source.READER, Source.READER, Source.CAMERA]),
+        position=st.one_of(st.none(), st.integers(0, 4)),
+        target=st.one_of(st.none(), st.sampled_from(list(DeviceTarget))),
+        transmission_id=st.one_of(st.none(), st.sampled_from(["1", "2", "3"])),
+        confidence=st.one_of(st.none(), st.floats(0, 1)),
+    )
+
+
+_any_input = st.one_of(
+    _card_reads(),
+    _card_reads(),
+    _card_reads(),
+    st.builds(ReadFailed, at=st.floats(0, 50), position=st.one_of(st.none(), st.integers(1, 3))),
+    st.builds(CutCardDrawn, at=st.floats(0, 50)),
+    st.builds(ReaderSignal, kind=st.sampled_from(list(ReaderSignalKind)), at=st.floats(0, 50)),
+    st.builds(
+        ShoeVerdict,
+        outcome=st.sampled_from(list(VerdictOutcome)),
+        player_pair=st.booleans(),
+        banker_pair=st.booleans(),
+        at=st.floats(0, 50),
+    ),
+    st.builds(
+        DeviceConnection,
+        connected=st.booleans(),
+        at=st.floats(0, 50),
+        device=st.sampled_from(["reader", "camera"]),
+    ),
+    st.builds(Tick, at=st.floats(0, 60)),
+    st.builds(
+        lambda seed, at: _random_command(random.Random(seed), at, seed),
+        st.integers(0, 10_000),
+        st.floats(0, 50),
+    ),
+)
+
+
+@settings(max_examples=150)
+@given(
+    decks=st.sampled_from([1, 8]),
+    start=st.booleans(),
+    inputs=st.lists(_any_input, max_size=60),
+)
+def test_arbitrary_input_streams_never_crash_and_always_fold(
+    decks: int, start: bool, inputs: list[EngineInput]
+) -> None:
+    cfg = TableSettings(decks=decks, unneeded_card_window_s=2.0, device_starts_shoe=True)
+    eng = Engine(cfg, variant("standard"))
+    prefix: list[EngineInput] = [SupervisorCommand("new_shoe", 0.0, "t", "start")] if start else []
+    events = _run_checked(eng, prefix + sorted(inputs, key=lambda x: x.at))
+    assert_legal(events, decks)
+    assert_restores(eng, events)
+    # A partial history folds to the state the engine had at that point.
+    cut = len(events) // 2
+    Engine.restore(cfg, variant("standard"), events[:cut]).snapshot()
