@@ -51,6 +51,12 @@ class CameraArbitration(BaseModel):
         default=("camera",),
         description="Device names that are cameras (their disconnection is no reader failure).",
     )
+    late_read_window_s: float = Field(
+        default=3.0,
+        ge=0.0,
+        le=60.0,
+        description="A camera read this soon after a round was decided is checked against that round.",
+    )
     fill_confirm_window_s: float = Field(
         default=10.0,
         ge=0.0,

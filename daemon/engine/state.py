@@ -225,7 +225,7 @@ class TableState:
         self.phase = ROUND
 
     def _round_decided(self, rnd: RoundState, decided_at: float) -> None:
-        self.last_decided = {"hand": rnd.hand, "cards": dict(rnd.cards)}
+        self.last_decided = {"hand": rnd.hand, "cards": dict(rnd.cards), "at": decided_at}
         self.round = None
         self._ready_for_next_round(decided_at)
 

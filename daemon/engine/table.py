@@ -614,7 +614,13 @@ class Engine:
         ref_cards: dict[str, str] = {}
         if st.round is not None and st.round.cards:
             ref_hand, ref_cards = st.round.hand, st.round.cards
-        elif st.last_decided is not None:
+        elif (
+            st.last_decided is not None
+            and st.phase != ROUND
+            and read.at - st.last_decided["at"] <= cfg.late_read_window_s
+        ):
+            # A camera read just after the round was decided still describes that round;
+            # later, the boxes hold the next round's cards.
             ref_hand, ref_cards = st.last_decided["hand"], st.last_decided["cards"]
         if slot is not None and slot in ref_cards:
             if ref_cards[slot] != code:

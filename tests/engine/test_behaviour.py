@@ -423,3 +423,14 @@ def test_snapshot_is_json_ready_and_shows_the_round_in_progress() -> None:
     assert snap["offered_bets"]["hand"] == 1
     assert snap["rescan_needed"] is True
     assert [a["code"] for a in snap["alerts"]] == ["rescan_needed"]
+
+
+def test_camera_checks_the_decided_round_only_just_after_it_and_then_sees_the_next_round() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += feed(eng, [read(c, 100 + k) for k, c in enumerate(NATURAL)])
+    late = eng.handle(_camera("3h", 104, "B2"))  # the deciding card, seen late, differently
+    assert alerts(late, "camera_disagreement")[0].data["details"]["round_already_completed"] is True
+    # Much later the camera sees the next round's first card in the P1 box: not round 1's business.
+    assert eng.handle(_camera("5c", 130, "P1")) == []
+    assert_restores(eng, events + late)
