@@ -46,6 +46,8 @@ class ReaderDriver:
         self._counts = {"frames": 0, "duplicates": 0, "rejects": 0, "notices": 0, "discarded_partials": 0}
         self._last_error: str | None = None
         self._replies: list[CommandReply] = []
+        self.tap: Callable[[bytes, float], None] | None = None
+        """Called with every raw chunk (serial bytes or one HID report) and its time: ``record`` uses it."""
 
     # -- runtime contract ---------------------------------------------------------
 
@@ -109,6 +111,11 @@ class ReaderDriver:
                 self._last_error = f"reader thread crashed: {exc!r}"
             self._mark_disconnected(f"reader thread crashed: {exc!r}")
 
+    def _raw(self, data: bytes, at: float) -> None:
+        """Hand a raw chunk to the tap, if any (before decoding, so a recording misses nothing)."""
+        if self.tap is not None:
+            self.tap(data, at)
+
     def _deliver(self, frames: list[DecodedFrame], received: int) -> None:
         """Forward new inputs to the sink; count the rest; then account ``received`` bytes."""
         for frame in frames:
@@ -142,27 +149,32 @@ class ReaderDriver:
             self._count("discarded_partials", len(frames))
             self._deliver(frames, 0)
 
+    # Only the driver's own thread changes the connection state. The sink hears about a change
+    # before waiters do, so whoever waits on the state sees the input already delivered.
+
     def _mark_connected(self, detail: str) -> None:
         with self._state:
             was = self._connected
-            self._connected = True
-            if self._ever_connected and was is False:
-                self._reconnects += 1
-            self._ever_connected = True
-            self._state.notify_all()
         if was is not True:
             log.info("device connected", device=self.device, detail=detail)
             self._sink(DeviceConnection(connected=True, at=self._clock(), device=self.device, detail=detail))
+        with self._state:
+            if self._ever_connected and was is False:
+                self._reconnects += 1
+            self._ever_connected = True
+            self._connected = True
+            self._state.notify_all()
 
     def _mark_disconnected(self, detail: str) -> None:
         with self._state:
             was = self._connected
-            self._connected = False
-            self._last_error = detail
-            self._state.notify_all()
         if was is not False:
             log.warning("device away", device=self.device, detail=detail)
             self._sink(DeviceConnection(connected=False, at=self._clock(), device=self.device, detail=detail))
+        with self._state:
+            self._connected = False
+            self._last_error = detail
+            self._state.notify_all()
 
     def _count(self, name: str, n: int = 1) -> None:
         with self._state:

@@ -15,6 +15,7 @@ order of the fixture, never a race.
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 import threading
 import time
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daemon.engine.inputs import EngineInput, SupervisorCommand, Tick
+from daemon.engine.inputs import DeviceConnection, EngineInput, SupervisorCommand, Tick
 from drivers.fixtures import Fixture, FixtureStep
 from drivers.pty_device import PtyDevice
 from drivers.registry import load
@@ -111,13 +112,21 @@ def _replay_serial(
     clock = FixtureClock(steps[0].t if steps else 0.0)
     with tempfile.TemporaryDirectory(prefix="baccarat-replay-") as tmp:
         device = PtyDevice(Path(tmp) / "shoe")
+        stable_name = f"replay:{fixture.header.name}"
+
+        def stable_sink(item: EngineInput) -> None:
+            # the temporary pty path differs on every run; the event stream must not
+            if isinstance(item, DeviceConnection) and item.detail:
+                item = dataclasses.replace(item, detail=item.detail.replace(device.path, stable_name))
+            sink(item)
+
         driver_class = load(fixture.header.protocol)
         settings = {
             "url": device.path,
             "protocol": fixture.header.protocol_settings,
             "reconnect": FAST_RECONNECT,
         }
-        driver = driver_class.build(settings, sink, clock)
+        driver = driver_class.build(settings, stable_sink, clock)
         driver.start()
         written = 0
         try:

@@ -93,7 +93,9 @@ class SerialReader(ReaderDriver):
             waiting = port.in_waiting
             if waiting:
                 data += port.read(min(waiting, READ_CHUNK))
-            self._deliver(self.decoder.feed(data, self._clock()), len(data))
+            at = self._clock()
+            self._raw(data, at)
+            self._deliver(self.decoder.feed(data, at), len(data))
 
     def write(self, data: bytes) -> bool:
         """Send bytes to the device; False when it is not connected."""

@@ -223,6 +223,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
         player: list[Card] = []
         banker: list[Card] = []
         dealt: list[tuple[str, Card]] = []
+        cut_before: int | None = None  # the cut card comes out just before this card of the round
         while (slot := next_slot(player, banker)) is not None:
             if slot.value == "P1" and carried_p1 is not None:
                 card, carried_p1 = carried_p1, None
@@ -230,14 +231,17 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
                 continue  # drawn already, as the second unneeded card of the previous round
             if not cut_seen and pos >= cut_index:
                 cut_seen = True
-                acts.append(Action(t - 0.3, "cut", hand=hand))
+                cut_before = len(dealt)
                 plan.cut_hand = hand
                 last_hand = hand if deal.cut_card_policy == "finish_current_round" else hand + 1
             card = take()
             (player if slot.side.value == "player" else banker).append(card)
             dealt.append((slot.value, card))
-        t = _emit_round(acts, dealt, hand, kinds, t, timing, deal)
+        t = _emit_round(acts, dealt, hand, kinds, t, timing, cut_before)
         if Fault.CARD_EXPOSED in kinds:
+            pos -= max(0, len(dealt) - 2)  # voided after two cards: the rest stay in the shoe
+            if cut_before is not None and cut_before >= 2:
+                cut_seen, last_hand, plan.cut_hand = False, None, None
             t += timing.round_gap
             continue
         outcome = RoundOutcome(tuple(player), tuple(banker))
@@ -263,12 +267,14 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
 
 def _emit_round(
     acts: list[Action], dealt: list[tuple[str, Card]], hand: int, kinds: set[Fault], t: float,
-    timing: Timing, deal: DealSettings,
+    timing: Timing, cut_before: int | None,
 ) -> float:  # fmt: skip
     """Append the draws of one round with its faults; return the time the round was decided."""
     draws = [Action(0, "draw", card=c, target=_SLOT_TARGET[s], hand=hand) for s, c in dealt]
     if Fault.CARD_EXPOSED in kinds:
-        for draw in draws[:2]:
+        for i, draw in enumerate(draws[:2]):
+            if i == cut_before:
+                acts.append(Action(t - 0.3, "cut", hand=hand))
             acts.append(_at(draw, t))
             t += timing.card
         void = {"action": "void_round", "args": {"hand": hand, "reason": "card exposed during betting"}}
@@ -287,6 +293,8 @@ def _emit_round(
     for position, i in enumerate(order):
         draw = draws[i]
         at = times[position] + shift
+        if i == cut_before:
+            acts.append(Action(at - 0.3, "cut", hand=hand))
         if Fault.MISREAD in kinds and i == 1:
             acts.append(Action(at, "misread", hand=hand))
             shift += timing.rescan
@@ -456,7 +464,8 @@ def encode_plan(plan: ShoePlan, protocol: str, seed: int = 1) -> list[FixtureSte
         else:
             steps += encoder.encode(action)
     steps.sort(key=lambda s: s.t)  # stable: same-time steps keep their order
-    return steps
+    # times as a fixture file stores them (µs), so a saved fixture replays exactly like this one
+    return [s.model_copy(update={"t": round(s.t, 6)}) for s in steps]
 
 
 def make_fixture(

@@ -133,7 +133,9 @@ class UsbHidReader(ReaderDriver):
             except usb.core.USBTimeoutError:
                 continue
             report = bytes(data)
-            self._deliver(self.hid_decoder.feed_report(report, self._clock()), len(report))
+            at = self._clock()
+            self._raw(report, at)
+            self._deliver(self.hid_decoder.feed_report(report, at), len(report))
 
     def _release(self, dev: Any) -> None:
         if dev is None:

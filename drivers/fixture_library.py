@@ -1,0 +1,136 @@
+"""The committed fixture library in ``hw-fixtures/``: how each file is generated.
+
+Every fixture here is generated from the protocol specification by the
+simulator (``origin: generated``; no real capture exists yet), with its
+expected engine event stream beside it. ``baccarat-edge simulate --library DIR``
+rewrites them; the golden tests replay each one and also check that the files
+still match what this module generates.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, Fixture, load_fixture, write_expected
+from drivers.simulate import DealSettings, Fault, FaultSpec, make_fixture
+
+
+@dataclass(frozen=True, slots=True)
+class LibraryEntry:
+    name: str
+    protocol: str
+    description: str
+    covers: tuple[str, ...]
+    deal: DealSettings = field(default_factory=lambda: DealSettings(seed=11, max_hands=5))
+    faults: tuple[FaultSpec, ...] = ()
+
+    def fixture(self) -> Fixture:
+        return make_fixture(
+            self.name, self.protocol, self.deal, self.faults, description=self.description, covers=self.covers
+        )
+
+
+def _f(kind: Fault, hand: int = 2) -> tuple[FaultSpec, ...]:
+    return (FaultSpec(kind, hand),)
+
+
+_SMALL = DealSettings(seed=11, max_hands=5)
+_CUT_MID_ROUND = DealSettings(seed=23, decks=1, cut_card_from_end=36)
+
+LIBRARY: tuple[LibraryEntry, ...] = (
+    LibraryEntry("angel_eye-clean", "angel_eye", "Five clean hands: start, burn, rounds, verdicts.",
+                 ("normal dealing", "repeats x3", "shoe verdict agrees")),
+    LibraryEntry("angel_eye-misread", "angel_eye", "Hand 2: Banker 1 unreadable (E code 1), then the rescan.",
+                 ("RULES.md mistake 6: scanner could not read a card",), faults=_f(Fault.MISREAD)),
+    LibraryEntry("angel_eye-unneeded-card", "angel_eye", "Hand 2: one card drawn after the round was over.",
+                 ("RULES.md mistake 1: one unneeded card",), faults=_f(Fault.UNNEEDED_CARD)),
+    LibraryEntry("angel_eye-two-unneeded-cards", "angel_eye",
+                 "Hand 2: two cards drawn after the round was decided; the second is hand 3's Player 1.",
+                 ("RULES.md mistake 2: two unneeded cards",), faults=_f(Fault.TWO_UNNEEDED_CARDS)),
+    LibraryEntry("angel_eye-double-pull", "angel_eye",
+                 "Hand 2: Player 2 and Banker 2 pulled together; the shoe reports the lower card first.",
+                 ("RULES.md mistake 3: cards pulled out together",), faults=_f(Fault.DOUBLE_PULL)),
+    LibraryEntry("angel_eye-missing-card", "angel_eye",
+                 "Hand 2: Banker 1 never scanned; a supervisor assigns it.",
+                 ("RULES.md mistake 5: a card not scanned",), faults=_f(Fault.MISSING_CARD)),
+    LibraryEntry("angel_eye-card-exposed", "angel_eye",
+                 "Hand 2: a card exposed; the supervisor voids the round and the shoe force-quits it.",
+                 ("RULES.md mistake 7: card exposed, round void",), faults=_f(Fault.CARD_EXPOSED)),
+    LibraryEntry("angel_eye-foreign-card", "angel_eye",
+                 "One-deck shoe; hand 2 starts with a second copy of the indicator card.",
+                 ("deck composition: a card over the shoe's count",),
+                 deal=DealSettings(seed=11, decks=1, max_hands=4), faults=_f(Fault.FOREIGN_CARD)),
+    LibraryEntry("angel_eye-bad-checksum", "angel_eye",
+                 "Hand 2: the first transmission of every frame has a bad BCC; the resends are good.",
+                 ("bad checksums",), faults=_f(Fault.BAD_CHECKSUM)),
+    LibraryEntry("angel_eye-garbage", "angel_eye", "Hand 2: line noise before the round.",
+                 ("garbage and resynchronisation",), faults=_f(Fault.GARBAGE)),
+    LibraryEntry("angel_eye-repeats", "angel_eye", "Hand 2: every frame sent six times.",
+                 ("repeat suppression",), faults=_f(Fault.REPEATS)),
+    LibraryEntry("angel_eye-unplug", "angel_eye",
+                 "Hand 2: the cable is pulled in the middle of Banker 1's frame and plugged back.",
+                 ("device unplugged mid-frame and back",), faults=_f(Fault.UNPLUG)),
+    LibraryEntry("angel_eye-cut-card-finish-round", "angel_eye",
+                 "One-deck shoe; the cut card comes out during hand 3: that round is the last.",
+                 ("cut card during a round", "last round", "shoe end"), deal=_CUT_MID_ROUND),
+    LibraryEntry("angel_eye-cut-card-one-more-round", "angel_eye",
+                 "As above with the one_more_round policy: hand 4 is the last.",
+                 ("cut card policy one_more_round",),
+                 deal=DealSettings(seed=23, decks=1, cut_card_from_end=36, cut_card_policy="one_more_round")),
+    LibraryEntry("angel_eye-cut-card-between-rounds", "angel_eye",
+                 "One-deck shoe; the cut card comes out between hands 3 and 4: hand 4 is the last.",
+                 ("cut card between rounds",), deal=DealSettings(seed=23, decks=1, cut_card_from_end=34)),
+    LibraryEntry("angel_eye-round-burn", "angel_eye", "A table burning one card before every round.",
+                 ("burn before each round",),
+                 deal=DealSettings(seed=11, max_hands=4, burn_before_each_round=True)),
+    LibraryEntry("ascii_lines-clean", "ascii_lines", "Five clean hands from a line reader (CR LF).",
+                 ("normal dealing", "no positions: engine assigns order")),
+    LibraryEntry("ascii_lines-misread", "ascii_lines", "Hand 2: an unreadable line, then the rescan.",
+                 ("RULES.md mistake 6",), faults=_f(Fault.MISREAD)),
+    LibraryEntry("ascii_lines-two-unneeded-cards", "ascii_lines", "Hand 2: two unneeded cards.",
+                 ("RULES.md mistake 2",), faults=_f(Fault.TWO_UNNEEDED_CARDS)),
+    LibraryEntry("ascii_lines-missing-card", "ascii_lines", "Hand 2: Banker 1 not scanned, then assigned.",
+                 ("RULES.md mistake 5",), faults=_f(Fault.MISSING_CARD)),
+    LibraryEntry("ascii_lines-unplug", "ascii_lines", "Hand 2: unplugged in the middle of a line and back.",
+                 ("device unplugged mid-frame and back",), faults=_f(Fault.UNPLUG)),
+    LibraryEntry("usb_hid-clean", "usb_hid", "Five clean hands typed by a keyboard-wedge reader.",
+                 ("normal dealing", "Shift and key release")),
+    LibraryEntry("usb_hid-misread", "usb_hid", "Hand 2: an unmappable code, then the rescan.",
+                 ("RULES.md mistake 6",), faults=_f(Fault.MISREAD)),
+    LibraryEntry("usb_hid-unneeded-card", "usb_hid", "Hand 2: one unneeded card.",
+                 ("RULES.md mistake 1",), faults=_f(Fault.UNNEEDED_CARD)),
+    LibraryEntry("usb_hid-unplug", "usb_hid", "Hand 2: unplugged half-way through a code and replugged.",
+                 ("device unplugged mid-frame and back",), faults=_f(Fault.UNPLUG)),
+)  # fmt: skip
+
+FULL_SHOES: tuple[LibraryEntry, ...] = tuple(
+    LibraryEntry(f"{protocol}-full-8-deck-shoe", protocol, "A whole 8-deck shoe, dealt to the cut card.",
+                 ("full 8-deck shoe",), deal=DealSettings(seed=8, decks=8))
+    for protocol in ("angel_eye", "ascii_lines", "usb_hid")
+)  # fmt: skip
+"""Too big to commit: generated by the tests (and by ``simulate --fixture``) from these specs."""
+
+
+def expected_json(events: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Events as they read back from a JSON-lines file (tuples become lists)."""
+    loaded: list[dict[str, object]] = [json.loads(json.dumps(e, sort_keys=True)) for e in events]
+    return loaded
+
+
+def write_entry(entry: LibraryEntry, directory: Path) -> tuple[Path, int]:
+    """Generate one fixture and its expected stream into ``directory``; return the path and event count."""
+    from drivers.golden import engine_events
+
+    path = directory / f"{entry.name}{FIXTURE_SUFFIX}"
+    entry.fixture().save(path)
+    events, _ = engine_events(load_fixture(path))  # exactly what the file says, as the golden test reads it
+    write_expected(directory / f"{entry.name}{EXPECTED_SUFFIX}", events)
+    return path, len(events)
+
+
+def write_library(directory: Path) -> list[tuple[Path, int]]:
+    """Regenerate every committed fixture and expected stream."""
+    directory.mkdir(parents=True, exist_ok=True)
+    return [write_entry(entry, directory) for entry in LIBRARY]

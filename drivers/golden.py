@@ -1,0 +1,44 @@
+"""Replay a fixture through its real driver into a fresh engine: the event stream a fixture must produce."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from daemon.engine.inputs import EngineInput
+from drivers.fixtures import Fixture, strip_volatile
+from drivers.replay import ReplayResult, replay_fixture
+
+
+def engine_events(
+    fixture: Fixture,
+    *,
+    realtime: bool = False,
+    speed: float = 1.0,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[list[dict[str, Any]], ReplayResult]:
+    """Events (``Event.to_dict()`` without volatile fields) of a new engine fed by replaying ``fixture``.
+
+    The engine gets the fixture header's ``table`` settings and their variant.
+    """
+    from daemon.engine.settings import TableSettings
+    from daemon.engine.table import Engine
+    from daemon.rules.variants import load_variant_by_name
+
+    settings = TableSettings.model_validate(fixture.header.table)
+    engine = Engine(settings, load_variant_by_name(settings.variant))
+    events: list[dict[str, Any]] = []
+    lock = threading.Lock()
+
+    def sink(item: EngineInput) -> None:
+        with lock:  # driver thread and replay thread (commands) never race the engine
+            for event in engine.handle(item):
+                record = strip_volatile(event.to_dict())
+                events.append(record)
+                if on_event is not None:
+                    on_event(record)
+
+    result = replay_fixture(fixture, sink, realtime=realtime, speed=speed, on_progress=on_progress)
+    return events, result
