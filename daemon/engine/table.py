@@ -180,7 +180,8 @@ class Engine:
         read: dict[str, Any] | None = None,
         **details: Any,
     ) -> str:
-        alert_id = f"al-{self.state.alert_counter + 1}"
+        # Numbered within the shoe, so ids stay unique when the journal drops old shoes.
+        alert_id = f"{self.state.shoe_id or 'noshoe'}:a{self.state.alert_counter + 1}"
         data: dict[str, Any] = {
             "alert_id": alert_id,
             "code": code.value,
@@ -1091,7 +1092,7 @@ class Engine:
 
     def _cmd_acknowledge_alert(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"alert_id"})
-        alert_id = args_.opt_text(cmd.args, "alert_id", 32)
+        alert_id = args_.opt_text(cmd.args, "alert_id", 100)
         st = self.state
         if alert_id is None:
             raise args_.ArgError("argument 'alert_id' is required")

@@ -65,3 +65,21 @@ def test_a_full_eight_deck_shoe_deals_every_round_to_the_cut_card() -> None:
     assert len(completed) == len(dealt.rounds) > 50
     assert events[-1].kind == "shoe_ended"
     assert eng.snapshot()["shoe"]["phase"] == "over"
+
+
+def test_restoring_from_the_current_shoe_alone_resumes_the_same_game() -> None:
+    """What the journal keeps after compacting finished shoes is enough to resume."""
+    cfg = TableSettings()
+    rng = random.Random(7)
+    eng = Engine(cfg, variant("standard"))
+    first = deal_shoe(cfg, variant("standard"), shuffled_shoe(8, rng), 380, shoe_id="S1").inputs
+    second = deal_shoe(cfg, variant("standard"), shuffled_shoe(8, rng), 380, shoe_id="S2").inputs
+    events = [e for inp in first + second[:40] for e in eng.handle(inp)]
+    start = max(i for i, e in enumerate(events) if e.kind == "shoe_started")
+    resumed = Engine.restore(cfg, variant("standard"), events[start:])
+    keys = ("shoe", "hand", "round", "offered_bets", "held_rounds", "alerts")
+    assert {k: resumed.snapshot()[k] for k in keys} == {k: eng.snapshot()[k] for k in keys}
+    rest = second[40:]
+    assert [e.to_dict() for inp in rest for e in resumed.handle(inp)] == [
+        e.to_dict() for inp in rest for e in eng.handle(inp)
+    ]
