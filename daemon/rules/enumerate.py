@@ -55,6 +55,7 @@ _OUTCOMES = 400
 # Feature class f = ((player_state * 3 + banker_state) * 2 + identical) * 3 + first_card + 1,
 # where a side's state is 0 no pair, 1 pair of different suits, 2 the same card twice.
 _FEATURES = 54
+_BLAS_BLOCK = 32
 
 
 def standard_shoe(decks: int) -> dict[Card, int]:
@@ -121,7 +122,13 @@ def enumerate_composition(shoe: Shoe) -> Enumeration:
     if total < 2**53:
         in_float = np.zeros((features.size, outcomes.size), dtype=np.float64)
         for rows, first in chunks:
-            in_float += rows.T.astype(np.float64) @ _tail_rows(points, draw_tables, dense, first)
+            tail = _tail_rows(points, draw_tables, dense, first)
+            left = rows.T.astype(np.float64)
+            # Blocks this small stay under OpenBLAS's multithreading threshold: on a busy
+            # 2-core box its thread pool made one 1000-row product 100x slower, not faster.
+            for start in range(0, 1000, _BLAS_BLOCK):
+                block = slice(start, start + _BLAS_BLOCK)
+                in_float += left[:, block] @ tail[block]
         exact[np.ix_(features, outcomes)] = np.rint(in_float).astype(np.int64)
     else:
         in_int = np.zeros((features.size, outcomes.size), dtype=np.int64)
