@@ -11,30 +11,41 @@ from typing import Any
 from daemon.cards import Card
 from daemon.engine.inputs import CardRead, DeviceTarget, ReadFailed, Source
 
+_RANK_SYMBOLS = "A23456789TJQK"
+
+
+def card_code(card: Card) -> str:
+    """``card.code`` without the enum property look-ups (this runs for every read)."""
+    return _RANK_SYMBOLS[card.rank._value_ - 1] + card.suit._value_
+
 
 def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
     """The audit form of a read, as carried in events (``data["read"]``)."""
+    if isinstance(read, CardRead):
+        target = read.target
+        return {
+            "source": read.source._value_,
+            "device": read.device,
+            "read_at": read.at,
+            "raw": read.raw,
+            "card": card_code(read.card),
+            "position": read.position,
+            "target": None if target is None else target._value_,
+            "transmission_id": read.transmission_id,
+            "confidence": read.confidence,
+        }
     fields: dict[str, Any] = {
         "source": read.source.value,
         "device": read.device,
         "read_at": read.at,
         "raw": read.raw,
     }
-    if isinstance(read, CardRead):
-        fields.update(
-            card=read.card.code,
-            position=read.position,
-            target=None if read.target is None else read.target.value,
-            transmission_id=read.transmission_id,
-            confidence=read.confidence,
-        )
-    else:
-        fields.update(
-            card=None,
-            position=read.position,
-            failed=read.reason,
-            code=read.code,
-        )
+    fields.update(
+        card=None,
+        position=read.position,
+        failed=read.reason,
+        code=read.code,
+    )
     return fields
 
 

@@ -189,7 +189,6 @@ class TableState:
         self.counts[code] = self.counts.get(code, 0) + 1
         self.cards_out += 1
         slot = d["slot"]
-        read_at = d.get("read", {}).get("read_at", e.at)
         if slot == "indicator":
             self.burn_remaining = d["burn_count"]
             self.phase = BURNING
@@ -206,7 +205,7 @@ class TableState:
             else:  # unneeded: the next round's burn (RULES.md dealing mistake 1)
                 self.unneeded_count += 1
                 self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
-                self.decided_at = read_at
+                self.decided_at = d["read"]["read_at"] if "read" in d else e.at
         else:
             rnd = self.round_for(d["round"])
             assert rnd is not None, f"card_dealt for unknown hand {d['round']}"
@@ -215,6 +214,7 @@ class TableState:
             if d.get("unneeded"):
                 self.unneeded_count += 1
             if d.get("fills_rescan"):
+                read_at = d["read"]["read_at"] if "read" in d else e.at
                 self.camera_fill = {"hand": rnd.hand, "slot": slot, "card": code, "at": read_at}
 
     def _round_opened(self, e: Event) -> None:

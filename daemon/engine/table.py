@@ -32,7 +32,7 @@ from daemon.engine.inputs import (
     Tick,
     VerdictOutcome,
 )
-from daemon.engine.reads import read_fields, read_from_fields
+from daemon.engine.reads import card_code, read_fields, read_from_fields
 from daemon.engine.settings import TableSettings
 from daemon.engine.settle import RANKS, Settler
 from daemon.engine.state import (
@@ -78,6 +78,8 @@ class Engine:
         self.variant = variant
         self.state = TableState(settings)
         self._settler = Settler(variant)
+        self._camera_devices = frozenset(settings.camera.devices)
+        self._needs_die = variant.needs_super_round_die
         self._out: list[Event] = []
         self._now = 0.0
 
@@ -226,7 +228,7 @@ class Engine:
     def _release_all(self, device: str, reason: str) -> None:
         """Release every read held for ``device`` in position order, stopping after a misread."""
         st = self.state
-        if st.rescan_alert is not None:
+        if not st.held_reads or st.rescan_alert is not None:
             return
         held = sorted(
             (r for r in st.held_reads if r["device"] == device),
@@ -291,7 +293,7 @@ class Engine:
 
     # ------------------------------------------------------------------ reads
     def _is_camera(self, read: CardRead | ReadFailed) -> bool:
-        return read.source is Source.CAMERA or read.device in self.settings.camera.devices
+        return read.source is Source.CAMERA or read.device in self._camera_devices
 
     def _on_card_read(self, read: CardRead) -> None:
         if self._is_camera(read):
@@ -325,7 +327,7 @@ class Engine:
 
     def _is_duplicate(self, read: CardRead) -> bool:
         window = self.settings.duplicate_window_s
-        device, tid, code, at = read.device, read.transmission_id, read.card.code, read.at
+        device, tid, code, at = read.device, read.transmission_id, card_code(read.card), read.at
         for seen_device, seen_tid, seen_code, seen_at in self.state.recent:
             if seen_tid == tid and seen_code == code and seen_device == device and at - seen_at <= window:
                 return True
@@ -369,7 +371,7 @@ class Engine:
         """A reader's card, in dealing order: check it and place it."""
         st = self.state
         fields = read_fields(read)
-        source = read.source.value
+        source = fields["source"]
         if st.phase in (NO_SHOE, OVER):
             if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD:
                 self._start_shoe(read.at, None, None, source)
@@ -479,7 +481,7 @@ class Engine:
             data["round"] = round_hand
             if plan.unneeded:
                 data["unneeded"] = True
-            if source == Source.CAMERA.value and st.rescan_alert is not None:
+            if source == "camera" and st.rescan_alert is not None:
                 data["fills_rescan"] = True
         if read is not None:
             data["read"] = read
@@ -534,7 +536,7 @@ class Engine:
         reasons = [f"alert {a}" for a in rnd.holds]
         if rnd.awaiting_verdict:
             reasons.append("awaiting the reader's verdict")
-        if self.variant.needs_super_round_die and rnd.die is None:
+        if self._needs_die and rnd.die is None:
             reasons.append("awaiting the super-round die")
         return reasons
 
@@ -1126,7 +1128,7 @@ class Engine:
         needed = rnd.next_slot()
         if rnd is not st.round and needed is not None:
             return f"held round {hand} still needs {needed}: supply it with assign_card or rearrange"
-        if self.variant.needs_super_round_die and rnd.die is None and rnd is not st.round:
+        if self._needs_die and rnd.die is None and rnd is not st.round:
             return f"hand {hand} needs the super-round die: send super_round_die"
         resolved_hand = hand
 
@@ -1156,7 +1158,7 @@ class Engine:
     def _cmd_super_round_die(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"value", "hand"})
         die = self.variant.super_round
-        if not self.variant.needs_super_round_die or die is None:
+        if not self._needs_die or die is None:
             return f"variant {self.variant.name!r} has no super round"
         value = args_.req_int(cmd.args, "value", 1, die.die_faces)
         st = self.state
