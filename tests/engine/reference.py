@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.cards import ALL_CARDS, Card
-from daemon.engine.inputs import CardRead, CutCardDrawn, EngineInput, SupervisorCommand
+from daemon.engine.inputs import (
+    CardRead,
+    CutCardDrawn,
+    EngineInput,
+    ShoeVerdict,
+    SupervisorCommand,
+    VerdictOutcome,
+)
 from daemon.engine.settings import TableSettings
 from daemon.rules.bets import resolve_bets
 from daemon.rules.outcome import RoundOutcome
@@ -176,22 +183,54 @@ def deal_shoe(
         outcome = RoundOutcome(player, banker)
         offered = set(variant.offered_bets(hand))
         slots = {s: c.code for s, c in sorted(dealt, key=lambda sc: "P1B1P2B2P3B3".index(sc[0]))}
-        ev(
-            "round_completed",
-            hand,
-            hand=hand,
-            cards=slots,
-            sources=dict.fromkeys(slots, "reader"),
-            outcome=outcome.to_dict(),
-            bets={k: r.to_dict() for k, r in resolve_bets(variant, outcome, die).items() if k in offered},
-            super_round_die=die,
-            corrected=False,
-            decided_at=decided_at,
-        )
-        if last_hand is not None and hand >= last_hand:
+        completed = {
+            "hand": hand,
+            "cards": slots,
+            "sources": dict.fromkeys(slots, "reader"),
+            "outcome": outcome.to_dict(),
+            "bets": {k: r.to_dict() for k, r in resolve_bets(variant, outcome, die).items() if k in offered},
+            "super_round_die": die,
+            "corrected": False,
+            "decided_at": decided_at,
+        }
+        awaiting = settings.await_device_verdict
+        if awaiting:
+            # The round waits for the shoe's own verdict (Angel Eye 'G'), sent just after.
+            ev(
+                "round_held",
+                hand,
+                hand=hand,
+                cards=slots,
+                blocked_by=["awaiting the reader's verdict"],
+                awaiting_verdict=True,
+                decided_at=decided_at,
+            )
+        else:
+            ev("round_completed", hand, **completed)
+        last = last_hand is not None and hand >= last_hand
+        if last:
             ev("shoe_ended", None, shoe_id=shoe_id, reason="cut_card", hands=hand, cards_out=i)
+        else:
+            ev("bets_offered", hand + 1, hand=hand + 1, bets=variant.offered_bets(hand + 1))
+        if awaiting:
+            verdict = VerdictOutcome(outcome.winner.value)
+            out.inputs.append(ShoeVerdict(verdict, outcome.player_pair, outcome.banker_pair, t + 0.5))
+            ev(
+                "verdict_checked",
+                hand,
+                hand=hand,
+                agrees=True,
+                verdict={
+                    "outcome": verdict.value,
+                    "player_pair": outcome.player_pair,
+                    "banker_pair": outcome.banker_pair,
+                    "raw": None,
+                    "device": "reader",
+                },
+            )
+            ev("round_completed", hand, **(completed | {"decided_at": None}))
+        if last:
             return out
-        ev("bets_offered", hand + 1, hand=hand + 1, bets=variant.offered_bets(hand + 1))
 
 
 def project(event: Any) -> dict[str, Any]:

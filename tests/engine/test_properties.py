@@ -38,6 +38,8 @@ from tests.engine.reference import deal_shoe, shuffled_shoe
 from tests.engine.support import assert_legal, assert_restores, variant
 
 FAULTS = [
+    "target",
+    "camera",
     "dup",
     "pull",
     "misread",
@@ -139,6 +141,19 @@ def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) ->
             out.insert(i, ShoeVerdict(outcome, rng.random() < 0.1, rng.random() < 0.1, at))
         elif fault == "command":
             out.insert(i, _random_command(rng, at, n))
+        elif fault == "target" and isinstance(here, CardRead):
+            out[i] = CardRead(
+                here.card, at, target=rng.choice(list(DeviceTarget)), transmission_id=here.transmission_id
+            )
+        elif fault == "camera":
+            card = here.card if isinstance(here, CardRead) and rng.random() < 0.7 else rng.choice(ALL_CARDS)
+            slot = rng.choice(
+                [DeviceTarget.P1, DeviceTarget.B1, DeviceTarget.P2, DeviceTarget.B2, DeviceTarget.P3]
+            )
+            camera = CardRead(
+                card, at + 0.3, source=Source.CAMERA, device="camera", target=slot, confidence=rng.random()
+            )
+            out.insert(i + 1, camera)
     return out
 
 
@@ -156,7 +171,7 @@ def _run_checked(eng: Engine, inputs: list[EngineInput]) -> list[Event]:
     return events
 
 
-@settings(max_examples=60)
+@settings(max_examples=120)
 @given(
     decks=st.sampled_from([1, 2, 8]),
     per_round_burn=st.booleans(),
@@ -223,7 +238,7 @@ _any_input = st.one_of(
 )
 
 
-@settings(max_examples=150)
+@settings(max_examples=300)
 @given(
     decks=st.sampled_from([1, 8]),
     start=st.booleans(),

@@ -15,14 +15,17 @@ from tests.engine.support import assert_legal, assert_restores, variant
 VARIANTS = ["standard", "no-commission", "ez", "tiger", "super-98", "cow-cow", "seed-000"]
 
 table_settings = st.builds(
-    lambda decks, counts, ace, face, per_round, per_round_cards, policy: TableSettings.model_validate(
-        {
-            "decks": decks,
-            "burn": {"indicator_counts": counts, "ace_burns": ace, "face_burns": face},
-            "burn_before_each_round": per_round,
-            "round_burn_cards": per_round_cards,
-            "cut_card_policy": policy,
-        }
+    lambda decks, counts, ace, face, per_round, per_round_cards, policy, verdict: (
+        TableSettings.model_validate(
+            {
+                "decks": decks,
+                "burn": {"indicator_counts": counts, "ace_burns": ace, "face_burns": face},
+                "burn_before_each_round": per_round,
+                "round_burn_cards": per_round_cards,
+                "cut_card_policy": policy,
+                "await_device_verdict": verdict,
+            }
+        )
     ),
     st.sampled_from([1, 2, 6, 8]),
     st.booleans(),
@@ -31,6 +34,7 @@ table_settings = st.builds(
     st.booleans(),
     st.sampled_from([1, 2]),
     st.sampled_from(["finish_current_round", "one_more_round"]),
+    st.booleans(),
 )
 
 
@@ -42,7 +46,7 @@ def _deal(cfg: TableSettings, variant_name: str, seed: int):
     return deal_shoe(cfg, variant(variant_name), cards, rng.randint(lo, hi), dies=rng)
 
 
-@settings(max_examples=40)
+@settings(max_examples=80)
 @given(cfg=table_settings, variant_name=st.sampled_from(VARIANTS), seed=st.integers(0, 2**32))
 def test_engine_events_equal_the_reference_dealers(cfg: TableSettings, variant_name: str, seed: int) -> None:
     dealt = _deal(cfg, variant_name, seed)
