@@ -183,7 +183,7 @@ def deal_shoe(
         outcome = RoundOutcome(player, banker)
         offered = set(variant.offered_bets(hand))
         slots = {s: c.code for s, c in sorted(dealt, key=lambda sc: "P1B1P2B2P3B3".index(sc[0]))}
-        completed = {
+        completed: dict[str, Any] = {
             "hand": hand,
             "cards": slots,
             "sources": dict.fromkeys(slots, "reader"),
