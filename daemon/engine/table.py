@@ -69,6 +69,14 @@ class Placement:
 
 Effect = Callable[[], None]
 
+_INDICATOR = Placement("indicator")
+_OPENING_BURN = Placement("burn", burn="opening")
+_ROUND_BURN = Placement("burn", burn="round")
+_UNNEEDED_BURN = Placement("burn", burn="unneeded", unneeded=1)
+_UNNEEDED_P1 = Placement("P1", opens_round=True, unneeded=2)
+_NEW_ROUND = Placement("P1", opens_round=True)
+_IN_ROUND = {slot: Placement(slot) for slot in ROUND_SLOTS}
+
 
 class Engine:
     """One table's engine. Feed inputs to ``handle``; publish the events it returns."""
@@ -102,7 +110,8 @@ class Engine:
         self._out = out
         self._now = inp.at
         rescan_before = self.state.rescan_alert
-        self._expire_pulls(inp.at)
+        if self.state.held_reads:
+            self._expire_pulls(inp.at)
         if isinstance(inp, CardRead):
             self._on_card_read(inp)
         elif isinstance(inp, ReadFailed):
@@ -296,7 +305,7 @@ class Engine:
         return read.source is Source.CAMERA or read.device in self._camera_devices
 
     def _on_card_read(self, read: CardRead) -> None:
-        if self._is_camera(read):
+        if read.source is Source.CAMERA or read.device in self._camera_devices:
             self._camera_read(read)
             return
         if read.transmission_id is not None and self._is_duplicate(read):
@@ -320,7 +329,8 @@ class Engine:
             self._take_read(read)
             return
         if read.position is None:
-            self._release_all(read.device, "interleaved")
+            if st.held_reads:
+                self._release_all(read.device, "interleaved")
             self._take_read(read)
         else:
             self._sequence(read)
@@ -404,7 +414,8 @@ class Engine:
                     camera_slot=fill["slot"],
                 )
                 return
-        if not self._composition_ok(fields["card"], read.at, source, fields):
+        if st.counts.get(fields["card"], 0) >= self.settings.decks:
+            self._composition_ok(fields["card"], read.at, source, fields)  # raises the alert
             return
         self._place(self._plan(read.at), fields["card"], read.at, source, read=fields, target=read.target)
 
@@ -428,24 +439,25 @@ class Engine:
     def _plan(self, at: float, *, detect_unneeded: bool = True) -> Placement:
         """Where the next card goes, by the shoe procedure and draw order alone."""
         st = self.state
-        if st.phase == INDICATOR:
-            return Placement("indicator")
-        if st.phase == BURNING:
-            return Placement("burn", burn="opening")
-        if st.phase == ROUND:
+        phase = st.phase
+        if phase == ROUND:
             assert st.round is not None
             slot = st.round.next_slot()
             assert slot is not None, "a decided round never stays in progress"
-            return Placement(slot)
+            return _IN_ROUND[slot]
+        if phase == INDICATOR:
+            return _INDICATOR
+        if phase == BURNING:
+            return _OPENING_BURN
         window = self.settings.unneeded_card_window_s
         recent = detect_unneeded and window > 0 and st.decided_at is not None and at - st.decided_at <= window
         if recent and st.unneeded_count == 0:
-            return Placement("burn", burn="unneeded", unneeded=1)
+            return _UNNEEDED_BURN
         if recent and st.unneeded_count == 1:
-            return Placement("P1", opens_round=True, unneeded=2)
+            return _UNNEEDED_P1
         if st.round_burn_remaining > 0:
-            return Placement("burn", burn="round")
-        return Placement("P1", opens_round=True)
+            return _ROUND_BURN
+        return _NEW_ROUND
 
     def _place(
         self,
