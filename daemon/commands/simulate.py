@@ -1,0 +1,152 @@
+"""``baccarat-edge simulate``: a virtual shoe on a pseudo-terminal, or written to a fixture.
+
+Shuffles N decks, deals a shoe by the rules (indicator and burn, third-card rule,
+cut card), optionally with faults (``--fault KIND@HAND``, repeatable), and either
+plays the chosen protocol's bytes into a pty a daemon can open (its path is
+printed; ``--link`` gives it a stable name) or writes a fixture file
+(``--fixture``, with ``--expected`` for the engine event stream it must produce).
+``--library DIR`` regenerates the committed fixture library.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from drivers.fixtures import FixtureStep
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="virtual shoe: deal a shoe into a pty, or write it as a fixture",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--protocol", default="angel_eye", choices=["angel_eye", "ascii_lines", "usb_hid"])
+    parser.add_argument("--decks", type=int, default=8, help="decks in the shoe (1-8, default 8)")
+    parser.add_argument("--seed", type=int, default=1, help="shuffle seed (same seed, same shoe)")
+    parser.add_argument(
+        "--hands", type=int, default=None, help="stop after this many hands (default: the cut card)"
+    )
+    parser.add_argument(
+        "--cut-card-from-end", type=int, default=16, help="cards behind the cut card (default 16)"
+    )
+    parser.add_argument("--burn-each-round", action="store_true", help="burn one card before every round")
+    parser.add_argument("--cut-card-policy", default="finish_current_round",
+                        choices=["finish_current_round", "one_more_round"])  # fmt: skip
+    parser.add_argument("--fault", action="append", default=[], metavar="KIND@HAND",
+                        help="inject a fault, e.g. misread@3 (kinds: drivers/README.md)")  # fmt: skip
+    out = parser.add_mutually_exclusive_group()
+    out.add_argument("--fixture", type=Path, help="write a fixture file instead of playing into a pty")
+    out.add_argument(
+        "--library", type=Path, metavar="DIR", help="regenerate the committed fixture library into DIR"
+    )
+    parser.add_argument(
+        "--expected", action="store_true", help="with --fixture: also write the expected events"
+    )
+    parser.add_argument("--link", type=Path, help="symlink pointing at the pty (a stable device path)")
+    parser.add_argument(
+        "--speed", type=float, default=1.0, help="time factor for the pty (10 = ten times faster)"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, load_fixture, write_expected
+    from drivers.simulate import DealSettings, FaultSpec, encode_plan, make_fixture, plan_shoe
+
+    _quiet_logs()
+    if args.library is not None:
+        from drivers.fixture_library import write_library
+
+        for path, count in write_library(args.library):
+            print(f"{path}: {count} events")
+        return 0
+    if not 1 <= args.decks <= 8:
+        print("error: --decks must be 1..8", file=sys.stderr)
+        return 2
+    if args.speed <= 0:
+        print("error: --speed must be positive", file=sys.stderr)
+        return 2
+    try:
+        faults = [FaultSpec.parse(text) for text in args.fault]
+    except ValueError as exc:
+        print(f"error: --fault: {exc}", file=sys.stderr)
+        return 2
+    deal = DealSettings(
+        decks=args.decks,
+        seed=args.seed,
+        max_hands=args.hands,
+        cut_card_from_end=args.cut_card_from_end,
+        burn_before_each_round=args.burn_each_round,
+        cut_card_policy=args.cut_card_policy,
+    )
+    if args.fixture is not None:
+        name = args.fixture.name.removesuffix(FIXTURE_SUFFIX).removesuffix(".jsonl")
+        try:
+            fixture = make_fixture(name, args.protocol, deal, faults)
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        fixture.save(args.fixture)
+        print(f"{args.fixture}: {len(fixture.steps)} steps, {fixture.header.generator['hands']} hands")
+        if args.expected:
+            from drivers.golden import engine_events
+
+            events, _ = engine_events(load_fixture(args.fixture))
+            expected = args.fixture.with_name(name + EXPECTED_SUFFIX)
+            write_expected(expected, events)
+            print(f"{expected}: {len(events)} events")
+        return 0
+    if args.protocol == "usb_hid":
+        print(
+            "error: a keyboard-wedge reader is USB, not a serial line: use --fixture and `replay`",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        plan = plan_shoe(deal, faults)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return _play(encode_plan(plan, args.protocol, args.seed), args)
+
+
+def _play(steps: Sequence[FixtureStep], args: argparse.Namespace) -> int:
+    from drivers.pty_device import PtyDevice
+    from drivers.simulate import VirtualShoe
+
+    device = PtyDevice(args.link)
+    print(
+        f"virtual {args.protocol} shoe on {device.path}" + (f" -> {device.slave_name}" if args.link else "")
+    )
+    print(
+        "open it as the reader's url, then press Enter to start dealing (stdin at EOF: start now)", flush=True
+    )
+    try:
+        sys.stdin.readline()
+
+        def supervisor(step: object, t: float) -> None:
+            print(f"[{t:8.2f}] supervisor would send: {step}", flush=True)
+
+        def progress(done: int, total: int) -> None:
+            if done % 100 == 0 or done == total:
+                print(f"\r{done}/{total} steps", end="", file=sys.stderr, flush=True)
+
+        VirtualShoe(steps, device, speed=args.speed, on_supervisor=supervisor, on_progress=progress).run()
+        print(file=sys.stderr)
+    finally:
+        device.close()
+    return 0
+
+
+def _quiet_logs() -> None:
+    """Driver logs go to stderr, so stdout stays machine-readable."""
+    import structlog
+
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))

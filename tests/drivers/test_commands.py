@@ -1,0 +1,137 @@
+"""The technician's commands: decode, simulate, replay, record (run as the CLI runs them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from daemon.cli import main
+from drivers.fixtures import load_fixture
+from drivers.protocols.angel_eye import encode_frame
+from drivers.pty_device import PtyDevice
+from drivers.replay import replay_fixture
+from tests.conftest import REPO_ROOT
+
+P1_8S = encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))
+VERDICT = encode_frame(ord("2"), "G", bytes([0x91]))
+
+
+def cli(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    command = [sys.executable, "-m", "daemon.cli", *argv]
+    return subprocess.run(command, cwd=REPO_ROOT, input=stdin, capture_output=True, timeout=120, check=False)
+
+
+def test_decode_prints_one_json_object_per_frame() -> None:
+    result = cli("decode", "--protocol", "angel_eye", "-", stdin=P1_8S * 2 + b"\x00junk" + VERDICT[:-1])
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert [line["status"] for line in lines] == ["input", "duplicate", "rejected", "rejected"]
+    assert lines[0]["input"]["card"] == "8s"
+    assert lines[0]["input"]["target"] == "P1"
+    assert lines[2]["reason"] == "bytes outside any frame"
+    assert lines[3]["reason"] == "incomplete frame at end of input"
+
+
+def test_decode_hex_input_and_settings_file(tmp_path: Path) -> None:
+    settings = tmp_path / "lines.yaml"
+    settings.write_text("unmatched: reject\nmax_line_length: 8\n")
+    text = b"53 30 38 0d 0a  58 58 0a"  # "S08\r\nXX\n"
+    result = cli("decode", "--protocol", "ascii_lines", "--hex", "--settings", str(settings), stdin=text)
+    lines = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert [line["status"] for line in lines] == ["input", "rejected"]
+    settings.write_text("max_line_lenght: 8\n")
+    result = cli("decode", "--protocol", "ascii_lines", "--settings", str(settings), stdin=b"")
+    assert result.returncode == 2
+    assert f"{settings}: max_line_lenght: Extra inputs are not permitted" in result.stderr.decode()
+
+
+def test_decode_a_fixture_file() -> None:
+    path = REPO_ROOT / "hw-fixtures" / "usb_hid-misread.fixture.jsonl"
+    result = cli("decode", "--protocol", "usb_hid", "--fixture", str(path))
+    lines = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert sum(line["input"]["type"] == "ReadFailed" for line in lines if "input" in line) == 1
+    assert result.returncode == 0
+    wrong = cli("decode", "--protocol", "angel_eye", "--fixture", str(path))
+    assert wrong.returncode == 2
+    assert "is a usb_hid fixture" in wrong.stderr.decode()
+
+
+def test_simulate_writes_a_fixture_and_replay_checks_it(tmp_path: Path) -> None:
+    out = tmp_path / "lines.fixture.jsonl"
+    assert main(["simulate", "--protocol", "ascii_lines", "--hands", "3", "--seed", "4",
+                 "--fault", "misread@2", "--fixture", str(out), "--expected"]) == 0  # fmt: skip
+    fixture = load_fixture(out)
+    assert fixture.header.generator["faults"] == ["misread@2"]
+    assert (tmp_path / "lines.expected.jsonl").is_file()
+    assert main(["replay", str(out), "--check"]) == 0
+    expected = tmp_path / "lines.expected.jsonl"
+    expected.write_text(expected.read_text().replace('"hand": 2', '"hand": 7', 1))
+    assert main(["replay", str(out), "--check"]) == 1
+
+
+def test_simulate_refuses_bad_faults(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", "--fault", "misred@2", "--fixture", "/dev/null"]) == 2
+    assert "unknown fault 'misred'" in capsys.readouterr().err
+    assert (
+        main(["simulate", "--protocol", "usb_hid", "--fault", "bad_checksum@2", "--fixture", "/dev/null"])
+        == 2
+    )
+
+
+def test_simulate_plays_into_a_pty_a_reader_can_open(tmp_path: Path) -> None:
+    link = tmp_path / "shoe"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daemon.cli", "simulate", "--protocol", "ascii_lines", "--hands", "2",
+         "--link", str(link), "--speed", "50"],
+        cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        assert process.stdin is not None
+        assert "virtual ascii_lines shoe on" in process.stdout.readline().decode()
+        import serial
+
+        port = serial.serial_for_url(str(link), timeout=0.5)
+        process.stdin.write(b"\n")
+        process.stdin.flush()
+        received = b""
+        deadline = time.monotonic() + 30
+        while received.count(b"\n") < 8 and time.monotonic() < deadline:
+            received += port.read(256)
+        port.close()
+    finally:
+        process.wait(timeout=60)
+    assert received.count(b"\r\n") >= 8  # indicator, burns and two rounds of lines
+    assert process.returncode == 0
+
+
+def test_record_a_live_serial_device_then_replay_it(tmp_path: Path) -> None:
+    device = PtyDevice(tmp_path / "shoe")
+    out = tmp_path / "live.fixture.jsonl"
+    argv = ["record", "--driver", "angel_eye", "--url", device.path, "--out", str(out), "--duration", "4"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daemon.cli", *argv], cwd=REPO_ROOT, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        assert "recording angel_eye" in process.stderr.readline().decode()
+        assert "device connected" in process.stderr.readline().decode()  # opened (and flushed) the port
+        device.write(P1_8S * 3 + b"noise")
+        time.sleep(0.2)
+        device.write(VERDICT * 3)
+    finally:
+        process.wait(timeout=60)
+        device.close()
+    assert process.returncode == 0
+    fixture = load_fixture(out)
+    assert fixture.header.origin == "recorded"
+    assert b"".join(s.data or b"" for s in fixture.steps) == P1_8S * 3 + b"noise" + VERDICT * 3
+    inputs: list[object] = []
+    replay_fixture(fixture, inputs.append, final_tick=False)
+    kinds = [type(i).__name__ for i in inputs]
+    assert kinds == ["DeviceConnection", "CardRead", "ShoeVerdict"]
