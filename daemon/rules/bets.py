@@ -22,7 +22,15 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PositiveInt, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    field_validator,
+    model_validator,
+)
 
 from daemon.rules.outcome import RoundFacts, RoundOutcome, Side, Winner
 
@@ -129,7 +137,7 @@ def _other(side: Side) -> Side:
 class _Bet(BaseModel):
     """Fields every bet has; subclasses add their payouts and a ``resolve``."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1, description="The operator's name for the bet, unique in the variant.")
     max_hand: PositiveInt | None = Field(
@@ -289,6 +297,12 @@ class PerfectPairBet(_Bet):
     side: Literal["player", "banker", "either"] = "either"
     payout: Payout
     both_payout: Payout | None = None
+
+    @model_validator(mode="after")
+    def _both_needs_either(self) -> PerfectPairBet:
+        if self.both_payout is not None and self.side != "either":
+            raise ValueError("both_payout only applies to side: either")
+        return self
 
     def resolve(self, facts: RoundFacts, super_round: bool) -> Resolution:
         player, banker = facts.player_suited_pair, facts.banker_suited_pair
@@ -505,13 +519,19 @@ class FirstCardBet(_Bet):
     payout: Payout
     tie_refund: Share = Fraction(0)
 
+    @model_validator(mode="after")
+    def _refund_needs_a_side(self) -> FirstCardBet:
+        if self.pick == "tie" and self.tie_refund != 0:
+            raise ValueError("tie_refund only applies to pick: dragon or tiger")
+        return self
+
     def resolve(self, facts: RoundFacts, super_round: bool) -> Resolution:
         comparison = facts.first_card_comparison
         wanted = {"dragon": 1, "tiger": -1, "tie": 0}[self.pick]
         if comparison == wanted:
             return _win(self.payout)
         if comparison == 0:
-            return Resolution("lose", self.tie_refund - 1)
+            return PUSH if self.tie_refund == 1 else Resolution("lose", self.tie_refund - 1)
         return LOSE
 
 
@@ -525,6 +545,13 @@ class CowCowBet(_Bet):
     kind: Literal["cow_cow"]
     side: SideName
     commission_on_nine: Share
+
+    @field_validator("commission_on_nine")
+    @classmethod
+    def _leaves_a_win(cls, value: Fraction) -> Fraction:
+        if value >= 1:
+            raise ValueError("a commission of the whole win leaves no win; must be below 1")
+        return value
 
     def resolve(self, facts: RoundFacts, super_round: bool) -> Resolution:
         if facts.winner is Winner.TIE:

@@ -49,7 +49,7 @@ class SuperRoundDie(BaseModel):
     is taken as equally likely, so P(super round) = len(super_faces) / die_faces.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     die_faces: PositiveInt = Field(description="Number of faces, numbered 1..die_faces (seed 002: 12).")
     super_faces: list[PositiveInt] = Field(min_length=1, description="Faces that make a super round.")
@@ -72,7 +72,7 @@ class SuperRoundDie(BaseModel):
 class Variant(BaseModel):
     """A validated game variant: its bets in file order."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     name: str = Field(min_length=1)
     description: str = ""
@@ -122,6 +122,25 @@ class Variant(BaseModel):
         return die in self.super_round.super_faces
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (YAML would keep the last)."""
+
+
+def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping", node.start_mark, f"key {key!r} is given twice", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def load_variant(path: Path) -> Variant:
     """Load and validate a variant file; raise VariantError naming file, bet and field."""
     path = Path(path)
@@ -132,7 +151,7 @@ def load_variant(path: Path) -> Variant:
     except (OSError, UnicodeDecodeError) as exc:
         raise VariantError(f"{path}: cannot read variant file: {exc}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise VariantError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, dict):

@@ -251,3 +251,13 @@ def test_every_resolution_is_consistent(cards: list[Card], variant_name: str, di
             if getattr(bet, "push_on_three_card_seven", False):
                 pushes |= outcome.banker_total == 7 > outcome.player_total and len(outcome.banker) == 3
             assert (resolution.outcome == "push") == pushes
+
+
+def test_full_tie_refund_is_a_push() -> None:
+    variant = Variant.model_validate(
+        {
+            "name": "dt",
+            "bets": [{"name": "D", "kind": "first_card", "pick": "dragon", "payout": 1, "tie_refund": 1}],
+        }
+    )
+    assert resolve_bets(variant, deal(NATURAL_TIE_9))["D"] == Resolution("push", F(0))

@@ -223,3 +223,45 @@ def test_garbage_is_refused_cleanly_never_crashes(top: dict[str, Any], bets: lis
             assert variant.bets
     if message:
         assert message.startswith(str(path))
+
+
+def test_a_key_given_twice_is_refused(tmp_path: Path) -> None:
+    text = "name: t\nbets:\n  - name: Banker\n    kind: banker\n    payout: 0.95\n    payout: 1\n"
+    message = refusal(tmp_path, text)
+    assert "key 'payout' is given twice" in message
+    assert "line 6" in message
+
+
+@pytest.mark.parametrize(
+    ("fields", "fragment"),
+    [
+        ({"max_hand": True}, "field 'max_hand'"),
+        ({"max_hand": "30"}, "field 'max_hand'"),
+        ({"max_hand": 30.0}, "field 'max_hand'"),
+        ({"six_payout": 0.5, "push_on_three_card_seven": 1}, "field 'push_on_three_card_seven'"),
+    ],
+)
+def test_no_lax_coercion(tmp_path: Path, fields: dict[str, Any], fragment: str) -> None:
+    """A bool where a number belongs (or "30" for 30) is a mistake to report, not to coerce."""
+    assert fragment in refusal(tmp_path, one_bet(**fields))
+
+
+@pytest.mark.parametrize(
+    ("bet", "fragment"),
+    [
+        (
+            {"kind": "perfect_pair", "side": "player", "payout": 25, "both_payout": 200},
+            "both_payout only applies to side: either",
+        ),
+        ({"kind": "first_card", "pick": "tie", "payout": 8, "tie_refund": 0.5}, "tie_refund only applies"),
+        ({"kind": "first_card", "pick": "dragon", "payout": 1, "tie_refund": 1.5}, "between 0 and 1"),
+        ({"kind": "cow_cow", "side": "player", "commission_on_nine": 1}, "below 1"),
+        ({"kind": "tie_on_total", "total": 10, "payout": 40}, "field 'total'"),
+        ({"kind": "natural_total", "side": "player", "total": 7, "payout": 8}, "field 'total'"),
+        ({"kind": "pair", "side": "dealer", "payout": 11}, "field 'side'"),
+    ],
+)
+def test_meaningless_combinations_are_refused(tmp_path: Path, bet: dict[str, Any], fragment: str) -> None:
+    message = refusal(tmp_path, {"name": "t", "bets": [{"name": "X", **bet}]})
+    assert "bet 'X' (bets[0])" in message
+    assert fragment in message
