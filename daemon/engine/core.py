@@ -1,0 +1,378 @@
+"""Engine core: emitting events, placing a card by the shoe procedure and draw order,
+deciding rounds, starting and ending shoes, and the snapshot.
+
+The input handlers (``sequencer``, ``signals``, ``supervisor``) build on this class;
+``table.Engine`` puts them together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from daemon.engine.alerts import ALERTS, AlertCode
+from daemon.engine.events import Event
+from daemon.engine.inputs import (
+    DeviceTarget,
+    SupervisorCommand,
+)
+from daemon.engine.settings import TableSettings
+from daemon.engine.settle import RANKS, Settler
+from daemon.engine.state import (
+    BURNING,
+    INDICATOR,
+    NO_SHOE,
+    OVER,
+    READY,
+    ROUND,
+    ROUND_SLOTS,
+    RoundState,
+    TableState,
+)
+from daemon.rules.variants import Variant
+
+# Which device targets agree with which engine slot.
+TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
+    "indicator": frozenset({DeviceTarget.FIRST_CARD}),
+    "burn": frozenset({DeviceTarget.BURN, DeviceTarget.BURN_COUNT}),
+    **{slot: frozenset({DeviceTarget(slot)}) for slot in ROUND_SLOTS},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the engine puts the next card."""
+
+    slot: str
+    burn: str | None = None  # opening / round / unneeded, for burn cards
+    opens_round: bool = False
+    unneeded: int = 0  # 1 or 2: RULES.md dealing mistakes 1 and 2
+
+
+Effect = Callable[[], None]
+
+_INDICATOR = Placement("indicator")
+_OPENING_BURN = Placement("burn", burn="opening")
+_ROUND_BURN = Placement("burn", burn="round")
+_UNNEEDED_BURN = Placement("burn", burn="unneeded", unneeded=1)
+_UNNEEDED_P1 = Placement("P1", opens_round=True, unneeded=2)
+_NEW_ROUND = Placement("P1", opens_round=True)
+_IN_ROUND = {slot: Placement(slot) for slot in ROUND_SLOTS}
+
+
+class EngineCore:
+    """The state, the emission discipline (decide, apply, return) and the round procedure."""
+
+    def __init__(self, settings: TableSettings, variant: Variant) -> None:
+        self.settings = settings
+        self.variant = variant
+        self.state = TableState(settings)
+        self._settler = Settler(variant)
+        self._camera_devices = frozenset(settings.camera.devices)
+        self._needs_die = variant.needs_super_round_die
+        self._out: list[Event] = []
+        self._now = 0.0
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-ready current state (the publisher retains it)."""
+        st = self.state
+        rnd = st.round
+        return {
+            "shoe": {
+                "shoe_id": st.shoe_id,
+                "phase": st.phase,
+                "decks": self.settings.decks,
+                "cards_out": st.cards_out,
+                "burn_remaining": st.burn_remaining,
+                "round_burn_remaining": st.round_burn_remaining,
+                "cut_card_seen": st.cut_card_seen,
+                "last_hand": st.last_hand,
+                "end_reason": st.shoe_end_reason,
+            },
+            "variant": self.variant.name,
+            "hand": st.hand,
+            "round": None if rnd is None else self._round_view(rnd),
+            "offered_bets": {"hand": st.offered_hand, "bets": list(st.offered_bets)},
+            "alerts": [dict(a) for a in st.alerts.values()],
+            "held_rounds": [self._round_view(r) for _, r in sorted(st.held.items())],
+            "rescan_needed": st.rescan_alert is not None,
+            "disconnected_devices": list(st.disconnected),
+            "reads_waiting_in_pull": len(st.held_reads),
+        }
+
+    def _emit(
+        self,
+        kind: str,
+        at: float,
+        source: str,
+        data: dict[str, Any],
+        hand: int | None = None,
+        shoe_id: str | None = None,
+    ) -> Event:
+        event = Event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
+        self.state.apply(event)
+        self._out.append(event)
+        return event
+
+    def _alert(
+        self,
+        code: AlertCode,
+        at: float,
+        source: str,
+        *,
+        hand: int | None = None,
+        holds: int | str | None = None,
+        device: str | None = None,
+        read: dict[str, Any] | None = None,
+        **details: Any,
+    ) -> str:
+        # Numbered within the shoe, so ids stay unique when the journal drops old shoes.
+        alert_id = f"{self.state.shoe_id or 'noshoe'}:a{self.state.alert_counter + 1}"
+        data: dict[str, Any] = {
+            "alert_id": alert_id,
+            "code": code.value,
+            "message": ALERTS[code].summary,
+            "hand": hand,
+            "holds": holds,
+            "device": device,
+            "details": details,
+        }
+        if read is not None:
+            data["read"] = read
+        self._emit("alert_raised", at, source, data, hand=hand)
+        return alert_id
+
+    def _clear_alert(
+        self, alert_id: str, at: float, source: str, reason: str, cmd: SupervisorCommand | None = None
+    ) -> None:
+        alert = self.state.alerts[alert_id]
+        data: dict[str, Any] = {"alert_id": alert_id, "code": alert["code"], "reason": reason}
+        if cmd is not None:
+            data.update(actor=cmd.actor, command_id=cmd.command_id)
+        self._emit("alert_cleared", at, source, data, hand=alert.get("hand"))
+
+    def _refuse_outside_shoe(self, at: float, source: str, fields: dict[str, Any]) -> None:
+        st = self.state
+        if st.phase == OVER and st.shoe_end_reason == "cut_card":
+            self._alert(AlertCode.CARD_AFTER_LAST_ROUND, at, source, device=fields["device"], read=fields)
+        else:
+            self._alert(AlertCode.NO_SHOE, at, source, device=fields["device"], read=fields)
+
+    def _composition_ok(self, code: str, at: float, source: str, fields: dict[str, Any]) -> bool:
+        seen = self.state.counts.get(code, 0)
+        if seen < self.settings.decks:
+            return True
+        self._alert(
+            AlertCode.OVER_COMPOSITION,
+            at,
+            source,
+            hand=self.state.round.hand if self.state.round is not None else None,
+            device=fields.get("device"),
+            read=fields,
+            card=code,
+            already_seen=seen,
+            decks=self.settings.decks,
+        )
+        return False
+
+    def _plan(self, at: float, *, detect_unneeded: bool = True) -> Placement:
+        """Where the next card goes, by the shoe procedure and draw order alone."""
+        st = self.state
+        phase = st.phase
+        if phase == ROUND:
+            assert st.round is not None
+            slot = st.round.next_slot()
+            assert slot is not None, "a decided round never stays in progress"
+            return _IN_ROUND[slot]
+        if phase == INDICATOR:
+            return _INDICATOR
+        if phase == BURNING:
+            return _OPENING_BURN
+        window = self.settings.unneeded_card_window_s
+        recent = detect_unneeded and window > 0 and st.decided_at is not None and at - st.decided_at <= window
+        if recent and st.unneeded_count == 0:
+            return _UNNEEDED_BURN
+        if recent and st.unneeded_count == 1:
+            return _UNNEEDED_P1
+        if st.round_burn_remaining > 0:
+            return _ROUND_BURN
+        return _NEW_ROUND
+
+    def _place(
+        self,
+        plan: Placement,
+        code: str,
+        at: float,
+        source: str,
+        *,
+        read: dict[str, Any] | None = None,
+        target: DeviceTarget | None = None,
+        cmd: SupervisorCommand | None = None,
+        hand: int | None = None,
+    ) -> None:
+        """Emit a card's events: round opening, the card, its alerts, and what it decides."""
+        st = self.state
+        if plan.opens_round:
+            next_hand = st.hand + 1
+            self._emit(
+                "round_opened",
+                at,
+                source,
+                {"hand": next_hand, "bets": self._settler.offered(next_hand)},
+                hand=next_hand,
+            )
+        data: dict[str, Any] = {"card": code, "slot": plan.slot, "source": source}
+        round_hand: int | None = None
+        if plan.slot == "indicator":
+            data["burn_count"] = self.settings.burn_count(RANKS[code])
+        elif plan.slot == "burn":
+            data["burn"] = plan.burn
+        else:
+            round_hand = hand if hand is not None else st.hand
+            data["round"] = round_hand
+            if plan.unneeded:
+                data["unneeded"] = True
+            if source == "camera" and st.rescan_alert is not None:
+                data["fills_rescan"] = True
+        if read is not None:
+            data["read"] = read
+        if cmd is not None:
+            data.update(actor=cmd.actor, command_id=cmd.command_id)
+        self._emit("card_dealt", at, source, data, hand=round_hand)
+        device = None if read is None else read["device"]
+        if plan.unneeded:
+            became = "the next round's burn card" if plan.unneeded == 1 else "the next round's Player 1"
+            self._alert(
+                AlertCode.UNNEEDED_CARD,
+                at,
+                source,
+                hand=st.hand if plan.unneeded == 1 else round_hand,
+                device=device,
+                card=code,
+                became=became,
+                rule=f"RULES.md dealing mistake {plan.unneeded}",
+            )
+        if target is not None and target not in TARGET_AGREES[plan.slot]:
+            self._alert(
+                AlertCode.DEVICE_DISAGREEMENT,
+                at,
+                source,
+                hand=round_hand,
+                holds=round_hand if round_hand is not None else "next_round",
+                device=device,
+                card=code,
+                engine_slot=plan.slot,
+                device_target=target.value,
+            )
+        if st.rescan_alert is not None:
+            reason = {"camera": "camera_filled", "supervisor": "assigned"}.get(source, "rescanned")
+            self._clear_alert(st.rescan_alert, at, source, reason, cmd)
+        if plan.slot in ("indicator", "burn") and plan.burn in (None, "opening") and st.phase == READY:
+            self._offer(st.hand + 1, at, source)
+        elif round_hand is not None:
+            rnd = st.round_for(round_hand)
+            assert rnd is not None
+            if rnd.next_slot() is None:
+                decided_at = at if read is None else read["read_at"]
+                if rnd is st.round:
+                    self._decide(rnd, at, source, decided_at)
+                else:
+                    self._try_complete_held(rnd, at, source)
+
+    def _offer(self, hand: int, at: float, source: str) -> None:
+        self._emit("bets_offered", at, source, {"hand": hand, "bets": self._settler.offered(hand)}, hand=hand)
+
+    def _blockers(self, rnd: RoundState) -> list[str]:
+        reasons = [f"alert {a}" for a in rnd.holds]
+        if rnd.awaiting_verdict:
+            reasons.append("awaiting the reader's verdict")
+        if self._needs_die and rnd.die is None:
+            reasons.append("awaiting the super-round die")
+        return reasons
+
+    def _decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
+        """The round in progress is decided: complete it, or hold it while something blocks it."""
+        blockers = self._blockers(rnd)
+        if self.settings.await_device_verdict:
+            blockers.append("awaiting the reader's verdict")
+        if blockers:
+            self._emit(
+                "round_held",
+                at,
+                source,
+                {
+                    "hand": rnd.hand,
+                    "cards": dict(rnd.cards),
+                    "blocked_by": blockers,
+                    "awaiting_verdict": self.settings.await_device_verdict,
+                    "decided_at": decided_at,
+                },
+                hand=rnd.hand,
+            )
+        else:
+            self._complete(rnd, at, source, decided_at)
+        self._after_round(rnd.hand, at, source)
+
+    def _after_round(self, hand: int, at: float, source: str) -> None:
+        st = self.state
+        if st.last_hand is not None and hand >= st.last_hand:
+            self._end_shoe(at, source, "cut_card")
+        else:
+            self._offer(hand + 1, at, source)
+
+    def _end_shoe(self, at: float, source: str, reason: str) -> None:
+        st = self.state
+        self._emit(
+            "shoe_ended",
+            at,
+            source,
+            {"shoe_id": st.shoe_id, "reason": reason, "hands": st.hand, "cards_out": st.cards_out},
+        )
+
+    def _complete(self, rnd: RoundState, at: float, source: str, decided_at: float | None) -> None:
+        outcome, bets = self._settler.settle(*rnd.codes(), rnd.hand, rnd.die)
+        self._emit(
+            "round_completed",
+            at,
+            source,
+            {
+                "hand": rnd.hand,
+                "cards": dict(rnd.cards),
+                "sources": dict(rnd.sources),
+                "outcome": outcome,
+                "bets": bets,
+                "super_round_die": rnd.die,
+                "corrected": rnd.corrected,
+                "decided_at": decided_at,
+            },
+            hand=rnd.hand,
+        )
+
+    def _try_complete_held(self, rnd: RoundState, at: float, source: str) -> None:
+        if rnd.hand in self.state.held and rnd.next_slot() is None and not self._blockers(rnd):
+            self._complete(rnd, at, source, None)
+
+    def _start_shoe(self, at: float, shoe_id: str | None, cmd: SupervisorCommand | None, source: str) -> None:
+        st = self.state
+        if st.phase not in (NO_SHOE, OVER):
+            self._end_shoe(at, source, "replaced")
+        new_id = shoe_id or f"shoe-{st.shoes_started + 1}-{round(at * 1000)}"
+        data: dict[str, Any] = {
+            "shoe_id": new_id,
+            "decks": self.settings.decks,
+            "variant": self.variant.name,
+            "started_by": "device" if cmd is None else "supervisor",
+            "actor": None if cmd is None else cmd.actor,
+            "command_id": None if cmd is None else cmd.command_id,
+        }
+        self._emit("shoe_started", at, source, data, shoe_id=new_id)
+
+    def _round_view(self, rnd: RoundState) -> dict[str, Any]:
+        view = rnd.to_dict()
+        player, banker = rnd.sides()
+        view["player_total"] = sum(c.points for c in player) % 10
+        view["banker_total"] = sum(c.points for c in banker) % 10
+        view["next_slot"] = rnd.next_slot()
+        view["blocked_by"] = self._blockers(rnd)
+        return view

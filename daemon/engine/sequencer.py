@@ -1,0 +1,283 @@
+"""Card reads before they reach the table: duplicate transmissions, multi-card pulls
+ordered by position, misreads that wait for a rescan, and camera arbitration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.engine.alerts import AlertCode
+from daemon.engine.core import EngineCore
+from daemon.engine.inputs import (
+    CardRead,
+    DeviceTarget,
+    ReadFailed,
+    Source,
+)
+from daemon.engine.reads import card_code, read_fields, read_from_fields
+from daemon.engine.state import (
+    NO_SHOE,
+    OVER,
+    READY,
+    ROUND,
+    ROUND_SLOTS,
+)
+
+
+class ReadSequencer(EngineCore):
+    """Turns reader and camera reads into placed cards, in dealing order."""
+
+    def _held_devices(self) -> list[str]:
+        seen: list[str] = []
+        for r in self.state.held_reads:
+            if r["device"] not in seen:
+                seen.append(r["device"])
+        return seen
+
+    def _expire_pulls(self, at: float) -> None:
+        st = self.state
+        if not st.held_reads or st.rescan_alert is not None:
+            return
+        window = self.settings.pull_hold_window_s
+        for device in self._held_devices():
+            first = min(r["read_at"] for r in st.held_reads if r["device"] == device)
+            if at - first >= window:
+                self._release_all(device, "window")
+
+    def _release_all(self, device: str, reason: str) -> None:
+        """Release every read held for ``device`` in position order, stopping after a misread."""
+        st = self.state
+        if not st.held_reads or st.rescan_alert is not None:
+            return
+        held = sorted(
+            (r for r in st.held_reads if r["device"] == device),
+            key=lambda r: (r["position"], r["read_at"], r["hold_id"]),
+        )
+        if held:
+            self._release(self._upto_failure(held), reason)
+
+    @staticmethod
+    def _upto_failure(reads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for i, r in enumerate(reads):
+            if r["card"] is None:
+                return reads[: i + 1]
+        return reads
+
+    def _release(self, reads: list[dict[str, Any]], reason: str) -> None:
+        first = reads[0]
+        self._emit(
+            "pull_released",
+            self._now,
+            first["source"],
+            {"device": first["device"], "hold_ids": [r["hold_id"] for r in reads], "reason": reason},
+        )
+        for fields in reads:
+            read = read_from_fields(fields)
+            if isinstance(read, ReadFailed):
+                self._misread(read)
+            else:
+                self._take_read(read)
+
+    def _sequence(self, read: CardRead | ReadFailed) -> None:
+        """Order a read carrying a pull position: process it now or hold it for the cards above it."""
+        st = self.state
+        device = read.device
+        position = read.position
+        assert position is not None
+        held = [r for r in st.held_reads if r["device"] == device]
+        last_at = st.pull_last_at.get(device)
+        active = last_at is not None and read.at - last_at <= self.settings.pull_hold_window_s
+        base = 1 if position == 1 or not active else st.pull_next.get(device, 1)
+        if not held and position == base:
+            if isinstance(read, ReadFailed):
+                self._misread(read)
+            else:
+                self._take_read(read)
+            return
+        fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
+        self._emit("read_held", read.at, read.source.value, {"read": fields})
+        held = sorted(
+            (r for r in st.held_reads if r["device"] == device),
+            key=lambda r: (r["position"], r["read_at"], r["hold_id"]),
+        )
+        run: list[dict[str, Any]] = []
+        expect = base
+        for r in held:
+            if r["position"] != expect:
+                break
+            run.append(r)
+            expect += 1
+        if run:
+            self._release(self._upto_failure(run), "in_order")
+
+    def _is_camera(self, read: CardRead | ReadFailed) -> bool:
+        return read.source is Source.CAMERA or read.device in self._camera_devices
+
+    def _on_card_read(self, read: CardRead) -> None:
+        if read.source is Source.CAMERA or read.device in self._camera_devices:
+            self._camera_read(read)
+            return
+        if read.transmission_id is not None and self._is_duplicate(read):
+            return
+        st = self.state
+        if st.rescan_alert is not None:
+            failed = st.alerts[st.rescan_alert].get("read") or {}
+            below = failed.get("position")
+            if (
+                read.position is not None
+                and below is not None
+                and read.position > below
+                and failed.get("device") == read.device
+                and read.at - failed["read_at"] <= self.settings.pull_hold_window_s
+            ):
+                # A card from under the misread one in the same pull: it waits for the rescan.
+                fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
+                self._emit("read_held", read.at, read.source.value, {"read": fields})
+                return
+            # Nothing moves on after a misread: the next valid read is the dealer's rescan of it.
+            self._take_read(read)
+            return
+        if read.position is None:
+            if st.held_reads:
+                self._release_all(read.device, "interleaved")
+            self._take_read(read)
+        else:
+            self._sequence(read)
+
+    def _is_duplicate(self, read: CardRead) -> bool:
+        window = self.settings.duplicate_window_s
+        device, tid, code, at = read.device, read.transmission_id, card_code(read.card), read.at
+        for seen_device, seen_tid, seen_code, seen_at in self.state.recent:
+            if seen_tid == tid and seen_code == code and seen_device == device and at - seen_at <= window:
+                return True
+        return False
+
+    def _on_read_failed(self, read: ReadFailed) -> None:
+        if self._is_camera(read):
+            return  # the camera abstains; only the reader's misread asks for a rescan
+        if read.position is not None and self.state.rescan_alert is None:
+            self._sequence(read)
+            return
+        self._release_all(read.device, "interleaved")
+        self._misread(read)
+
+    def _misread(self, read: ReadFailed) -> None:
+        st = self.state
+        fields = read_fields(read)
+        if st.phase in (NO_SHOE, OVER):
+            self._refuse_outside_shoe(read.at, read.source.value, fields)
+        elif st.rescan_alert is None:
+            hand = st.round.hand if st.round is not None else None
+            self._alert(
+                AlertCode.RESCAN_NEEDED,
+                read.at,
+                read.source.value,
+                hand=hand,
+                device=read.device,
+                read=fields,
+                reason=read.reason,
+                reader_code=read.code,
+            )
+
+    def _take_read(self, read: CardRead) -> None:
+        """A reader's card, in dealing order: check it and place it."""
+        st = self.state
+        fields = read_fields(read)
+        source = fields["source"]
+        if st.phase in (NO_SHOE, OVER):
+            if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD:
+                self._start_shoe(read.at, None, None, source)
+            else:
+                self._refuse_outside_shoe(read.at, source, fields)
+                return
+        fill = st.camera_fill
+        if (
+            fill is not None
+            and fill["card"] == fields["card"]
+            and read.at - fill["at"] <= self.settings.camera.fill_confirm_window_s
+        ):
+            if read.target is not None and read.target.value == fill["slot"]:
+                self._emit(
+                    "card_confirmed",
+                    read.at,
+                    source,
+                    {"hand": fill["hand"], "slot": fill["slot"], "card": fill["card"], "read": fields},
+                    hand=fill["hand"],
+                )
+                return
+            if read.target is None:
+                self._alert(
+                    AlertCode.AMBIGUOUS_RESCAN,
+                    read.at,
+                    source,
+                    hand=fill["hand"],
+                    device=read.device,
+                    read=fields,
+                    camera_slot=fill["slot"],
+                )
+                return
+        if st.counts.get(fields["card"], 0) >= self.settings.decks:
+            self._composition_ok(fields["card"], read.at, source, fields)  # raises the alert
+            return
+        self._place(self._plan(read.at), fields["card"], read.at, source, read=fields, target=read.target)
+
+    def _camera_read(self, read: CardRead) -> None:
+        """Camera arbitration: cross-check the reader; fill in only for a failed reader."""
+        cfg = self.settings.camera
+        if read.confidence is None or read.confidence < cfg.min_confidence:
+            return  # below threshold the camera abstains
+        st = self.state
+        code = read.card.code
+        fields = read_fields(read)
+        source = read.source.value
+        slot = read.target.value if read.target is not None and read.target.value in ROUND_SLOTS else None
+        ref_hand: int | None = None
+        ref_cards: dict[str, str] = {}
+        if st.round is not None and st.round.cards:
+            ref_hand, ref_cards = st.round.hand, st.round.cards
+        elif (
+            st.last_decided is not None
+            and st.phase != ROUND
+            and read.at - st.last_decided["at"] <= cfg.late_read_window_s
+        ):
+            # A camera read just after the round was decided still describes that round;
+            # later, the boxes hold the next round's cards.
+            ref_hand, ref_cards = st.last_decided["hand"], st.last_decided["cards"]
+        if slot is not None and slot in ref_cards:
+            if ref_cards[slot] != code:
+                assert ref_hand is not None
+                still_open = st.round_for(ref_hand) is not None
+                self._alert(
+                    AlertCode.CAMERA_DISAGREEMENT,
+                    read.at,
+                    source,
+                    hand=ref_hand,
+                    holds=ref_hand if still_open else None,
+                    device=read.device,
+                    read=fields,
+                    slot=slot,
+                    reader_card=ref_cards[slot],
+                    camera_card=code,
+                    round_already_completed=not still_open,
+                )
+            return
+        reader_failed = st.rescan_alert is not None or any(d not in cfg.devices for d in st.disconnected)
+        if not reader_failed or st.phase not in (READY, ROUND):
+            return
+        plan = self._plan(read.at)
+        if plan.slot not in ROUND_SLOTS:
+            return  # burn cards have no box on the layout: the reader must rescan them
+        if slot is not None and slot != plan.slot:
+            self._alert(
+                AlertCode.CAMERA_SLOT_MISMATCH,
+                read.at,
+                source,
+                hand=st.round.hand if st.round is not None else None,
+                device=read.device,
+                read=fields,
+                expected_slot=plan.slot,
+                camera_slot=slot,
+            )
+            return
+        if not self._composition_ok(code, read.at, source, fields):
+            return
+        self._place(plan, code, read.at, source, read=fields)

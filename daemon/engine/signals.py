@@ -1,0 +1,162 @@
+"""Device signals that are not cards: cut card, the reader's own verdict, reader status
+and errors, device connection."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from daemon.engine.alerts import AlertCode
+from daemon.engine.core import EngineCore
+from daemon.engine.inputs import (
+    CutCardDrawn,
+    DeviceConnection,
+    ReaderSignal,
+    ReaderSignalKind,
+    ShoeVerdict,
+    Source,
+    VerdictOutcome,
+)
+from daemon.engine.state import (
+    NO_SHOE,
+    OVER,
+    ROUND,
+    RoundState,
+)
+from daemon.rules.outcome import RoundOutcome
+
+
+class DeviceSignals(EngineCore):
+    """Cut card, verdicts, reader status and connection changes."""
+
+    def _on_cut_card(self, inp: CutCardDrawn) -> None:
+        st = self.state
+        source = inp.source.value
+        if st.phase in (NO_SHOE, OVER) or st.cut_card_seen:
+            self._alert(AlertCode.UNEXPECTED_CUT_CARD, inp.at, source, device=inp.device, raw=inp.raw)
+            return
+        during = st.round.hand if st.phase == ROUND and st.round is not None else None
+        finish = self.settings.cut_card_policy.value == "finish_current_round"
+        last = during if during is not None and finish else (during or st.hand) + 1
+        self._emit(
+            "cut_card",
+            inp.at,
+            source,
+            {"during_hand": during, "policy": self.settings.cut_card_policy.value, "device": inp.device},
+            hand=during,
+        )
+        self._emit("last_round", inp.at, source, {"hand": last}, hand=last)
+
+    def _on_verdict(self, inp: ShoeVerdict) -> None:
+        st = self.state
+        verdict = {
+            "outcome": inp.outcome.value,
+            "player_pair": inp.player_pair,
+            "banker_pair": inp.banker_pair,
+            "raw": inp.raw,
+            "device": inp.device,
+        }
+        source = Source.READER.value
+        if inp.outcome is VerdictOutcome.FORCED_QUIT:
+            hand = st.round.hand if st.round is not None else None
+            self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
+            return
+        awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict)
+        if awaiting:
+            self._check_verdict(awaiting[0], st.held[awaiting[0]].cards, verdict, inp.at)
+            return
+        if st.round is not None and st.round.cards:
+            self._alert(
+                AlertCode.MISSING_CARD,
+                inp.at,
+                source,
+                hand=st.round.hand,
+                holds=st.round.hand,
+                device=inp.device,
+                verdict=verdict,
+                needed_slot=st.round.next_slot(),
+            )
+            return
+        if st.last_decided is None:
+            self._alert(AlertCode.MISSING_CARD, inp.at, source, device=inp.device, verdict=verdict)
+            return
+        self._check_verdict(st.last_decided["hand"], st.last_decided["cards"], verdict, inp.at)
+
+    def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
+        st = self.state
+        source = Source.READER.value
+        probe = RoundState(hand=hand, opened_at=at, cards=dict(cards))
+        outcome = RoundOutcome(*probe.sides())
+        agrees = (
+            verdict["outcome"] == outcome.winner.value
+            and verdict["player_pair"] == outcome.player_pair
+            and verdict["banker_pair"] == outcome.banker_pair
+        )
+        self._emit(
+            "verdict_checked", at, source, {"hand": hand, "agrees": agrees, "verdict": verdict}, hand=hand
+        )
+        rnd = st.held.get(hand)
+        if not agrees:
+            self._alert(
+                AlertCode.VERDICT_DISAGREEMENT,
+                at,
+                source,
+                hand=hand,
+                holds=hand if st.round_for(hand) is not None else None,
+                device=verdict["device"],
+                verdict=verdict,
+                engine={
+                    "winner": outcome.winner.value,
+                    "player_pair": outcome.player_pair,
+                    "banker_pair": outcome.banker_pair,
+                },
+                round_already_completed=st.round_for(hand) is None,
+            )
+        elif rnd is not None:
+            self._try_complete_held(rnd, at, source)
+
+    def _on_reader_signal(self, inp: ReaderSignal) -> None:
+        st = self.state
+        source = Source.READER.value
+        self._emit(
+            "reader_status",
+            inp.at,
+            source,
+            {
+                "kind": inp.kind.value,
+                "code": inp.code,
+                "detail": inp.detail,
+                "device": inp.device,
+                "raw": inp.raw,
+            },
+        )
+        if inp.kind is ReaderSignalKind.ERROR_RAISED:
+            self._alert(AlertCode.READER_ERROR, inp.at, source, device=inp.device, reader_code=inp.code)
+        elif inp.kind is ReaderSignalKind.ERROR_CLEARED:
+            for alert_id in st.open_alert_ids(AlertCode.READER_ERROR.value, inp.device):
+                self._clear_alert(alert_id, inp.at, source, "reader cleared the error")
+        elif inp.kind is ReaderSignalKind.REDEAL:
+            hand = st.round.hand if st.round is not None else None
+            self._alert(AlertCode.READER_REDEAL, inp.at, source, hand=hand, holds=hand, device=inp.device)
+
+    def _on_connection(self, inp: DeviceConnection) -> None:
+        st = self.state
+        down = inp.device in st.disconnected
+        if inp.connected == (not down):
+            return  # no change
+        self._emit(
+            "device_connection",
+            inp.at,
+            Source.SYSTEM.value,
+            {"device": inp.device, "connected": inp.connected, "detail": inp.detail},
+        )
+        if not inp.connected:
+            self._alert(
+                AlertCode.READER_DISCONNECTED,
+                inp.at,
+                Source.SYSTEM.value,
+                device=inp.device,
+                detail=inp.detail,
+            )
+        else:
+            for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED.value, inp.device):
+                self._clear_alert(alert_id, inp.at, Source.SYSTEM.value, "device reconnected")

@@ -1,0 +1,398 @@
+"""Supervisor commands: validated against the table state, answered with exactly one
+``command_accepted`` / ``command_refused`` event, then their effects (what changed, who asked)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from daemon.engine import commands as args_
+from daemon.engine.alerts import AlertCode
+from daemon.engine.core import Effect, EngineCore, Placement
+from daemon.engine.inputs import (
+    Source,
+    SupervisorCommand,
+)
+from daemon.engine.state import (
+    NO_SHOE,
+    OVER,
+    ROUND,
+    ROUND_SLOTS,
+    RoundState,
+)
+from daemon.rules.outcome import next_slot
+
+
+class SupervisorCommands(EngineCore):
+    """Every action of ``commands.ACTIONS``: ``_cmd_<action>`` returns a refusal or an effect."""
+
+    def _on_command(self, cmd: SupervisorCommand) -> None:
+        handler = getattr(self, f"_cmd_{cmd.action}", None) if cmd.action in args_.ACTIONS else None
+        if handler is None:
+            if cmd.action in args_.SERVICE_ACTIONS:
+                self._refuse(
+                    cmd, f"'{cmd.action}' is a reader command handled by the service, not the engine"
+                )
+            else:
+                self._refuse(cmd, f"unknown action {cmd.action!r}; accepted: {', '.join(args_.ACTIONS)}")
+            return
+        if not isinstance(cmd.args, dict):
+            self._refuse(cmd, "args must be an object")
+            return
+        try:
+            outcome = handler(cmd)
+        except args_.ArgError as exc:
+            self._refuse(cmd, str(exc))
+            return
+        if isinstance(outcome, str):
+            self._refuse(cmd, outcome)
+            return
+        self._emit(
+            "command_accepted",
+            cmd.at,
+            Source.SUPERVISOR.value,
+            {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": None},
+        )
+        outcome()
+
+    def _refuse(self, cmd: SupervisorCommand, reason: str) -> None:
+        self._emit(
+            "command_refused",
+            cmd.at,
+            Source.SUPERVISOR.value,
+            {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": reason},
+        )
+
+    def _cmd_new_shoe(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"shoe_id"})
+        shoe_id = args_.opt_shoe_id(cmd.args)
+        st = self.state
+        if st.phase == ROUND:
+            return f"round {st.hand} is in progress: finish or void it first"
+        if st.held:
+            return f"held round(s) {sorted(st.held)} await a decision: resolve or void them first"
+        if shoe_id is not None and shoe_id == st.shoe_id:
+            return f"shoe id {shoe_id!r} is the current shoe's id"
+        return lambda: self._start_shoe(cmd.at, shoe_id, cmd, Source.SUPERVISOR.value)
+
+    def _target_round(self, cmd: SupervisorCommand) -> RoundState | str:
+        st = self.state
+        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
+        if hand is None:
+            if st.round is not None:
+                return st.round
+            if len(st.held) == 1:
+                return next(iter(st.held.values()))
+            return (
+                "no round in progress"
+                if not st.held
+                else f"several rounds are held {sorted(st.held)}: give hand"
+            )
+        rnd = st.round_for(hand)
+        if rnd is None:
+            return f"hand {hand} is neither in progress nor held"
+        return rnd
+
+    def _cmd_void_round(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"hand", "reason"})
+        reason = args_.opt_text(cmd.args, "reason") or ""
+        st = self.state
+        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
+        completed = False
+        if hand is not None and st.round_for(hand) is None:
+            if st.last_decided is None or st.last_decided["hand"] != hand:
+                return f"hand {hand} is not in progress, held, or the last completed round"
+            completed = True
+            target_hand = hand
+            cards = dict(st.last_decided["cards"])
+        else:
+            target = self._target_round(cmd)
+            if isinstance(target, str):
+                return target
+            target_hand, cards = target.hand, dict(target.cards)
+        return lambda: self._void_round(cmd, target_hand, cards, reason, completed)
+
+    def _void_round(
+        self, cmd: SupervisorCommand, hand: int, cards: dict[str, str], reason: str, completed: bool
+    ) -> None:
+        st = self.state
+        source = Source.SUPERVISOR.value
+        was_current = st.round is not None and st.round.hand == hand
+        for alert_id in [a for a, d in st.alerts.items() if d.get("holds") == hand]:
+            self._clear_alert(alert_id, cmd.at, source, f"round {hand} voided", cmd)
+        self._emit(
+            "round_voided",
+            cmd.at,
+            source,
+            {
+                "hand": hand,
+                "cards": cards,
+                "reason": reason,
+                "was_completed": completed,
+                "actor": cmd.actor,
+                "command_id": cmd.command_id,
+            },
+            hand=hand,
+        )
+        if was_current and st.phase != OVER:
+            self._after_round(hand, cmd.at, source)
+
+    def _cmd_void_shoe(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"reason"})
+        reason = args_.opt_text(cmd.args, "reason") or ""
+        st = self.state
+        if st.shoe_id is None or (st.phase == OVER and not st.held and st.shoe_end_reason != "cut_card"):
+            return "no shoe to void"
+
+        def effect() -> None:
+            source = Source.SUPERVISOR.value
+            voided: list[int] = []
+            for rnd in [*([st.round] if st.round is not None else []), *st.held.values()]:
+                voided.append(rnd.hand)
+                for alert_id in [a for a, d in st.alerts.items() if d.get("holds") == rnd.hand]:
+                    self._clear_alert(alert_id, cmd.at, source, "shoe voided", cmd)
+                self._emit(
+                    "round_voided",
+                    cmd.at,
+                    source,
+                    {
+                        "hand": rnd.hand,
+                        "cards": dict(rnd.cards),
+                        "reason": f"shoe voided: {reason}",
+                        "was_completed": False,
+                        "actor": cmd.actor,
+                        "command_id": cmd.command_id,
+                    },
+                    hand=rnd.hand,
+                )
+            for alert_id in list(st.next_round_holds):
+                if alert_id in st.alerts:
+                    self._clear_alert(alert_id, cmd.at, source, "shoe voided", cmd)
+            self._emit(
+                "shoe_voided",
+                cmd.at,
+                source,
+                {
+                    "shoe_id": st.shoe_id,
+                    "reason": reason,
+                    "voided_hands": voided,
+                    "actor": cmd.actor,
+                    "command_id": cmd.command_id,
+                },
+            )
+            self._end_shoe(cmd.at, source, "voided")
+
+        return effect
+
+    def _cmd_assign_card(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"card", "slot", "hand"})
+        card = args_.req_card(cmd.args, "card")
+        slot = args_.slot_arg(cmd.args, "slot", args_.CARD_SLOT_NAMES, False)
+        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
+        st = self.state
+        if st.phase in (NO_SHOE, OVER) and hand is None:
+            return "no shoe is being dealt"
+        if st.counts.get(card.code, 0) >= self.settings.decks:
+            decks = self.settings.decks
+            return f"card {card.code} has already appeared {decks} times in this {decks}-deck shoe"
+        if hand is not None and (st.round is None or st.round.hand != hand):
+            rnd = st.held.get(hand)
+            if rnd is None:
+                return f"hand {hand} is neither in progress nor held"
+            needed = rnd.next_slot()
+            if needed is None:
+                return f"held round {hand} needs no more cards"
+            plan = Placement(needed)
+        else:
+            plan = self._plan(cmd.at, detect_unneeded=False)
+        if slot is not None and slot != plan.slot:
+            return f"the next card goes to {plan.slot}, not {slot}"
+        return lambda: self._place(plan, card.code, cmd.at, Source.SUPERVISOR.value, cmd=cmd, hand=hand)
+
+    def _correct(
+        self, cmd: SupervisorCommand, rnd: RoundState, after: dict[str, str], action: str
+    ) -> Effect | str:
+        """Validate a rearrangement of a round's cards and return its effect.
+
+        Cards new to the round are "supplied" (checked against the shoe's composition and
+        counted); cards no longer in it are "removed" (they stay counted: they left the shoe).
+        """
+        ordered = {s: after[s] for s in ROUND_SLOTS if s in after}
+        probe = RoundState(hand=rnd.hand, opened_at=rnd.opened_at, cards=ordered)
+        try:
+            next_slot(*probe.sides())
+        except ValueError as exc:
+            return f"the corrected round would be illegal: {exc}"
+        if ordered == rnd.cards:
+            return "the correction changes nothing"
+        spare = Counter(rnd.cards.values())
+        supplied: list[str] = []
+        for slot, code in ordered.items():
+            if spare[code] > 0:
+                spare[code] -= 1
+            else:
+                supplied.append(slot)
+        removed = sorted(spare.elements())
+        new_counts = Counter(ordered[s] for s in supplied)
+        decks = self.settings.decks
+        for code, n in new_counts.items():
+            if self.state.counts.get(code, 0) + n > decks:
+                return f"card {code} would appear more than {decks} times in this {decks}-deck shoe"
+
+        def effect() -> None:
+            source = Source.SUPERVISOR.value
+            self._emit(
+                "round_corrected",
+                cmd.at,
+                source,
+                {
+                    "hand": rnd.hand,
+                    "action": action,
+                    "before": dict(rnd.cards),
+                    "after": ordered,
+                    "supplied": supplied,
+                    "removed": removed,
+                    "args": dict(cmd.args),
+                    "actor": cmd.actor,
+                    "command_id": cmd.command_id,
+                },
+                hand=rnd.hand,
+            )
+            if rnd is self.state.round and rnd.next_slot() is None:
+                self._decide(rnd, cmd.at, source, cmd.at)
+
+        return effect
+
+    def _cmd_rearrange(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"cards", "hand"})
+        rnd = self._target_round(cmd)
+        if isinstance(rnd, str):
+            return rnd
+        return self._correct(cmd, rnd, args_.req_slot_cards(cmd.args, "cards"), "rearrange")
+
+    def _cmd_move_card(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"from", "to", "hand"})
+        src, dst = args_.req_slot(cmd.args, "from"), args_.req_slot(cmd.args, "to")
+        rnd = self._target_round(cmd)
+        if isinstance(rnd, str):
+            return rnd
+        if src not in rnd.cards:
+            return f"slot {src} of hand {rnd.hand} holds no card"
+        if dst in rnd.cards:
+            return f"slot {dst} of hand {rnd.hand} already holds {rnd.cards[dst]}: use swap"
+        after = {s: c for s, c in rnd.cards.items() if s != src} | {dst: rnd.cards[src]}
+        return self._correct(cmd, rnd, after, "move_card")
+
+    def _cmd_swap(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"a", "b", "sides", "hand"})
+        rnd = self._target_round(cmd)
+        if isinstance(rnd, str):
+            return rnd
+        if args_.opt_flag(cmd.args, "sides"):
+            if "a" in cmd.args or "b" in cmd.args:
+                return "give either sides=true or slots a and b, not both"
+            mirror = {"P1": "B1", "B1": "P1", "P2": "B2", "B2": "P2", "P3": "B3", "B3": "P3"}
+            after = {mirror[s]: c for s, c in rnd.cards.items()}
+        else:
+            a, b = args_.req_slot(cmd.args, "a"), args_.req_slot(cmd.args, "b")
+            if a == b or a not in rnd.cards or b not in rnd.cards:
+                return f"swap needs two different filled slots of hand {rnd.hand}; filled: {list(rnd.cards)}"
+            after = dict(rnd.cards)
+            after[a], after[b] = rnd.cards[b], rnd.cards[a]
+        return self._correct(cmd, rnd, after, "swap")
+
+    def _cmd_acknowledge_alert(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"alert_id"})
+        alert_id = args_.opt_text(cmd.args, "alert_id", 100)
+        st = self.state
+        if alert_id is None:
+            raise args_.ArgError("argument 'alert_id' is required")
+        alert = st.alerts.get(alert_id)
+        if alert is None:
+            return f"no open alert {alert_id!r}"
+        if alert.get("holds") is not None and (
+            alert["holds"] == "next_round" or st.round_for(alert["holds"]) is not None
+        ):
+            return "this alert holds a round: use resolve_hold, a correction or void_round"
+        if alert["code"] == AlertCode.READER_DISCONNECTED.value and alert.get("device") in st.disconnected:
+            return f"device {alert.get('device')!r} is still disconnected"
+        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR.value, "acknowledged", cmd)
+
+    def _cmd_resolve_hold(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"hand"})
+        st = self.state
+        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
+        if hand is None:
+            candidates = sorted(st.held) + (
+                [st.round.hand] if st.round is not None and st.round.holds else []
+            )
+            if len(candidates) != 1:
+                return (
+                    "no held round" if not candidates else f"several rounds are held {candidates}: give hand"
+                )
+            hand = candidates[0]
+        rnd = st.round_for(hand)
+        if rnd is None or (rnd is st.round and not rnd.holds):
+            return f"hand {hand} is not held"
+        needed = rnd.next_slot()
+        if rnd is not st.round and needed is not None:
+            return f"held round {hand} still needs {needed}: supply it with assign_card or rearrange"
+        if self._needs_die and rnd.die is None and rnd is not st.round:
+            return f"hand {hand} needs the super-round die: send super_round_die"
+        resolved_hand = hand
+
+        def effect() -> None:
+            source = Source.SUPERVISOR.value
+            for alert_id in [a for a in rnd.holds if a in st.alerts]:
+                self._clear_alert(alert_id, cmd.at, source, "hold resolved", cmd)
+            self._emit(
+                "hold_resolved",
+                cmd.at,
+                source,
+                {"hand": resolved_hand, "actor": cmd.actor, "command_id": cmd.command_id},
+                hand=resolved_hand,
+            )
+            if rnd is not st.round:
+                self._try_complete_held(rnd, cmd.at, source)
+
+        return effect
+
+    def _cmd_rescan_ack(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, set())
+        alert_id = self.state.rescan_alert
+        if alert_id is None:
+            return "no rescan is pending"
+        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR.value, "rescan_ack", cmd)
+
+    def _cmd_super_round_die(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, {"value", "hand"})
+        die = self.variant.super_round
+        if not self._needs_die or die is None:
+            return f"variant {self.variant.name!r} has no super round"
+        value = args_.req_int(cmd.args, "value", 1, die.die_faces)
+        st = self.state
+        if st.phase in (NO_SHOE, OVER) and not st.held:
+            return "no shoe is being dealt"
+        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
+        if hand is None:
+            hand = st.round.hand if st.round is not None else st.hand + 1
+        rnd = st.round_for(hand)
+        if rnd is None and hand != st.hand + 1:
+            return f"hand {hand} is not in progress, held or next"
+        if (rnd.die if rnd is not None else st.dies.get(hand)) is not None:
+            return f"hand {hand} already has its die"
+        target_hand = hand
+
+        def effect() -> None:
+            source = Source.SUPERVISOR.value
+            self._emit(
+                "super_round_die",
+                cmd.at,
+                source,
+                {"hand": target_hand, "value": value, "actor": cmd.actor, "command_id": cmd.command_id},
+                hand=target_hand,
+            )
+            held = st.held.get(target_hand)
+            if held is not None:
+                self._try_complete_held(held, cmd.at, source)
+
+        return effect
