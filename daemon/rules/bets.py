@@ -51,12 +51,13 @@ class Resolution:
         """JSON-ready form: the exact fraction as text (``"19/20"``) plus a float."""
         return {
             "outcome": self.outcome,
-            "multiplier": _fraction_text(self.multiplier),
+            "multiplier": fraction_text(self.multiplier),
             "multiplier_float": float(self.multiplier),
         }
 
 
-def _fraction_text(value: Fraction) -> str:
+def fraction_text(value: Fraction) -> str:
+    """``"19/20"``, ``"-1/2"``, or ``"8"`` for a whole number."""
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
@@ -128,10 +129,6 @@ SideName = Literal["player", "banker"]
 
 def _side(name: SideName) -> Side:
     return Side(name)
-
-
-def _other(side: Side) -> Side:
-    return Side.BANKER if side is Side.PLAYER else Side.PLAYER
 
 
 class _Bet(BaseModel):

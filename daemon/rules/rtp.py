@@ -22,17 +22,13 @@ from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 
-from daemon.rules.bets import Resolution
+from daemon.rules.bets import Resolution, fraction_text
 from daemon.rules.enumerate import Enumeration
 from daemon.rules.variants import Variant
 
 
-def _fraction_text(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
 def _figure(value: Fraction, percent: bool = True) -> dict[str, object]:
-    figure: dict[str, object] = {"fraction": _fraction_text(value), "float": float(value)}
+    figure: dict[str, object] = {"fraction": fraction_text(value), "float": float(value)}
     if percent:
         figure["percent"] = float(value * 100)
     return figure
