@@ -95,7 +95,9 @@ def demo_config(
         ("broker", "port"): broker_port,
         ("log", "level"): "info",
         ("log", "format"): "json",
-        ("table", "unneeded_card_window_s"): round(min(1.5, round_gap_s * 0.4), 4),
+        # the simulated unneeded card comes ~1/15 of a round gap after the round, the next
+        # round's first card one gap after: a quarter of the gap separates them with margin
+        ("table", "unneeded_card_window_s"): round(min(1.5, round_gap_s * 0.25), 4),
     }
     for key, value in table.items():
         overrides[("table", key)] = value
