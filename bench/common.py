@@ -1,0 +1,141 @@
+"""Shared helpers of the benchmark scripts: percentiles, machine facts, process sampling, output.
+
+Nothing here measures anything by itself; every script prints its own figures beside a
+baseline measured in the same run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (nearest rank on the sorted values); NaN when empty."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return float(ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))])
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """Median, p99 and max of one sample (in the sample's unit)."""
+
+    n: int
+    median: float
+    p99: float
+    max: float
+
+    @staticmethod
+    def of(values: Sequence[float]) -> Summary:
+        if not values:
+            return Summary(0, float("nan"), float("nan"), float("nan"))
+        return Summary(len(values), statistics.median(values), percentile(values, 99), max(values))
+
+    def scaled(self, factor: float) -> Summary:
+        return Summary(self.n, self.median * factor, self.p99 * factor, self.max * factor)
+
+    def as_dict(self, digits: int = 3) -> dict[str, float | int]:
+        return {
+            "n": self.n,
+            "median": round(self.median, digits),
+            "p99": round(self.p99, digits),
+            "max": round(self.max, digits),
+        }
+
+    def text(self, unit: str = "ms", digits: int = 2) -> str:
+        return (
+            f"median {self.median:.{digits}f} {unit}  p99 {self.p99:.{digits}f} {unit}  "
+            f"max {self.max:.{digits}f} {unit}  (n={self.n})"
+        )
+
+
+def ms(seconds: Sequence[float]) -> Summary:
+    """Summary in milliseconds of durations given in seconds."""
+    return Summary.of(seconds).scaled(1000.0)
+
+
+def machine() -> dict[str, Any]:
+    """The facts every figure needs beside it: cores, CPU model, Python, load now."""
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load1, load5, _ = os.getloadavg()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": model,
+        "python": platform.python_version(),
+        "load_1m": round(load1, 2),
+        "load_5m": round(load5, 2),
+    }
+
+
+def fsync_sample(directory: Path, count: int = 200, size: int = 256) -> list[float]:
+    """Seconds taken by ``write`` + ``os.fsync`` of a small file in ``directory`` (same disk)."""
+    path = directory / "fsync-probe.bin"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    out: list[float] = []
+    try:
+        payload = b"x" * size
+        for _ in range(count):
+            start = time.perf_counter()
+            os.write(fd, payload)
+            os.fsync(fd)
+            out.append(time.perf_counter() - start)
+    finally:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+    return out
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of ``pid`` in bytes (0 once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/statm").read_text().split()
+    except OSError:
+        return 0
+    return int(fields[1]) * PAGE_SIZE
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds used so far by ``pid`` (all its threads)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def report(title: str, figures: dict[str, Any], as_json: bool) -> None:
+    """Print ``figures`` (with the machine facts) as aligned text or one JSON line."""
+    payload = {"bench": title, "machine": machine(), **figures}
+    if as_json:
+        print(json.dumps(payload))
+        return
+    print(f"== {title}")
+    for key, value in payload.items():
+        if key == "bench":
+            continue
+        if isinstance(value, dict):
+            print(f"{key}:")
+            for sub, subvalue in value.items():
+                print(f"    {sub:40} {subvalue}")
+        else:
+            print(f"{key:44} {value}")
