@@ -10,7 +10,7 @@ import pytest
 
 from daemon.cli import main
 from daemon.rules.enumerate import enumerate_shoe
-from tests.rules.test_enumerate import REQUIRED_KEYS
+from tests.rules.support import REQUIRED_KEYS
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
