@@ -50,8 +50,12 @@ class LogSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    level: Literal["debug", "info", "warning", "error"] = "info"
-    format: Literal["auto", "json", "console"] = "auto"
+    level: Literal["debug", "info", "warning", "error"] = Field(
+        default="info", description="Least severe level logged (SIGHUP applies a change at once)."
+    )
+    format: Literal["auto", "json", "console"] = Field(
+        default="auto", description="auto: JSON lines under systemd or when piped, console on a terminal."
+    )
 
 
 class ServiceSettings(BaseModel):
@@ -93,7 +97,7 @@ class CameraSection(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    enabled: bool = True
+    enabled: bool = Field(default=True, description="false keeps the section but does not start the camera.")
     settings: Any = Field(default_factory=dict, description="CameraSettings (validated by the camera).")
 
 
@@ -103,7 +107,11 @@ class DaemonConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     table_id: str = Field(description="This table's id: one topic level, e.g. T07.")
-    state_dir: Path = Field(default=Path("/var/lib/baccarat-edge"), description="Journal and runtime state.")
+    state_dir: Path = Field(
+        default=Path("/var/lib/baccarat-edge"),
+        description="Journal and runtime state; journal.path defaults to <state_dir>/journal.sqlite3 "
+        "and a relative journal.path is relative to it.",
+    )
     log: LogSettings = Field(default_factory=lambda: LogSettings.model_validate({}))
     service: ServiceSettings = Field(default_factory=lambda: ServiceSettings.model_validate({}))
     table: TableSettings = Field(default_factory=lambda: TableSettings.model_validate({}))
@@ -198,9 +206,12 @@ def validate_raw(raw: RawConfig, problems: list[ConfigProblem] | None = None) ->
 
 
 def device_name(settings: BaseModel, default: str) -> str:
-    """The name a device's inputs carry (``device_name`` in its settings)."""
-    name = getattr(settings, "device_name", None)
-    return name if isinstance(name, str) and name else default
+    """The name a device's inputs carry (``device_name`` of a reader, ``device`` of the camera)."""
+    for attribute in ("device_name", "device"):
+        name = getattr(settings, attribute, None)
+        if isinstance(name, str) and name:
+            return name
+    return default
 
 
 def _check_unique_names(

@@ -191,3 +191,13 @@ def test_check_config_reports_a_refused_login(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "[PROBLEM] broker MQTT" in result.stdout
     assert "refused" in result.stdout
+
+
+def test_config_readme_documents_every_key() -> None:
+    from daemon.service.config_docs import README, all_keys
+
+    text = README.read_text()
+    missing = sorted(k for k in all_keys() if f"`{k}`" not in text)
+    assert missing == [], (
+        f"config/README.md lacks {missing}: run `python -m daemon.service.config_docs --write`"
+    )
