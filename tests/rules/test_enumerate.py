@@ -179,3 +179,20 @@ def test_to_dict_shape(one: Enumeration) -> None:
     assert report["decks"] == 1
     assert report["total"] == perm(52, 6)
     assert report["counts"] == one.counts
+
+
+@pytest.mark.parametrize(
+    ("decks", "banker", "player", "tie"),
+    [
+        (6, 403_095_751_234_560, 392_220_492_728_832, 83_552_962_932_288),
+        (4, 34_543_624_867_840, 33_608_344_225_792, None),
+    ],
+)
+def test_published_six_and_four_deck_main_figures(
+    decks: int, banker: int, player: int, tie: int | None
+) -> None:
+    """http://www.casinoexploit.com/baccarat.html, "Probabilities in 6deck / 4deck Baccarat"."""
+    c = enumerate_shoe(decks).counts
+    assert (c["banker_win"], c["player_win"]) == (banker, player)
+    if tie is not None:
+        assert c["tie"] == tie
