@@ -28,6 +28,7 @@ class AlertCode(StrEnum):
     READER_REDEAL = "reader_redeal"
     FORCED_QUIT = "forced_quit"
     UNEXPECTED_CUT_CARD = "unexpected_cut_card"
+    INVALID_INPUT = "invalid_input"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,4 +78,5 @@ ALERTS: dict[AlertCode, AlertSpec] = {
     AlertCode.READER_REDEAL: AlertSpec("the reader signalled a re-deal", holds=True),
     AlertCode.FORCED_QUIT: AlertSpec("the reader force-quit the round", holds=True),
     AlertCode.UNEXPECTED_CUT_CARD: AlertSpec("a cut card came out when none was expected"),
+    AlertCode.INVALID_INPUT: AlertSpec("an input the engine cannot use (e.g. no valid time): ignored"),
 }

@@ -223,7 +223,7 @@ class ReadSequencer(EngineCore):
     def _camera_read(self, read: CardRead) -> None:
         """Camera arbitration: cross-check the reader; fill in only for a failed reader."""
         cfg = self.settings.camera
-        if read.confidence is None or read.confidence < cfg.min_confidence:
+        if read.confidence is None or not read.confidence >= cfg.min_confidence:  # NaN abstains too
             return  # below threshold the camera abstains
         st = self.state
         code = read.card.code

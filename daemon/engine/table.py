@@ -9,8 +9,10 @@ state machine, every event kind, command and alert.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
+from daemon.engine.alerts import AlertCode
 from daemon.engine.core import Placement
 from daemon.engine.events import Event
 from daemon.engine.inputs import (
@@ -21,6 +23,7 @@ from daemon.engine.inputs import (
     ReaderSignal,
     ReadFailed,
     ShoeVerdict,
+    Source,
     SupervisorCommand,
     Tick,
 )
@@ -52,6 +55,18 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         """Decide, apply and return the events caused by one input."""
         out: list[Event] = []
         self._out = out
+        if not math.isfinite(inp.at):
+            # A driver bug: no time to order it by. Say so (at the last good time), use nothing.
+            self._alert(
+                AlertCode.INVALID_INPUT,
+                self._now,
+                Source.SYSTEM.value,
+                device=getattr(inp, "device", None),
+                input=type(inp).__name__,
+                reason=f"time {inp.at!r} is not a finite number",
+            )
+            self._out = []
+            return out
         self._now = inp.at
         rescan_before = self.state.rescan_alert
         if self.state.held_reads:

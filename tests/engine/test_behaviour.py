@@ -434,3 +434,17 @@ def test_camera_checks_the_decided_round_only_just_after_it_and_then_sees_the_ne
     # Much later the camera sees the next round's first card in the P1 box: not round 1's business.
     assert eng.handle(_camera("5c", 130, "P1")) == []
     assert_restores(eng, events + late)
+
+
+def test_an_input_without_a_finite_time_is_refused_with_an_alert() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    for bad in (float("nan"), float("inf")):
+        out = eng.handle(read("9s", bad))
+        assert [a.data["code"] for a in alerts(out)] == ["invalid_input"]
+        assert out[0].at == 3.0  # the last good input's time
+        events += out
+    assert eng.snapshot()["round"] is None
+    camera_nan = eng.handle(_camera("9s", 10, "P1", confidence=float("nan")))
+    assert camera_nan == []
+    assert_restores(eng, events)

@@ -9,6 +9,7 @@ state is always the fold of its events.
 
 from __future__ import annotations
 
+import math
 import random
 from typing import Any
 
@@ -230,6 +231,7 @@ _any_input = st.one_of(
         device=st.sampled_from(["reader", "camera"]),
     ),
     st.builds(Tick, at=st.floats(0, 60)),
+    st.builds(CardRead, card=st.sampled_from(ALL_CARDS), at=st.sampled_from([math.nan, math.inf, -math.inf])),
     st.builds(
         lambda seed, at: _random_command(random.Random(seed), at, seed),
         st.integers(0, 10_000),
@@ -250,7 +252,8 @@ def test_arbitrary_input_streams_never_crash_and_always_fold(
     cfg = TableSettings(decks=decks, unneeded_card_window_s=2.0, device_starts_shoe=True)
     eng = Engine(cfg, variant("standard"))
     prefix: list[EngineInput] = [SupervisorCommand("new_shoe", 0.0, "t", "start")] if start else []
-    events = _run_checked(eng, prefix + sorted(inputs, key=lambda x: x.at))
+    ordered = sorted(inputs, key=lambda x: x.at if math.isfinite(x.at) else 25.0)
+    events = _run_checked(eng, prefix + ordered)
     assert_legal(events, decks)
     assert_restores(eng, events)
     # A partial history folds to the state the engine had at that point.
