@@ -169,13 +169,20 @@ class Daemon:
             self._register_probe(name, driver)
 
     def _register_probe(self, name: str, worker: Any) -> None:
+        """A worker shows progress while its thread(s) live and its ``health()`` answers.
+
+        ``health()`` takes the worker's own lock, so a deadlocked worker stops answering
+        and the main loop's watchdog check (which calls it) stalls too: no ping goes out.
+        """
+
         def probe() -> float | None:
             health = worker.health()
-            alive = health.get("alive", health.get("running", True))
-            if not alive:
-                return None
-            beat = health.get("heartbeat_at", health.get("loop_at"))
-            return float(beat) if isinstance(beat, (int, float)) else time.monotonic()
+            if "running" in health:
+                alive = bool(health["running"])
+            else:
+                threads = _threads_of(worker)
+                alive = all(t.is_alive() for t in threads) if threads else True
+            return time.monotonic() if alive else None
 
         self.liveness.register(name, probe)
 
@@ -489,6 +496,18 @@ def _answer_for(command: SupervisorCommand, journaled: list[JournaledEvent]) -> 
                 "seq": event.seq,
             }
     return {"accepted": False, "reason": "the engine gave no answer to this command"}
+
+
+def _threads_of(worker: Any) -> list[threading.Thread]:
+    """The threads a worker runs (its ``_thread``/``thread``/``_threads`` attributes)."""
+    found: list[threading.Thread] = []
+    for attribute in ("_thread", "thread", "_threads"):
+        value = getattr(worker, attribute, None)
+        if isinstance(value, threading.Thread):
+            found.append(value)
+        elif isinstance(value, list):
+            found.extend(t for t in value if isinstance(t, threading.Thread))
+    return found
 
 
 def _mid_round(engine: Any) -> bool:
