@@ -10,6 +10,7 @@ import json
 import os
 import platform
 import statistics
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,9 +87,13 @@ def machine() -> dict[str, Any]:
     }
 
 
-def fsync_sample(directory: Path, count: int = 200, size: int = 256) -> list[float]:
-    """Seconds taken by ``write`` + ``os.fsync`` of a small file in ``directory`` (same disk)."""
-    path = directory / "fsync-probe.bin"
+def fsync_sample(directory: Path, count: int = 200, size: int = 4120, pause_s: float = 0.0) -> list[float]:
+    """Seconds taken by appending ``size`` bytes to a file in ``directory`` + ``os.fsync`` (same disk).
+
+    4120 bytes is one SQLite WAL frame (a 4 KiB page and its header), what a journal commit
+    appends before its sync.
+    """
+    path = directory / f"fsync-probe-{threading.get_ident()}.bin"
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     out: list[float] = []
     try:
@@ -98,10 +103,35 @@ def fsync_sample(directory: Path, count: int = 200, size: int = 256) -> list[flo
             os.write(fd, payload)
             os.fsync(fd)
             out.append(time.perf_counter() - start)
+            if pause_s:
+                time.sleep(pause_s)
     finally:
         os.close(fd)
         path.unlink(missing_ok=True)
     return out
+
+
+class FsyncProbe:
+    """Samples ``fsync_sample`` in a thread while a benchmark runs (same disk, same moment)."""
+
+    def __init__(self, directory: Path, interval_s: float = 0.05) -> None:
+        self.directory = directory
+        self.interval_s = interval_s
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="fsync-probe", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.samples.extend(fsync_sample(self.directory, 20, pause_s=self.interval_s))
+
+    def __enter__(self) -> FsyncProbe:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
 
 
 def rss_bytes(pid: int) -> int:
