@@ -299,8 +299,12 @@ def run(args: argparse.Namespace) -> int:
     def on_message(c: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         tail.on_payload(message.topic, bytes(message.payload))
 
+    def on_subscribe(c: mqtt.Client, userdata: Any, mid: int, reasons: Any, props: Any) -> None:
+        print(f"tail: subscribed to {topic}", file=sys.stderr, flush=True)
+
     client.on_connect = on_connect
     client.on_message = on_message
+    client.on_subscribe = on_subscribe
     try:
         client.connect(conn["host"], conn["port"], keepalive=30)
     except (OSError, ValueError) as exc:

@@ -277,6 +277,12 @@ class Publisher:
             client.tls_set_context(self._tls_context())
         if s.auth is not None:
             client.username_pw_set(s.auth.username, self._password.reveal_text() if self._password else None)
+        # Without this, paho's publish() writes to the socket itself from the calling thread
+        # whenever no paho-owned thread runs, racing the network thread's loop(): both pop
+        # packets off paho's queue and can put them on the wire out of order (the crash test
+        # caught seq N+1 arriving before N). Registered, publish() only queues and wakes
+        # loop(), so every byte is written by the network thread, in queue order.
+        client.on_socket_register_write = _writes_happen_in_loop
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
@@ -656,6 +662,10 @@ class Publisher:
         self._client.publish(
             self.topics.health, payload, qos=1, retain=True, properties=self._json_properties()
         )
+
+
+def _writes_happen_in_loop(client: mqtt.Client, userdata: Any, sock: Any) -> None:
+    """Marker callback: see :meth:`Publisher._build_client`."""
 
 
 def _valid_publish_topic(topic: str) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,6 +43,9 @@ def start_tail(port: int, keys: dict[str, Path], *extra: str) -> subprocess.Pope
         stderr=subprocess.PIPE,
         text=True,
     )
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # events are not retained: wait until the tail listens
+    assert first.startswith("tail: subscribed to"), first
     return proc
 
 
@@ -54,8 +56,7 @@ def test_tail_prints_verified_events_once_and_reports_gaps_and_forgeries(
     make_publisher: Callable[..., Publisher],
 ) -> None:
     probe = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/events"])
-    tail = start_tail(mosquitto.port, keys, "--timeout", "6")
-    time.sleep(1.0)  # the tail subscribes (events are not retained)
+    tail = start_tail(mosquitto.port, keys, "--count", "13", "--timeout", "60")
     journal.append([], [card_event(n) for n in range(12)])
     make_publisher(make_settings(mosquitto.port, keys), TABLE, journal)
     messages = probe.wait_for(topic_count("events", 12))
@@ -89,8 +90,7 @@ def test_tail_reports_a_gap_and_exits_clean_only_without_one(
     journal: Journal,
     make_publisher: Callable[..., Publisher],
 ) -> None:
-    tail = start_tail(mosquitto.port, keys, "--count", "5", "--timeout", "20")
-    time.sleep(1.0)
+    tail = start_tail(mosquitto.port, keys, "--count", "5", "--timeout", "60")
     events = journal.append([], [card_event(n) for n in range(6)])
     # Seq 2 vanishes before publishing (as if lost upstream): the tail must say so.
     journal.mark_delivered([events[1].seq])
