@@ -29,6 +29,11 @@ BANKER_SLOTS = ("B1", "B2", "B3")
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
 _OPENING = ("P1", "B1", "P2", "B2")
 _POINTS = {card.code: card.points for card in ALL_CARDS}
+# The tableau of daemon.rules.tableau, tabulated once for every case (index 10: no third card).
+_PLAYER_DRAWS = [[player_draws(p, b) for b in range(10)] for p in range(10)]
+_BANKER_DRAWS = [
+    [[banker_draws(p, b, t if t < 10 else None) for t in range(11)] for b in range(10)] for p in range(10)
+]
 
 
 @dataclass
@@ -69,12 +74,12 @@ class RoundState:
             return _OPENING[n]
         p = (_POINTS[cards["P1"]] + _POINTS[cards["P2"]]) % 10
         b = (_POINTS[cards["B1"]] + _POINTS[cards["B2"]]) % 10
-        if "P3" not in cards and player_draws(p, b):
+        if "P3" not in cards and _PLAYER_DRAWS[p][b]:
             return "P3"
         if "B3" in cards:
             return None
-        third = _POINTS[cards["P3"]] if "P3" in cards else None
-        return "B3" if banker_draws(p, b, third) else None
+        third = _POINTS[cards["P3"]] if "P3" in cards else 10
+        return "B3" if _BANKER_DRAWS[p][b][third] else None
 
     def to_dict(self) -> dict[str, Any]:
         return {
