@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from daemon.engine.commands import ACTIONS, SERVICE_ACTIONS
 from daemon.engine.inputs import SupervisorCommand
 from daemon.journal.store import Journal, NonceVerdict
 from daemon.mqtt.secrets import Secret
@@ -40,23 +41,11 @@ from daemon.mqtt.signing import verify
 MAX_COMMAND_BYTES = 16 * 1024
 MAX_ARGS_BYTES = 4 * 1024
 
-ENGINE_ACTIONS: frozenset[str] = frozenset(
-    {
-        "new_shoe",
-        "void_round",
-        "void_shoe",
-        "assign_card",
-        "move_card",
-        "swap",
-        "acknowledge_alert",
-        "resolve_hold",
-        "rescan_ack",
-        "super_round_die",
-    }
-)
-"""Actions handed to the engine (it validates their arguments and accepts or refuses them)."""
+ENGINE_ACTIONS: frozenset[str] = frozenset(ACTIONS)
+"""Actions handed to the engine (it validates their arguments and accepts or refuses them);
+the engine's own list, so a new engine action is accepted here without a change."""
 
-READER_ACTIONS: frozenset[str] = frozenset({"lock", "unlock"})
+READER_ACTIONS: frozenset[str] = SERVICE_ACTIONS
 """Actions forwarded to the card reader (Angel Eye lock/unlock)."""
 
 _NONCE = re.compile(r"^[A-Za-z0-9_-]{16,128}$")

@@ -136,3 +136,11 @@ def test_oversized_payload(verifier: CommandVerifier) -> None:
     outcome = check(verifier, b" " * 20000)
     assert isinstance(outcome, Refusal)
     assert outcome.code == "malformed"
+
+
+def test_command_schema_lists_exactly_the_accepted_actions() -> None:
+    from daemon.mqtt.commands import ENGINE_ACTIONS, READER_ACTIONS
+    from daemon.mqtt.contract import load_schema
+
+    schema_actions = set(load_schema("command")["properties"]["action"]["enum"])
+    assert schema_actions == ENGINE_ACTIONS | READER_ACTIONS
