@@ -251,6 +251,8 @@ class TableState:
 
     def _round_voided(self, e: Event) -> None:
         hand = e.data["hand"]
+        if self.last_decided is not None and self.last_decided["hand"] == hand:
+            self.last_decided = None  # nothing left to cross-check or to void again
         if self.round is not None and self.round.hand == hand:
             self.round = None
             self._ready_for_next_round(None)

@@ -79,6 +79,7 @@ def assert_restores(eng: Engine, events: list[Event]) -> None:
 def assert_legal(events: list[Event], decks: int) -> None:
     """Every published round is a legal, complete round with the right outcome; composition holds."""
     seen: Counter[str] = Counter()
+    completed: set[tuple[str | None, int | None]] = set()
     for e in events:
         if e.kind == "card_dealt":
             seen[e.data["card"]] += 1
@@ -87,7 +88,10 @@ def assert_legal(events: list[Event], decks: int) -> None:
                 seen[e.data["after"][slot]] += 1
         elif e.kind == "shoe_started":
             seen.clear()
+            completed.clear()
         elif e.kind == "round_completed":
+            assert (e.shoe_id, e.hand) not in completed, f"hand {e.hand} completed twice"
+            completed.add((e.shoe_id, e.hand))
             cards = e.data["cards"]
             assert list(cards) == [s for s in ROUND_ORDER if s in cards]
             player = [Card.parse(cards[s]) for s in ("P1", "P2", "P3") if s in cards]

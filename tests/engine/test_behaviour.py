@@ -382,6 +382,8 @@ def test_void_of_the_last_completed_round_is_recorded() -> None:
     out = eng.handle(cmd("void_round", 120, "v", hand=1, reason="verdict was right"))
     assert kinds(out) == ["command_accepted", "round_voided"]
     assert out[1].data["was_completed"] is True
+    again = eng.handle(cmd("void_round", 121, "v2", hand=1))
+    assert kinds(again) == ["command_refused"]
 
 
 # ---------------------------------------------------------------- settings, events, snapshot
