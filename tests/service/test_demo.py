@@ -48,3 +48,11 @@ def test_demo_refuses_a_bad_fault() -> None:
     result = _demo("--fault", "teleport@2")
     assert result.returncode == 2
     assert "unknown fault 'teleport'" in result.stderr
+
+
+def test_demo_with_an_ascii_line_reader() -> None:
+    result = _demo("--hands", "4", "--seed", "2", "--protocol", "ascii_lines", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["complete"] is True
+    assert summary["hands"] == 4
