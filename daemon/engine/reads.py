@@ -6,6 +6,7 @@ A read held in a pull must survive a restart, so it is stored inside a
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from daemon.cards import Card
@@ -17,6 +18,11 @@ _RANK_SYMBOLS = "A23456789TJQK"
 def card_code(card: Card) -> str:
     """``card.code`` without the enum property look-ups (this runs for every read)."""
     return _RANK_SYMBOLS[card.rank._value_ - 1] + card.suit._value_
+
+
+def _finite(value: float | None) -> float | None:
+    """Events are JSON: a NaN or infinite confidence is recorded as unknown."""
+    return value if value is None or math.isfinite(value) else None
 
 
 def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
@@ -32,7 +38,7 @@ def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
             "position": read.position,
             "target": None if target is None else target._value_,
             "transmission_id": read.transmission_id,
-            "confidence": read.confidence,
+            "confidence": _finite(read.confidence),
         }
     fields: dict[str, Any] = {
         "source": read.source.value,

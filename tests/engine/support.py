@@ -66,7 +66,7 @@ def start_shoe(
 
 def roundtrip(events: Iterable[Event]) -> list[Event]:
     """Events through JSON and back, as the journal stores them."""
-    return [Event.from_dict(json.loads(json.dumps(e.to_dict()))) for e in events]
+    return [Event.from_dict(json.loads(json.dumps(e.to_dict(), allow_nan=False))) for e in events]
 
 
 def assert_restores(eng: Engine, events: list[Event]) -> None:

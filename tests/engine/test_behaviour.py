@@ -449,4 +449,8 @@ def test_an_input_without_a_finite_time_is_refused_with_an_alert() -> None:
     assert eng.snapshot()["round"] is None
     camera_nan = eng.handle(_camera("9s", 10, "P1", confidence=float("nan")))
     assert camera_nan == []
+    reader_nan = eng.handle(read("9s", 11, confidence=float("nan")))
+    assert reader_nan[-1].data["read"]["confidence"] is None
+    json.dumps([e.to_dict() for e in reader_nan], allow_nan=False)
+    events += reader_nan
     assert_restores(eng, events)
