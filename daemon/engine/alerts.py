@@ -80,3 +80,6 @@ ALERTS: dict[AlertCode, AlertSpec] = {
     AlertCode.UNEXPECTED_CUT_CARD: AlertSpec("a cut card came out when none was expected"),
     AlertCode.INVALID_INPUT: AlertSpec("an input the engine cannot use (e.g. no valid time): ignored"),
 }
+
+HOLDING_CODES: frozenset[str] = frozenset(code.value for code, spec in ALERTS.items() if spec.holds)
+"""Codes of the alerts that hold a round."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from daemon.engine import commands as args_
-from daemon.engine.alerts import AlertCode
+from daemon.engine.alerts import HOLDING_CODES, AlertCode
 from daemon.engine.core import Effect, EngineCore, Placement
 from daemon.engine.inputs import (
     Source,
@@ -111,13 +111,34 @@ class SupervisorCommands(EngineCore):
             target_hand, cards = target.hand, dict(target.cards)
         return lambda: self._void_round(cmd, target_hand, cards, reason, completed)
 
+    def _is_holding(self, alert_id: str) -> bool:
+        """Whether the alert keeps a round (current, held, or the next one) from completing."""
+        st = self.state
+        if alert_id in st.next_round_holds:
+            return True
+        rounds = [*([st.round] if st.round is not None else []), *st.held.values()]
+        return any(alert_id in rnd.holds for rnd in rounds)
+
+    def _alerts_about(self, hand: int) -> list[str]:
+        """Open alerts a void of ``hand`` settles: those holding it, and round-holding kinds
+        raised about it after it had completed."""
+        st = self.state
+        rnd = st.round_for(hand)
+        holding = [a for a in rnd.holds if a in st.alerts] if rnd is not None else []
+        about = [
+            a
+            for a, d in st.alerts.items()
+            if d.get("hand") == hand and a not in holding and d["code"] in HOLDING_CODES
+        ]
+        return holding + about
+
     def _void_round(
         self, cmd: SupervisorCommand, hand: int, cards: dict[str, str], reason: str, completed: bool
     ) -> None:
         st = self.state
         source = Source.SUPERVISOR.value
         was_current = st.round is not None and st.round.hand == hand
-        for alert_id in [a for a, d in st.alerts.items() if d.get("holds") == hand]:
+        for alert_id in self._alerts_about(hand):
             self._clear_alert(alert_id, cmd.at, source, f"round {hand} voided", cmd)
         self._emit(
             "round_voided",
@@ -148,7 +169,7 @@ class SupervisorCommands(EngineCore):
             voided: list[int] = []
             for rnd in [*([st.round] if st.round is not None else []), *st.held.values()]:
                 voided.append(rnd.hand)
-                for alert_id in [a for a, d in st.alerts.items() if d.get("holds") == rnd.hand]:
+                for alert_id in self._alerts_about(rnd.hand):
                     self._clear_alert(alert_id, cmd.at, source, "shoe voided", cmd)
                 self._emit(
                     "round_voided",
@@ -309,9 +330,7 @@ class SupervisorCommands(EngineCore):
         alert = st.alerts.get(alert_id)
         if alert is None:
             return f"no open alert {alert_id!r}"
-        if alert.get("holds") is not None and (
-            alert["holds"] == "next_round" or st.round_for(alert["holds"]) is not None
-        ):
+        if self._is_holding(alert_id):
             return "this alert holds a round: use resolve_hold, a correction or void_round"
         if alert["code"] == AlertCode.READER_DISCONNECTED.value and alert.get("device") in st.disconnected:
             return f"device {alert.get('device')!r} is still disconnected"

@@ -454,3 +454,26 @@ def test_an_input_without_a_finite_time_is_refused_with_an_alert() -> None:
     json.dumps([e.to_dict() for e in reader_nan], allow_nan=False)
     events += reader_nan
     assert_restores(eng, events)
+
+
+def test_a_hold_carried_to_the_next_round_ends_with_that_round_when_voided() -> None:
+    eng = engine()
+    events = feed(eng, [cmd("new_shoe", 0, "n"), read("2c", 1), read("Kd", 2)])
+    events += eng.handle(read("Kh", 3, target=DeviceTarget.P1))
+    (alert,) = alerts(events, "device_disagreement")
+    events += feed(eng, [read("9s", 10), read("2h", 11)])
+    void = eng.handle(cmd("void_round", 12, "v", reason="burn mistake"))
+    events += void
+    assert [e.data["alert_id"] for e in of_kind(void, "alert_cleared")] == [alert.data["alert_id"]]
+    assert eng.snapshot()["alerts"] == []
+    assert_restores(eng, events)
+
+
+def test_voiding_a_completed_round_settles_the_alerts_raised_about_it() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += feed(eng, [read(c, 100 + k) for k, c in enumerate(NATURAL)])
+    events += eng.handle(ShoeVerdict(VerdictOutcome.BANKER, False, False, 105))
+    void = eng.handle(cmd("void_round", 110, "v", hand=1, reason="the shoe was right"))
+    assert kinds(void) == ["command_accepted", "alert_cleared", "round_voided"]
+    assert_restores(eng, events + void)
