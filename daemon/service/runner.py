@@ -225,7 +225,7 @@ class Daemon:
                 return False, f"{name}: {exc}"
             if answer is None:
                 return False, f"{name}: no answer from the reader"
-            if not bool(getattr(answer, "ack", getattr(answer, "ok", False))):
+            if not bool(getattr(answer, "ok", False)):
                 return False, f"{name}: the reader refused ({answer})"
             details.append(f"{name}: acknowledged")
         log.info("reader_command_done", action=action, devices=[n for n, _ in targets])

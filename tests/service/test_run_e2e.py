@@ -283,3 +283,45 @@ def test_missing_device_is_an_alert_and_the_daemon_waits_for_it(
         subscriber.stop()
         if shoe is not None:
             shoe.close()
+
+
+def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    from drivers.protocols.angel_eye import encode_command
+
+    deal, _plan, _steps = dealt_shoe(seed=3, max_hands=1)
+    shoe = PtyDevice(tmp_path / "baccarat-shoe")
+    config, events_key, command_key = write_config(tmp_path, shoe.path, mosquitto.port, deal)
+    subscriber = TableSubscriber(mosquitto.port, events_key, command_key).start()
+    daemon = DaemonProcess(config, tmp_path / "daemon.log")
+    received: list[bytes] = []
+
+    def shoe_side(answer: bytes) -> None:
+        """The shoe reads one host command and answers ACK (0x06) or NAK 0x15 + code."""
+        data = b""
+        while len(data) < 10:  # STX 'O' 'P' TYPE(2) DATA(2) ETX BCC(2)
+            data += shoe.read(64)
+        received.append(data)
+        shoe.write(answer)
+
+    try:
+        assert subscriber.wait_for(lambda s: "online" in s.status, 30)
+        answering = threading.Thread(target=shoe_side, args=(b"\x06",), daemon=True)
+        answering.start()
+        reply = subscriber.sender.send("lock", {})
+        answering.join(10)
+        assert reply["status"] == "accepted", (reply, received)
+        answering = threading.Thread(target=shoe_side, args=(b"\x1521",), daemon=True)  # NAK: busy
+        answering.start()
+        reply = subscriber.sender.send("unlock", {})
+        answering.join(10)
+        assert reply["status"] == "refused", reply
+        assert "refused" in reply["reason"]
+        assert daemon.terminate() == 0
+    finally:
+        daemon.kill()
+        subscriber.stop()
+        shoe.close()
+    assert received[0].startswith(encode_command("LK", 2))
+    assert received[1].startswith(encode_command("LK", 1))
