@@ -50,6 +50,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
         self.state.apply(event)
+        self._now = event.at
 
     def handle(self, inp: EngineInput) -> list[Event]:
         """Decide, apply and return the events caused by one input."""

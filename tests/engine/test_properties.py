@@ -169,6 +169,10 @@ def _run_checked(eng: Engine, inputs: list[EngineInput]) -> list[Event]:
             if replies[0].kind == "command_refused":
                 assert replies[0].data["reason"]
         events.extend(produced)
+        st = eng.state
+        rounds = [*([st.round] if st.round is not None else []), *st.held.values()]
+        holding = {a for r in rounds for a in r.holds} | set(st.next_round_holds)
+        assert holding <= set(st.alerts), "a round is held by an alert that is no longer open"
     return events
 
 
