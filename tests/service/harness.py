@@ -134,6 +134,7 @@ class TableSubscriber:
         self.rejected: list[str] = []
         self.status: list[str] = []
         self.health: dict[str, Any] | None = None
+        self.payloads: list[tuple[str, Any]] = []  # (schema name, parsed payload) of every message
         self._cond = threading.Condition()
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"test-sub-{secrets.token_hex(3)}",
                                   protocol=mqtt.MQTTv5)  # fmt: skip
@@ -159,7 +160,10 @@ class TableSubscriber:
 
     def _on_message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
         payload = bytes(msg.payload)
+        schema = _SCHEMA_BY_SUFFIX.get(msg.topic.removeprefix(self.topics.base + "/"))
         with self._cond:
+            if schema is not None:
+                self.payloads.append((schema, json.loads(payload)))
             if msg.topic == self.topics.cmd_reply:
                 self.sender.on_reply(payload)
             elif msg.topic == self.topics.events:
@@ -185,6 +189,30 @@ class TableSubscriber:
     def sorted_events(self) -> list[dict[str, Any]]:
         with self._cond:
             return sorted(self.events, key=lambda e: e["seq"])
+
+
+_SCHEMA_BY_SUFFIX = {
+    "events": "event",
+    "alerts": "event",
+    "status": "status",
+    "state": "state",
+    "health": "health",
+    "cmd/reply": "reply",
+}
+
+
+def contract_violations(payloads: Sequence[tuple[str, Any]]) -> list[str]:
+    """Every payload checked against the published JSON Schema of its topic."""
+    from jsonschema import Draft202012Validator
+
+    from daemon.mqtt.contract import load_schema
+
+    validators = {name: Draft202012Validator(load_schema(name)) for name in set(_SCHEMA_BY_SUFFIX.values())}
+    problems = []
+    for name, payload in payloads:
+        for error in validators[name].iter_errors(payload):
+            problems.append(f"{name}: {error.json_path}: {error.message}")
+    return problems
 
 
 def dealt_shoe(

@@ -26,6 +26,7 @@ from tests.service.harness import (
     DaemonProcess,
     TableSubscriber,
     TcpForwarder,
+    contract_violations,
     dealt_shoe,
     expected_cards,
     expected_winners,
@@ -108,6 +109,8 @@ def test_full_shoe_arrives_as_dealt_with_sd_notify_and_clean_stop(
     events = subscriber.sorted_events()
     assert subscriber.rejected == []
     assert subscriber.consumer.unexplained_gaps == []
+    assert {name for name, _ in subscriber.payloads} >= {"event", "status", "state", "health", "reply"}
+    assert contract_violations(subscriber.payloads) == []
     assert events[0]["seq"] == 1
     _assert_stream_matches_plan(events, plan)
     ended = [e for e in events if e["kind"] == "shoe_ended"]
@@ -255,6 +258,7 @@ def test_full_journal_raises_alerts_and_the_daemon_keeps_running(
     assert "journal_full_card_refused" in codes
     refused_alert = next(e for e in events if e["data"].get("code") == "journal_full_card_refused")
     assert "stop dealing" in refused_alert["data"]["message"]
+    assert contract_violations(subscriber.payloads) == []
 
 
 def test_missing_device_is_an_alert_and_the_daemon_waits_for_it(
