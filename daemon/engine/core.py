@@ -127,7 +127,8 @@ class EngineCore:
         read: dict[str, Any] | None = None,
         **details: Any,
     ) -> str:
-        alert_id = f"al-{self.state.alert_counter + 1}"
+        # Numbered within the shoe, so ids stay unique when the journal drops old shoes.
+        alert_id = f"{self.state.shoe_id or 'noshoe'}:a{self.state.alert_counter + 1}"
         data: dict[str, Any] = {
             "alert_id": alert_id,
             "code": code.value,

@@ -167,6 +167,7 @@ class TableState:
     def _shoe_started(self, e: Event) -> None:
         self.shoes_started += 1
         self.shoe_id = e.data["shoe_id"]
+        self.alert_counter = 0
         self.phase = INDICATOR
         self.shoe_end_reason = None
         self.counts = {}
@@ -305,7 +306,7 @@ class TableState:
         d = e.data
         alert_id = d["alert_id"]
         self.alerts[alert_id] = d
-        self.alert_counter = max(self.alert_counter, int(alert_id.rsplit("-", 1)[1]))
+        self.alert_counter = max(self.alert_counter, int(alert_id.rsplit(":a", 1)[1]))
         if d["code"] == "rescan_needed":
             self.rescan_alert = alert_id
         if d["code"] == "ambiguous_rescan":

@@ -329,7 +329,7 @@ def test_commands_are_validated_and_always_answered() -> None:
         "new_shoe": {"shoe_id": "bad id!"},
         "swap": {"a": "P1"},
         "rearrange": {"cards": {"Q9": "9s"}},
-        "acknowledge_alert": {"alert_id": "al-999"},
+        "acknowledge_alert": {"alert_id": "S1:a999"},
         "super_round_die": {"value": 3},
     }
     for k, (action, args) in enumerate(cases.items()):

@@ -83,7 +83,7 @@ def _random_command(rng: random.Random, at: float, n: int) -> SupervisorCommand:
         "a": rng.choice(SLOTS),
         "b": rng.choice(SLOTS),
         "sides": rng.choice([True, False, "yes"]),
-        "alert_id": rng.choice([f"al-{rng.randint(1, 30)}", None, 7]),
+        "alert_id": rng.choice([f"S1:a{rng.randint(1, 30)}", f"noshoe:a{rng.randint(1, 5)}", None, 7]),
         "value": rng.choice([rng.randint(1, 12), 0, 99, "8"]),
         "reason": rng.choice(["", "dealer error", None, 3]),
         "shoe_id": rng.choice([None, f"S{n}", "bad id!", "S1"]),
