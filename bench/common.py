@@ -10,6 +10,8 @@ import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -169,3 +171,44 @@ def report(title: str, figures: dict[str, Any], as_json: bool) -> None:
                 print(f"    {sub:40} {subvalue}")
         else:
             print(f"{key:44} {value}")
+
+
+def pyspy_start(pid: int, seconds: float, out: Path) -> subprocess.Popen[bytes]:
+    """Start ``py-spy record`` (collapsed stacks, all threads, idle excluded) on ``pid``.
+
+    py-spy is not a project dependency: ``.venv/bin/pip install py-spy`` to use it.
+    """
+    exe = Path(sys.executable).with_name("py-spy")
+    if not exe.exists():
+        raise SystemExit("py-spy is not installed: .venv/bin/pip install py-spy")
+    return subprocess.Popen(
+        [str(exe), "record", "--pid", str(pid), "--duration", str(max(1, round(seconds))),
+         "--rate", "250", "--format", "raw", "--output", str(out), "--nonblocking"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+def collapsed_profile(path: Path, top: int = 15) -> dict[str, list[str]]:
+    """Top frames of a collapsed-stack file: by own samples and by inclusive samples."""
+    own: dict[str, int] = {}
+    inclusive: dict[str, int] = {}
+    total = 0
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        total += count
+        frames = [f.strip() for f in stack.split(";") if f.strip()]
+        if not frames:
+            continue
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + count
+
+    def ranked(table: dict[str, int]) -> list[str]:
+        best = sorted(table.items(), key=lambda kv: -kv[1])[:top]
+        return [f"{100 * n / max(1, total):5.1f}%  {frame}" for frame, n in best]
+
+    return {"samples": [str(total)], "own": ranked(own), "inclusive": ranked(inclusive)}

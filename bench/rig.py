@@ -137,6 +137,10 @@ class Broker:
             "log_type warning",
             "max_queued_messages 0",
         ]
+        if os.geteuid() == 0:
+            # mosquitto started as root drops to user "mosquitto", which cannot write the
+            # log or the persistence file in our private directory
+            lines.append("user root")
         if self.persistent:
             lines += ["persistence true", f"persistence_location {self.workdir}/", "autosave_interval 0"]
         else:
@@ -197,6 +201,7 @@ def write_config(
     journal: dict[str, Any] | None = None,
     service: dict[str, Any] | None = None,
     camera: dict[str, Any] | None = None,
+    delivery: dict[str, Any] | None = None,
     log_level: str = "warning",
 ) -> Path:
     """A production-shaped config for one bench table: MQTT 5, signed events, plain TCP on loopback.
@@ -223,7 +228,12 @@ def write_config(
             "port": port,
             "protocol": "mqtt5",
             "tls": {"enabled": False},
-            "delivery": {"backoff_initial_s": 0.1, "backoff_max_s": 0.5, "health_interval_s": 10.0},
+            "delivery": {
+                "backoff_initial_s": 0.1,
+                "backoff_max_s": 0.5,
+                "health_interval_s": 10.0,
+                **(delivery or {}),
+            },
             "signing": {"events_key": {"file": str(events_key)}, "command_key": {"file": str(command_key)}},
         },
     }
