@@ -220,6 +220,19 @@ class ReadSequencer(EngineCore):
             return
         self._place(self._plan(read.at), fields["card"], read.at, source, read=fields, target=read.target)
 
+    def _already_disputed(self, hand: int | None, slot: str, code: str) -> bool:
+        """The same camera disagreement is open already (the camera may report a card again)."""
+        for alert in self.state.alerts.values():
+            details = alert.get("details", {})
+            if (
+                alert["code"] == AlertCode.CAMERA_DISAGREEMENT.value
+                and alert.get("hand") == hand
+                and details.get("slot") == slot
+                and details.get("camera_card") == code
+            ):
+                return True
+        return False
+
     def _camera_read(self, read: CardRead) -> None:
         """Camera arbitration: cross-check the reader; fill in only for a failed reader."""
         cfg = self.settings.camera
@@ -243,7 +256,7 @@ class ReadSequencer(EngineCore):
             # later, the boxes hold the next round's cards.
             ref_hand, ref_cards = st.last_decided["hand"], st.last_decided["cards"]
         if slot is not None and slot in ref_cards:
-            if ref_cards[slot] != code:
+            if ref_cards[slot] != code and not self._already_disputed(ref_hand, slot, code):
                 assert ref_hand is not None
                 still_open = st.round_for(ref_hand) is not None
                 self._alert(

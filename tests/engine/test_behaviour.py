@@ -232,6 +232,7 @@ def test_camera_disagreeing_with_the_reader_is_an_alert_and_holds_the_round() ->
     assert alert.data["details"]["reader_card"] == "9s"
     assert alert.data["details"]["camera_card"] == "9h"
     assert alert.data["holds"] == 1
+    assert eng.handle(_camera("9h", 100.9, "P1")) == []  # reported again: still one alert
     events += out + feed(eng, [read(c, 101 + k) for k, c in enumerate(NATURAL[1:])])
     assert of_kind(events, "round_completed") == []
     assert eng.snapshot()["round"] is None
