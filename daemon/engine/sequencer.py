@@ -184,7 +184,8 @@ class ReadSequencer(EngineCore):
         fields = read_fields(read)
         source = fields["source"]
         if st.phase in (NO_SHOE, OVER):
-            if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD:
+            if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD and not st.held:
+                # (held rounds of the old shoe await a supervisor: never dropped by a new shoe)
                 self._start_shoe(read.at, None, None, source)
             else:
                 self._refuse_outside_shoe(read.at, source, fields)

@@ -478,3 +478,16 @@ def test_voiding_a_completed_round_settles_the_alerts_raised_about_it() -> None:
     void = eng.handle(cmd("void_round", 110, "v", hand=1, reason="the shoe was right"))
     assert kinds(void) == ["command_accepted", "alert_cleared", "round_voided"]
     assert_restores(eng, events + void)
+
+
+def test_the_device_never_starts_a_shoe_over_held_rounds() -> None:
+    eng = engine(device_starts_shoe=True, await_device_verdict=True)
+    events = start_shoe(eng)
+    events += feed(eng, [read("3c", 100), CutCardDrawn(100.5)])
+    events += feed(eng, [read(c, 101 + k) for k, c in enumerate(("2d", "4h", "2s", "5h"))])
+    assert eng.snapshot()["shoe"]["phase"] == "over"
+    assert len(eng.snapshot()["held_rounds"]) == 1
+    out = eng.handle(read("7c", 130, target=DeviceTarget.FIRST_CARD))
+    assert [a.data["code"] for a in alerts(out)] == ["card_after_last_round"]
+    assert len(eng.snapshot()["held_rounds"]) == 1
+    assert_restores(eng, events + out)
