@@ -10,6 +10,8 @@ the sink gets one ``DeviceConnection(connected=False)``; when it is back, one
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -23,6 +25,19 @@ Sink = Callable[[EngineInput], None]
 Clock = Callable[[], float]
 
 log = structlog.get_logger("drivers")
+
+
+def _stderr_logger(*_args: object) -> structlog.PrintLogger:
+    return structlog.PrintLogger(sys.stderr)  # whatever stderr is now, not at configure time
+
+
+def log_to_stderr() -> None:
+    """For the technician commands: driver logs on stderr, so stdout stays machine-readable.
+
+    Leaves an existing structlog configuration (the daemon's) alone.
+    """
+    if not structlog.is_configured():
+        structlog.configure(logger_factory=_stderr_logger)
 
 
 class ReaderDriver:
@@ -106,7 +121,8 @@ class ReaderDriver:
         try:
             self._run()
         except Exception as exc:  # a bug here must be loud, not a silent dead reader
-            log.exception("reader thread crashed", device=self.device)
+            with contextlib.suppress(Exception):  # even when logging itself is what failed
+                log.exception("reader thread crashed", device=self.device)
             with self._state:
                 self._last_error = f"reader thread crashed: {exc!r}"
             self._mark_disconnected(f"reader thread crashed: {exc!r}")

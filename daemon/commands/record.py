@@ -38,14 +38,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    import structlog
     from pydantic import ValidationError
 
+    from drivers.base import log_to_stderr
     from drivers.fixtures import FIXTURE_SUFFIX, UsbIdentity
     from drivers.record import Recorder, attach
     from drivers.registry import load
 
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    log_to_stderr()
     settings: dict[str, Any]
     if args.driver == "usb_hid":
         if not (args.vid and args.pid):

@@ -49,11 +49,10 @@ def _progress(done: int, total: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import structlog
-
+    from drivers.base import log_to_stderr
     from drivers.fixtures import FixtureError, load_expected, load_fixture
 
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    log_to_stderr()
     if args.speed <= 0:
         print("error: --speed must be positive", file=sys.stderr)
         return 2

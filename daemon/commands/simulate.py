@@ -57,10 +57,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from drivers.base import log_to_stderr
     from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, load_fixture, write_expected
     from drivers.simulate import DealSettings, FaultSpec, encode_plan, make_fixture, plan_shoe
 
-    _quiet_logs()
+    log_to_stderr()
     if args.library is not None:
         from drivers.fixture_library import write_library
 
@@ -143,10 +144,3 @@ def _play(steps: Sequence[FixtureStep], args: argparse.Namespace) -> int:
     finally:
         device.close()
     return 0
-
-
-def _quiet_logs() -> None:
-    """Driver logs go to stderr, so stdout stays machine-readable."""
-    import structlog
-
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))

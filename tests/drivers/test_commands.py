@@ -6,9 +6,11 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import structlog
 
 from daemon.cli import main
 from drivers.fixtures import load_fixture
@@ -16,6 +18,18 @@ from drivers.protocols.angel_eye import encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.replay import replay_fixture
 from tests.conftest import REPO_ROOT
+
+
+@pytest.fixture(autouse=True)
+def _keep_structlog_config() -> Iterator[None]:
+    """Commands run in-process here; leave the logging configuration as the next test expects it."""
+    was_configured, saved = structlog.is_configured(), structlog.get_config()
+    yield
+    if was_configured:
+        structlog.configure(**saved)
+    else:
+        structlog.reset_defaults()
+
 
 P1_8S = encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))
 VERDICT = encode_frame(ord("2"), "G", bytes([0x91]))
