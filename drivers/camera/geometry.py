@@ -79,14 +79,19 @@ def estimate_felt_hue(hsv: Image, params: DetectorParams) -> int:
     return int(np.argmax(histogram))
 
 
-def card_mask(frame: Image, params: DetectorParams) -> Image:
+def card_mask(
+    frame: Image, params: DetectorParams, hue: int | None = None, scale: float | None = None
+) -> Image:
     """Binary mask of everything that is not felt or deep shadow (cards, hands, chips).
 
-    ``frame`` is already at detection scale.
+    ``frame`` is at ``scale`` (default: the detection scale); ``hue`` is the felt hue
+    (default: the configured one, else estimated from ``frame``).
     """
+    scale = params.detect_scale if scale is None else scale
     smooth = cv2.GaussianBlur(frame, (3, 3), 0)
     hsv = cv2.cvtColor(smooth, cv2.COLOR_BGR2HSV)
-    hue = params.felt_hue if params.felt_hue is not None else estimate_felt_hue(hsv, params)
+    if hue is None:
+        hue = params.felt_hue if params.felt_hue is not None else estimate_felt_hue(hsv, params)
     distance = cv2.absdiff(hsv[:, :, 0], np.full(hsv.shape[:2], max(hue, 0), np.uint8))
     distance = np.minimum(distance, 180 - distance)  # hue is circular
     felt = (distance <= params.hue_tolerance) & (hsv[:, :, 1] >= params.min_felt_saturation)
@@ -94,7 +99,7 @@ def card_mask(frame: Image, params: DetectorParams) -> Image:
         felt[:] = False
     background = felt | (hsv[:, :, 2] < params.min_value)
     raw: Image = np.where(background, 0, 255).astype(np.uint8)
-    size = max(3, round(params.line_removal_px * params.detect_scale) | 1)
+    size = max(3, round(params.line_removal_px * scale) | 1)
     opened = cv2.morphologyEx(raw, cv2.MORPH_OPEN, np.ones((size, size), np.uint8))
     closed: Image = cv2.morphologyEx(opened, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8), iterations=2)
     return closed
@@ -170,6 +175,37 @@ def _fit_quad(contour: Points) -> Points:
     return _refine_quad(contour, _rough_quad(hull))
 
 
+def _sharpen(
+    frame: Image, quad: Points, area: float, hue: int, params: DetectorParams
+) -> tuple[Points, float]:
+    """Re-fit a coarse (detection-scale) quad on the full-resolution pixels around it.
+
+    Returns the quad and the outline area it was fitted to; the coarse pair when the
+    full-resolution outline is not a cleaner fit.
+    """
+    margin = 8
+    x0, y0 = (np.floor(quad.min(axis=0)).astype(int) - margin).tolist()
+    x1, y1 = (np.ceil(quad.max(axis=0)).astype(int) + margin).tolist()
+    x0, y0 = max(x0, 0), max(y0, 0)
+    x1, y1 = min(x1, frame.shape[1]), min(y1, frame.shape[0])
+    if x1 - x0 < 8 or y1 - y0 < 8:
+        return quad, area
+    mask = card_mask(frame[y0:y1, x0:x1], params, hue, scale=1.0)
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    if not contours:
+        return quad, area
+    largest = max(contours, key=cv2.contourArea).astype(np.float32) + np.array([x0, y0], np.float32)
+    fine = _fit_quad(largest)
+    fine_area = float(cv2.contourArea(largest))
+    fine_quad_area = float(cv2.contourArea(fine))
+    coarse_quad_area = float(cv2.contourArea(quad))
+    if coarse_quad_area <= 0 or fine_quad_area <= 0 or not 0.85 <= fine_quad_area / coarse_quad_area <= 1.15:
+        return quad, area
+    fine_fit = min(fine_area / fine_quad_area, fine_quad_area / fine_area)
+    coarse_fit = min(area / coarse_quad_area, coarse_quad_area / area)
+    return (fine, fine_area) if fine_fit >= coarse_fit else (quad, area)
+
+
 def find_card_outlines(frame: Image, params: DetectorParams | None = None) -> list[CardOutline]:
     """Every single, unobstructed card outline in a BGR frame."""
     return detect_cards(frame, params)[0]
@@ -182,7 +218,9 @@ def detect_cards(frame: Image, params: DetectorParams | None = None) -> tuple[li
     small = (
         frame if scale == 1.0 else cv2.resize(frame, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
     )
-    mask = card_mask(small, params)
+    smooth_small = cv2.cvtColor(cv2.GaussianBlur(small, (3, 3), 0), cv2.COLOR_BGR2HSV)
+    hue = params.felt_hue if params.felt_hue is not None else estimate_felt_hue(smooth_small, params)
+    mask = card_mask(small, params, hue)
     contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
     # Work in full-resolution coordinates from here on (pixel centres map as (p + 0.5) / scale - 0.5).
     contours = [((c.astype(np.float32) + 0.5) / scale - 0.5) for c in contours]
@@ -198,6 +236,8 @@ def detect_cards(frame: Image, params: DetectorParams | None = None) -> tuple[li
         if hull_area <= 0 or area / hull_area < params.min_solidity:
             continue
         quad = _fit_quad(contour)
+        if scale != 1.0:
+            quad, area = _sharpen(frame, quad, area, hue, params)
         quad_area = float(cv2.contourArea(quad))
         if (
             quad_area <= 0

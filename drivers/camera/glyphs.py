@@ -27,6 +27,8 @@ RANK_SIZE = (24, 32)
 SUIT_SIZE = (24, 24)
 MIN_CONTRAST = 60
 """Ink-ness spread (p99 - p1) below which a corner holds no readable print (glare, blank)."""
+GLYPH_SMOOTHING = 0.0
+"""Gaussian sigma (in template pixels) applied to every glyph before comparison."""
 EDGE_BAND = 3
 """Pixels along the card edge ignored in the ink mask (printed borders, outline error)."""
 SEARCH_MARGIN = 7
@@ -161,7 +163,7 @@ def find_glyph(corner: CornerInk, expected: Box, margin: int = SEARCH_MARGIN) ->
             continue
         chosen.append(i)
     if not chosen:
-        return None
+        return _window(corner, expected, min_area)
     rows = corner.stats[chosen]
     box: Box = (
         int(rows[:, 0].min()),
@@ -179,6 +181,19 @@ def find_glyph(corner: CornerInk, expected: Box, margin: int = SEARCH_MARGIN) ->
     return Glyph(box=box, ink=ink, mask=own > 0)
 
 
+def _window(corner: CornerInk, expected: Box, min_area: int) -> Glyph | None:
+    """The expected box itself, when the glyph touches other print (a court card's picture).
+
+    Templates are learned through the same fallback, so such a card still matches its own.
+    """
+    x0, y0, x1, y1 = expected
+    own = corner.mask[y0:y1, x0:x1] > 0
+    if int(own.sum()) < min_area:
+        return None
+    ink: NDArray[Any] = corner.levels[y0:y1, x0:x1].astype(np.float32)
+    return Glyph(box=expected, ink=ink, mask=own)
+
+
 def ink_levels(view: Image) -> NDArray[Any]:
     """Ink-ness of the corner region in 0..1 (1 = full print), stretched to its own contrast."""
     x0, y0, x1, y1 = CORNER_REGION
@@ -191,7 +206,11 @@ def ink_levels(view: Image) -> NDArray[Any]:
 
 def glyph_vector(glyph: Glyph, size: tuple[int, int]) -> Vector:
     """Zero-mean, unit-norm vector of a glyph's ink resized to ``size``."""
-    resized = cv2.resize(glyph.ink, size, interpolation=cv2.INTER_AREA).ravel()
+    resized = cv2.resize(glyph.ink, size, interpolation=cv2.INTER_AREA)
+    # A little smoothing makes the match tolerant of the resampling a camera and a warp add.
+    if GLYPH_SMOOTHING > 0:
+        resized = cv2.GaussianBlur(resized, (0, 0), GLYPH_SMOOTHING)
+    resized = resized.ravel()
     centered = resized - resized.mean()
     norm = float(np.linalg.norm(centered))
     vector: Vector = np.zeros_like(centered) if norm < 1e-6 else (centered / norm).astype(np.float32)

@@ -30,6 +30,8 @@ from drivers.camera.glyphs import (
 )
 from drivers.camera.templates import SUIT_ORDER, DeckTemplates
 
+_LABEL_SLOTS = 14
+"""Label values are ranks 1..13 or suit indexes 0..3: one array slot per possible label."""
 _RED_SUITS = frozenset({Suit.DIAMONDS, Suit.HEARTS})
 _SAME_COLOUR = {
     SUIT_ORDER.index(a): SUIT_ORDER.index(b) for a, b in (("c", "s"), ("s", "c"), ("d", "h"), ("h", "d"))
@@ -44,8 +46,13 @@ class RecognitionParams:
     """Best rank (and suit) template correlation needed to name it."""
     min_margin: float = 0.10
     """Best score minus the best score of any *other* rank (suit)."""
+    min_suit_separation: float = 0.3
+    """Suit vs its same-colour look-alike: how far (0 = midway, 1 = at the own mean glyph)
+    toward the own suit's mean glyph a suit must lie, along the axis separating the two."""
     contradiction_score: float = 0.65
     """A second corner whose best other label scores this well vetoes the first corner."""
+    contradiction_margin: float = 0.03
+    """...and leads its runner-up by at least this much."""
     max_aspect_error: float = 0.35
     """Relative glyph height/width difference beyond which a template is not compared."""
     red_min: float = 35.0
@@ -95,25 +102,19 @@ def _best(
     vector: NDArray[Any],
     aspect: float,
     max_aspect_error: float,
-    partner: dict[int, int] | None = None,
 ) -> LabelMatch | None:
-    """Best label for ``vector``; its margin is over the runner-up label, or only over its
-    ``partner`` label when given (suits: colour, measured apart, already separates the others)."""
+    """Best label for ``vector`` (max correlation over its templates) and its lead over the
+    runner-up label. Templates of a very different glyph aspect are not compared."""
     comparable = np.abs(aspects - aspect) <= max_aspect_error * aspects
     if not comparable.any():
         return None
     scores = vectors[comparable] @ vector
-    kept = labels[comparable]
-    per_label: dict[int, float] = {}
-    for label, score in zip(kept.tolist(), scores.tolist(), strict=True):
-        if score > per_label.get(label, -2.0):
-            per_label[label] = score
-    ranked = sorted(per_label.items(), key=lambda item: item[1], reverse=True)
-    best_label, best_score = ranked[0]
-    runner_up = ranked[1][1] if len(ranked) > 1 else -1.0
-    if partner is not None:
-        runner_up = per_label.get(partner[best_label], -1.0)
-    return LabelMatch(label=best_label, score=best_score, margin=best_score - runner_up)
+    per_label = np.full(_LABEL_SLOTS, -2.0, dtype=np.float32)
+    np.maximum.at(per_label, labels[comparable], scores)
+    order = np.argsort(per_label)
+    best_label, runner_up = int(order[-1]), float(per_label[order[-2]])
+    best_score = float(per_label[best_label])
+    return LabelMatch(label=best_label, score=best_score, margin=best_score - max(runner_up, -1.0))
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,14 +132,18 @@ def _banks(
     labels: NDArray[Any],
     aspects: NDArray[Any],
     heights: NDArray[Any],
-) -> dict[float, _Bank]:
-    banks = {}
+    blurs: NDArray[Any],
+) -> dict[float, list[_Bank]]:
+    """Templates grouped by learned height, then by learned blur (one bank per rendering)."""
+    banks: dict[float, list[_Bank]] = {}
     for h in np.unique(heights).tolist():
-        sel = heights == h
-        means = {
-            int(label): vectors[sel][labels[sel] == label].mean(axis=0) for label in np.unique(labels[sel])
-        }
-        banks[float(h)] = _Bank(vectors[sel], labels[sel], aspects[sel], means)
+        for b in np.unique(blurs[heights == h]).tolist():
+            sel = (heights == h) & (blurs == b)
+            means = {
+                int(label): vectors[sel][labels[sel] == label].mean(axis=0)
+                for label in np.unique(labels[sel])
+            }
+            banks.setdefault(float(h), []).append(_Bank(vectors[sel], labels[sel], aspects[sel], means))
     return banks
 
 
@@ -172,8 +177,8 @@ class Recognizer:
         self.params = params or RecognitionParams()
         self.detector = detector or DetectorParams()
         t = templates
-        self._rank_banks = _banks(t.rank_vectors, t.rank_labels, t.rank_aspects, t.rank_heights)
-        self._suit_banks = _banks(t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights)
+        self._rank_banks = _banks(t.rank_vectors, t.rank_labels, t.rank_aspects, t.rank_heights, t.rank_blurs)
+        self._suit_banks = _banks(t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights, t.suit_blurs)
         self._heights = np.array(sorted(self._rank_banks), dtype=np.float32)
 
     def _scale(self, height_px: float) -> float:
@@ -199,17 +204,32 @@ class Recognizer:
         return Recognition(outline=outline, card=card, confidence=confidence, reason=reason, corners=readings)
 
     def _match(
-        self, glyph: Glyph, bank: _Bank, size: tuple[int, int], partner: dict[int, int] | None = None
+        self, glyph: Glyph, banks: list[_Bank], size: tuple[int, int], partner: dict[int, int] | None = None
     ) -> LabelMatch | None:
+        """Match against the rendering (sharp or blurred) the glyph resembles most."""
         vector = glyph_vector(glyph, size)
         aspect = box_aspect(glyph.box)
-        match = _best(bank.vectors, bank.labels, bank.aspects, vector, aspect, self.params.max_aspect_error)
+        match: LabelMatch | None = None
+        bank = banks[0]
+        for candidate in banks:
+            found = _best(
+                candidate.vectors,
+                candidate.labels,
+                candidate.aspects,
+                vector,
+                aspect,
+                self.params.max_aspect_error,
+            )
+            if found is not None and (match is None or found.score > match.score):
+                match, bank = found, candidate
         if match is None or partner is None:
             return match
-        # Margin against the look-alike of the same colour, along the axis that separates them
-        # (scaled so that halfway to the own mean counts like a 0.1 correlation lead).
+        # Margin against the look-alike of the same colour, along the axis that separates them,
+        # rescaled so that ``min_suit_separation`` lands on ``min_margin``.
         separation = _pair_separation(bank, vector, match.label, partner[match.label])
-        return LabelMatch(match.label, match.score, separation * 2 * self.params.min_margin)
+        return LabelMatch(
+            match.label, match.score, separation * self.params.min_margin / self.params.min_suit_separation
+        )
 
     def read_corner(self, view: Image, scale: float | None = None) -> CornerReading:
         """Read the top-left index of an upright warped card view.
@@ -256,16 +276,28 @@ class Recognizer:
         return CornerReading(rank, suit, red, card, max(0.0, confidence), "read")
 
     def _contradicts(self, reading: CornerReading, card: Card) -> bool:
-        """True when a corner that could not name a card still points at a different one."""
+        """True when a corner that could not name a card still points at a different one.
+
+        Pointing means a fair score *and* a lead over the alternatives: a corner whose
+        best guess barely beats the rest is no evidence either way.
+        """
         threshold = self.params.contradiction_score
+        lead = self.params.contradiction_margin
+        rank = reading.rank
         if (
-            reading.rank is not None
-            and reading.rank.score >= threshold
-            and reading.rank.label != int(card.rank)
+            rank is not None
+            and rank.score >= threshold
+            and rank.margin >= lead
+            and rank.label != int(card.rank)
         ):
             return True
         suit = reading.suit
-        if suit is not None and suit.score >= threshold and SUIT_ORDER[suit.label] != card.suit.value:
+        if (
+            suit is not None
+            and suit.score >= threshold
+            and suit.margin >= lead
+            and SUIT_ORDER[suit.label] != card.suit.value
+        ):
             return True
         return reading.red is not None and reading.red != (card.suit in _RED_SUITS)
 

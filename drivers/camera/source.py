@@ -16,7 +16,6 @@ detail "end of replay" and the driver stops.
 from __future__ import annotations
 
 import contextlib
-import logging
 import queue
 import random
 import threading
@@ -24,6 +23,8 @@ import time
 import zlib
 from collections.abc import Callable
 from typing import Any
+
+import structlog
 
 from daemon.engine.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
 from drivers.camera.capture import CaptureError, EndOfReplay, FrameSource, make_source
@@ -34,7 +35,7 @@ from drivers.camera.settings import SLOTS, CameraSettings
 from drivers.camera.stability import StabilityFilter
 from drivers.camera.templates import load_templates
 
-log = logging.getLogger(__name__)
+log = structlog.get_logger("drivers.camera")
 
 
 class _Capture:
@@ -101,6 +102,7 @@ class CameraSource:
             "frames": 0,
             "reads": 0,
             "unknown": 0,
+            "rejects": 0,
             "reconnects": 0,
             "watchdog_trips": 0,
             "stale_trips": 0,
@@ -219,7 +221,8 @@ class CameraSource:
     def _analyse(self, frame: Image, observer: LayoutObserver, stability: StabilityFilter) -> None:
         observation = observer.observe(frame)
         if any(r.card is None for r in observation.recognitions):
-            self._count("unknown")
+            self._count("unknown")  # frames with an unreadable card outline
+            self._count("rejects")
         reads = stability.update(observation.slots)
         at = self.clock()
         # A batch of cards turning stable together is numbered in draw order (SLOTS order).
