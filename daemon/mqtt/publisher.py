@@ -28,6 +28,7 @@ republish the retained ``state``, then resume draining. :meth:`stop` publishes
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import ssl
 import threading
@@ -283,6 +284,9 @@ class Publisher:
         # caught seq N+1 arriving before N). Registered, publish() only queues and wakes
         # loop(), so every byte is written by the network thread, in queue order.
         client.on_socket_register_write = _writes_happen_in_loop
+        # A failing callback of ours is logged by paho instead of unwinding its loop.
+        client.suppress_exceptions = True
+        client.enable_logger(logging.getLogger("baccarat_edge.paho"))
         client.on_connect = self._on_connect
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
@@ -319,15 +323,25 @@ class Publisher:
             if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
                 self._connection_failed(f"connect failed: {mqtt.error_string(rc)}")
                 continue
-            while not self._stopping.is_set() or self._client.want_write():
-                rc = self._client.loop(timeout=0.5)
-                if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
-                    break
+            problem: str | None = None
+            try:
+                while not self._stopping.is_set() or self._client.want_write():
+                    rc = self._client.loop(timeout=0.5)
+                    if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
+                        problem = f"connection lost: {mqtt.error_string(rc)}"
+                        break
+            except Exception as exc:
+                # Never let one bad packet or callback end delivery: drop the connection and
+                # reconnect (paho resends what was in flight).
+                log.exception("MQTT network loop failed")
+                problem = f"network loop failed: {exc}"
+                with contextlib.suppress(Exception):
+                    self._client.disconnect()
             self._connected.clear()
             if self._stopping.is_set():
                 return
-            if rc != MQTTErrorCode.MQTT_ERR_SUCCESS:
-                self._connection_failed(f"connection lost: {mqtt.error_string(rc)}")
+            if problem is not None:
+                self._connection_failed(problem)
 
     def _connection_failed(self, message: str) -> None:
         self._connected.clear()
@@ -649,12 +663,13 @@ class Publisher:
             "last_seq": self.journal.last_seq(),
             "state": state,
         }
+        try:
+            payload = encode(signed_message(body, self._events_key))
+        except ValueError as exc:  # e.g. NaN in a snapshot: keep the last good retained state
+            log.error("state snapshot cannot be published: %s", exc)
+            return
         self._client.publish(
-            self.topics.state,
-            encode(signed_message(body, self._events_key)),
-            qos=1,
-            retain=True,
-            properties=self._json_properties(),
+            self.topics.state, payload, qos=1, retain=True, properties=self._json_properties()
         )
 
     def _publish_health(self) -> None:

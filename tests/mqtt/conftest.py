@@ -58,7 +58,7 @@ def card_event(n: int, shoe: str = "S1") -> DeliveryEvent:
     return DeliveryEvent(
         kind="card_dealt",
         at=1_764_400_000.0 + n,
-        data={"card": "8s", "n": n},
+        data={"card": "8s", "slot": "P1", "n": n},
         shoe_id=shoe,
         hand=1 + n // 6,
         source="reader",

@@ -12,6 +12,7 @@ from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
+from paho.mqtt.enums import CallbackAPIVersion
 
 from daemon.journal import Journal
 from daemon.mqtt.consumer import EventConsumer, Verdict
@@ -189,5 +190,43 @@ def test_last_will_says_offline_when_the_daemon_dies(
         validate_payload(message.topic, message.payload)
 
 
-def _noop(*_: Any) -> None:
-    return None
+def test_a_broken_snapshot_or_command_handler_never_stops_delivery(
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    command_key: Secret,
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    from tests.mqtt.support import signed_command
+
+    def bad_handler(command: Any, reply: Any) -> None:
+        raise RuntimeError("engine queue exploded")
+
+    sub = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/#"])
+    publisher = make_publisher(
+        make_settings(mosquitto.port, keys),
+        TABLE,
+        journal,
+        snapshot=lambda: {"bad": float("nan")},  # not JSON: cannot be published
+        on_command=bad_handler,
+    )
+    wait_until(lambda: publisher.connected, what="connection")
+    time.sleep(0.1)
+    import json
+
+    sender = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sender")
+    sender.connect("127.0.0.1", mosquitto.port)
+    sender.loop_start()
+    command = signed_command(command_key, TABLE, "rescan_ack", command_id="boom")
+    sender.publish(f"baccarat/v1/{TABLE}/cmd", json.dumps(command), qos=1).wait_for_publish(5)
+    sender.disconnect()
+    sender.loop_stop()
+    reply = sub.wait_for(topic_count("cmd/reply", 1))
+    answer = next(m.json() for m in reply if m.topic.endswith("/cmd/reply"))
+    assert answer["status"] == "refused"
+    assert "engine queue exploded" in answer["reason"]
+    journal.append([], [card_event(n) for n in range(5)])
+    publisher.notify()
+    sub.wait_for(topic_count("events", 5))
+    wait_until(lambda: not journal.pending(), what="delivery despite the broken snapshot")
+    sub.close()
