@@ -158,6 +158,7 @@ class ShoePlan:
     hands: int = 0
     cut_hand: int | None = None
     cards_used: int = 0
+    ended_by_cut_card: bool = False  # False: stopped at max_hands or ran out of cards first
 
 
 _SLOT_TARGET = {s: DeviceTarget(s) for s in ("P1", "B1", "P2", "B2", "P3", "B3")}
@@ -205,6 +206,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
             plan.cut_hand = hand
             last_hand = hand + 1
         if last_hand is not None and hand >= last_hand:
+            plan.ended_by_cut_card = True
             break
         if deal.max_hands is not None and hand >= deal.max_hands:
             break
@@ -233,7 +235,9 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
                 cut_seen = True
                 cut_before = len(dealt)
                 plan.cut_hand = hand
-                last_hand = hand if deal.cut_card_policy == "finish_current_round" else hand + 1
+                # before the round's first card (even after its burn) is still between rounds
+                between = cut_before == 0
+                last_hand = hand if deal.cut_card_policy == "finish_current_round" or between else hand + 1
             card = take()
             (player if slot.side.value == "player" else banker).append(card)
             dealt.append((slot.value, card))
@@ -514,8 +518,9 @@ class VirtualShoe:
     """Plays fixture steps into a serial pty (or a raw fd) in real time, scaled by ``speed``.
 
     ``on_supervisor`` receives supervisor steps (the demo turns them into
-    commands); unplug/replug need a :class:`PtyDevice`. ``run()`` blocks;
-    ``start()`` runs it in a thread; ``stop()`` ends it early.
+    commands); unplug/replug need a :class:`PtyDevice`; ``ready`` is polled
+    before the first byte. ``run()`` blocks; ``start()`` runs it in a thread;
+    ``stop()`` ends it early.
     """
 
     def __init__(
@@ -526,6 +531,8 @@ class VirtualShoe:
         speed: float = 1.0,
         on_supervisor: Callable[[SupervisorStep, float], None] | None = None,
         on_progress: Callable[[int, int], None] | None = None,
+        ready: Callable[[], bool] | None = None,
+        ready_timeout: float = 30.0,
     ) -> None:
         if speed <= 0:
             raise ValueError("speed must be positive")
@@ -534,6 +541,8 @@ class VirtualShoe:
         self.speed = speed
         self.on_supervisor = on_supervisor
         self.on_progress = on_progress
+        self.ready = ready
+        self.ready_timeout = ready_timeout
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.done = threading.Event()
@@ -547,6 +556,14 @@ class VirtualShoe:
                 view = view[os.write(self.device, view) :]
 
     def run(self) -> None:
+        """Play every step; first wait (up to ``ready_timeout``) for ``ready()``, e.g. the reader's
+        ``health()["connected"]``: pyserial flushes what was written before it opened the port."""
+        if self.ready is not None:
+            deadline = time.monotonic() + self.ready_timeout
+            while not self.ready() and time.monotonic() < deadline:
+                if self._stop.wait(0.02):
+                    self.done.set()
+                    return
         start = time.monotonic()
         origin = self.steps[0].t if self.steps else 0.0
         try:
