@@ -67,3 +67,15 @@ def test_settings_validated_with_the_key_named() -> None:
     assert settings.model_dump()["vendor_id"] == 0x0C2E
     with pytest.raises(ValidationError, match="vendor_id"):
         usb_hid.validate({"vendor_id": "zz", "product_id": 1})
+
+
+def test_camera_name_resolves_to_the_camera_helpers_driver_and_loads_opencv_then() -> None:
+    out = run_python(
+        """
+        import sys
+        from drivers import registry
+        camera = registry.load("camera")
+        print(camera.driver.__name__, camera.settings.__name__, "cv2" in sys.modules)
+        """
+    )
+    assert out == "CameraSource CameraSettings True"
