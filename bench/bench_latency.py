@@ -20,7 +20,8 @@ size of a card event over the same broker (same pacing); one ``write`` + ``fsync
 and ``Journal.append`` of a card input with its events on the same disk (the commit alone).
 Target: p99(e2e) − p99(baseline) < 5 ms + p99(fsync).
 
-    .venv/bin/python -m bench.bench_latency [--shoes 5] [--speed 100] [--baseline 1500] [--json]
+    .venv/bin/python -m bench.bench_latency [--shoes 5] [--speed 100] [--baseline 1500]
+        [--py-spy FILE] [--json]
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bench.common import FsyncProbe, Summary, fsync_sample, ms, report
+from bench.common import FsyncProbe, Summary, collapsed_profile, fsync_sample, ms, pyspy_start, report
 from bench.rig import (
     Broker,
     DaemonProcess,
@@ -106,7 +107,9 @@ def journal_commit_sample(directory: Path, count: int) -> list[float]:
     return out
 
 
-def run(shoes: int, speed: float, baseline_count: int, seed: int) -> dict[str, Any]:
+def run(
+    shoes: int, speed: float, baseline_count: int, seed: int, profile: Path | None = None
+) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp_name:
         tmp = Path(tmp_name)
         stream = shoe_stream(shoes, seed)
@@ -128,8 +131,11 @@ def run(shoes: int, speed: float, baseline_count: int, seed: int) -> dict[str, A
                     raise RuntimeError(f"the daemon did not come online:\n{daemon.tail()}")
                 shoe = VirtualShoe(stream.steps, pty, speed=speed)
                 started = time.monotonic()
+                spy = None if profile is None else pyspy_start(daemon.pid, 10.0, profile)
                 with FsyncProbe(tmp) as probe:
                     shoe.run()
+                if spy is not None:
+                    spy.wait(30)
                 dealt_s = time.monotonic() - started
                 state_dir = tmp / "table" / "state"
                 last = journal_last_seq(state_dir)
@@ -169,7 +175,7 @@ def run(shoes: int, speed: float, baseline_count: int, seed: int) -> dict[str, A
     e2e, base, fs = ms(stages["e2e"]), ms(baseline), ms(fsync)
     added = Summary(e2e.n, e2e.median - base.median, e2e.p99 - base.p99, e2e.max - base.max)
     budget_p99 = 5.0 + fs.p99
-    return {
+    figures: dict[str, Any] = {
         "shoes": shoes,
         "cards": len(cards),
         "events": len(events),
@@ -193,6 +199,9 @@ def run(shoes: int, speed: float, baseline_count: int, seed: int) -> dict[str, A
         "target_p99_added_ms": f"< 5 + fsync p99 = {budget_p99:.2f}",
         "target_met": added.p99 < budget_p99,
     }
+    if profile is not None and profile.exists():
+        figures["py_spy_daemon_first_10s"] = collapsed_profile(profile)
+    return figures
 
 
 def _journaled_at(state_dir: Path) -> dict[int, float]:
@@ -213,9 +222,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--speed", type=float, default=100.0, help="times a real dealer (1 card/s)")
     parser.add_argument("--baseline", type=int, default=1500, help="bare paho messages for the baseline")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--py-spy", type=Path, default=None, metavar="FILE",
+        help="profile the daemon's first 10 s of dealing with py-spy (collapsed stacks to FILE)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    figures = run(args.shoes, args.speed, args.baseline, args.seed)
+    figures = run(args.shoes, args.speed, args.baseline, args.seed, args.py_spy)
     report("card-to-subscriber latency", figures, args.json)
     return 0 if figures["target_met"] else 1
 
