@@ -171,7 +171,9 @@ class DemoRun:
                 self._say(
                     f"demo: table {loaded.config.table_id}, {opts.decks} decks, seed {seed}, "
                     f"{opts.protocol} shoe on {shoe.slave_name}, embedded broker on 127.0.0.1:{broker.port}, "
-                    f"speed x{opts.speed:g}"
+                    f"speed x{opts.speed:g}\n"
+                    f"  watch from another terminal: baccarat-edge monitor --table {loaded.config.table_id} "
+                    f"--broker mqtt://127.0.0.1:{broker.port} --mqtt 3.1.1"
                 )
 
                 def on_supervisor(step: Any, _t: float) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.cards import Card, CardParseError, hand_total
-from daemon.service.roads import ROWS, bead_plate, big_road, big_road_grid
+from daemon.service.roads import bead_plate, big_road, big_road_grid
 
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
 _SUIT_SYMBOL = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
@@ -374,6 +374,3 @@ def _health_line(health: dict[str, Any] | None) -> str:
         depth = broker.get("queue_depth", broker.get("undelivered"))
         parts.append(f"broker {state}" + (f", {depth} undelivered" if depth is not None else ""))
     return "; ".join(parts) or json.dumps(health)[:100]
-
-
-ROWS_SHOWN = ROWS
