@@ -67,7 +67,7 @@ class DeliverySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    inflight_window: int = Field(default=16, ge=1, le=1000, description="Unacknowledged events at most.")
+    inflight_window: int = Field(default=32, ge=1, le=1000, description="Unacknowledged events at most.")
     backoff_initial_s: float = Field(default=0.5, gt=0)
     backoff_max_s: float = Field(default=30.0, gt=0)
     health_interval_s: float = Field(default=10.0, gt=0)
