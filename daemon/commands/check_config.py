@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
         probe_broker,
         probe_camera,
         probe_reader,
+        probe_secrets,
         probe_state_dir,
     )
 
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
                 probe_camera(device_name(loaded.camera_settings, "camera"), loaded.camera_settings)
             )
         findings.append(probe_state_dir(cfg.state_dir))
+        findings.extend(probe_secrets(cfg.broker))
         findings.extend(probe_broker(cfg.broker, cfg.table_id, timeout=args.timeout))
     problems = [f for f in findings if not f.ok]
     if args.json:
@@ -81,9 +83,7 @@ def run(args: argparse.Namespace) -> int:
         for finding in findings:
             print(f"  {finding}")
         if problems:
-            print(
-                f"{len(problems)} problem(s) found: the daemon would start but not work fully as configured"
-            )
+            print(f"{len(problems)} problem(s) found: fix them before relying on this table")
         elif not args.no_probe:
             print("everything it points at was found")
     return 2 if problems else 0

@@ -221,3 +221,44 @@ def probe_broker(settings: BrokerSettings, table_id: str, timeout: float = 5.0) 
         client.loop_stop()
     ok = verdict[0] == "accepted"
     return [tcp, Finding("broker MQTT", ok, f"{where}: connection {verdict[0]}")]
+
+
+def probe_secrets(settings: BrokerSettings) -> list[Finding]:
+    """Every configured secret and TLS file is readable by this user (values never shown)."""
+    from daemon.mqtt.secrets import SecretSource
+
+    sources: list[tuple[str, SecretSource | None]] = [
+        ("broker password", settings.auth.password if settings.auth else None),
+        ("events signing key", settings.signing.events_key),
+        ("command key", settings.signing.command_key),
+    ]
+    findings: list[Finding] = []
+    for subject, source in sources:
+        if source is None:
+            if subject == "command key":
+                findings.append(Finding(subject, True, "not configured: every supervisor command is refused"))
+            continue
+        try:
+            secret = source.load()
+        except ValueError as exc:
+            findings.append(Finding(subject, False, str(exc)))
+            continue
+        findings.append(
+            Finding(subject, True, f"readable from {secret.origin} ({len(secret.reveal())} bytes)")
+        )
+    if settings.tls.enabled:
+        for subject, path in (
+            ("TLS CA file", settings.tls.ca_file),
+            ("TLS client certificate", settings.tls.cert_file),
+            ("TLS client key", settings.tls.key_file),
+        ):
+            if path is None:
+                continue
+            try:
+                with open(path, "rb"):
+                    pass
+            except OSError as exc:
+                findings.append(Finding(subject, False, f"{path}: {exc.strerror}"))
+            else:
+                findings.append(Finding(subject, True, f"{path} readable"))
+    return findings

@@ -157,6 +157,23 @@ def test_check_config_says_the_device_is_missing_and_the_broker_unreachable(tmp_
     assert "[PROBLEM] broker: 127.0.0.1:" in result.stdout
     assert "unreachable" in result.stdout
     assert "[ok] state directory" in result.stdout
+    assert "[ok] command key: not configured: every supervisor command is refused" in result.stdout
+
+
+def test_check_config_says_a_secret_is_missing_without_showing_any(tmp_path: Path) -> None:
+    path = _valid_config(tmp_path, "/dev/null", free_port())
+    path.write_text(
+        path.read_text()
+        + "  signing:\n    events_key: {env: T7_EVENTS_KEY}\n    command_key: {file: "
+        + str(tmp_path / "command.key")
+        + "}\n"
+    )
+    (tmp_path / "command.key").write_text("s3cr3t-command-key\n")
+    result = _cli("check-config", str(path), "--timeout", "1", env={"T7_EVENTS_KEY": ""})
+    assert result.returncode == 2
+    assert "[PROBLEM] events signing key: secret from env T7_EVENTS_KEY is empty" in result.stdout
+    assert f"[ok] command key: readable from file {tmp_path / 'command.key'} (18 bytes)" in result.stdout
+    assert "s3cr3t" not in result.stdout + result.stderr
 
 
 @pytest.mark.mosquitto
