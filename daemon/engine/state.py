@@ -298,6 +298,7 @@ class TableState:
     def _shoe_ended(self, e: Event) -> None:
         self.phase = OVER
         self.shoe_end_reason = e.data["reason"]
+        self.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
         if e.data["reason"] != "cut_card":
             self.round = None
             self.held = {}
@@ -324,6 +325,11 @@ class TableState:
         self.alerts.pop(alert_id, None)
         if alert_id == self.rescan_alert:
             self.rescan_alert = None
+        if alert_id in self.next_round_holds:
+            self.next_round_holds = [a for a in self.next_round_holds if a != alert_id]
+        for rnd in [*([self.round] if self.round is not None else []), *self.held.values()]:
+            if alert_id in rnd.holds:
+                rnd.holds = [a for a in rnd.holds if a != alert_id]
 
     def _read_held(self, e: Event) -> None:
         read = e.data["read"]

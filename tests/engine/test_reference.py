@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import itertools
 import random
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from daemon.engine.inputs import CardRead, EngineInput
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
-from tests.engine.reference import deal_shoe, project, shuffled_shoe
+from tests.engine.reference import CARD_GAP, deal_shoe, project, shuffled_shoe
 from tests.engine.support import assert_legal, assert_restores, variant
 
 VARIANTS = ["standard", "no-commission", "ez", "tiger", "super-98", "cow-cow", "seed-000"]
@@ -87,3 +90,48 @@ def test_restoring_from_the_current_shoe_alone_resumes_the_same_game() -> None:
     assert [e.to_dict() for inp in rest for e in resumed.handle(inp)] == [
         e.to_dict() for inp in rest for e in eng.handle(inp)
     ]
+
+
+def _as_pulls(inputs: list[EngineInput], rng: random.Random) -> list[EngineInput]:
+    """Group runs of consecutive card reads of one deal sequence into pulls of 2-3 cards that
+    arrive in a random order with their positions (RULES.md dealing mistake 3)."""
+    out: list[EngineInput] = []
+    i = 0
+    while i < len(inputs):
+        k = rng.choice([1, 2, 3])
+        group = inputs[i : i + k]
+        same_run = all(isinstance(x, CardRead) for x in group) and all(
+            b.at - a.at == CARD_GAP for a, b in itertools.pairwise(group)
+        )
+        if k == 1 or not same_run:
+            out.append(inputs[i])
+            i += 1
+            continue
+        first = group[0].at
+        pulled: list[EngineInput] = [
+            CardRead(x.card, first, position=n + 1, transmission_id=x.transmission_id)
+            for n, x in enumerate(group)
+            if isinstance(x, CardRead)
+        ]
+        rng.shuffle(pulled)
+        out.extend(pulled)
+        i += k
+    return out
+
+
+def _without_timing(event: dict[str, Any]) -> dict[str, Any]:
+    data = {k: v for k, v in event["data"].items() if k != "decided_at"}
+    return event | {"data": data}
+
+
+@settings(max_examples=40)
+@given(cfg=table_settings, seed=st.integers(0, 2**32))
+def test_pulled_cards_in_any_arrival_order_give_the_reference_result(cfg: TableSettings, seed: int) -> None:
+    dealt = _deal(cfg, "standard", seed)
+    eng = Engine(cfg, variant("standard"))
+    inputs = _as_pulls(dealt.inputs, random.Random(seed))
+    events = [e for inp in inputs for e in eng.handle(inp)]
+    game = [project(e) for e in events if e.kind not in ("read_held", "pull_released")]
+    assert [_without_timing(e) for e in game] == [_without_timing(e) for e in dealt.expected]
+    assert_legal(events, cfg.decks)
+    assert_restores(eng, events)
