@@ -301,7 +301,7 @@ def _resolve_paths(config: DaemonConfig, raw: RawConfig) -> DaemonConfig:
     return config.model_copy(update={"journal": journal})
 
 
-RELOADABLE: tuple[str, ...] = ("log", "service.health_interval_s", "service.watchdog_stall_s")
+RELOADABLE: tuple[str, ...] = ("log", "broker", "service.health_interval_s", "service.watchdog_stall_s")
 """Settings a SIGHUP applies in place; any other change is reported as needing a restart."""
 
 

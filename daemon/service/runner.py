@@ -37,6 +37,7 @@ from daemon.engine.events import Event
 from daemon.engine.inputs import CardRead, EngineInput, SupervisorCommand, Tick
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
+from daemon.mqtt.settings import BrokerSettings
 from daemon.service.config import RELOADABLE, LoadedConfig, changed_sections, device_name, load_config
 from daemon.service.configfile import ConfigError
 from daemon.service.liveness import Liveness
@@ -137,12 +138,12 @@ class Daemon:
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
 
-    def _make_publisher(self) -> Any:
+    def _make_publisher(self, settings: BrokerSettings | None = None) -> Any:
         from daemon.mqtt.publisher import Publisher
 
         assert self.journal is not None
         return Publisher(
-            settings=self.config.broker,
+            settings=settings or self.config.broker,
             table_id=self.config.table_id,
             journal=self.journal,
             on_command=self.submit_command,
@@ -455,10 +456,39 @@ class Daemon:
                 )
                 self.liveness.stall_after = service.watchdog_stall_s
                 updates["service"] = service
+            if "broker" in applied:
+                if self._swap_publisher(fresh.config.broker):
+                    updates["broker"] = fresh.config.broker
+                else:
+                    applied.remove("broker")
+                    needs_restart.append("broker")
             self.config = self.config.model_copy(update=updates)
             log.info("config_reloaded", applied=applied, needs_restart=needs_restart)
         finally:
             self.notifier.ready()
+
+    def _swap_publisher(self, settings: BrokerSettings) -> bool:
+        """New broker settings (host, credentials, keys rotated): a new publisher takes over.
+
+        Nothing is lost in between: undelivered events wait in the journal and the new
+        publisher drains them from the first unacknowledged one. The old one says ``offline``.
+        """
+        try:
+            fresh = self._make_publisher(settings)
+        except Exception as exc:  # e.g. a secret file that cannot be read: keep the running one
+            log.error("reload_broker_failed", error=str(exc))
+            return False
+        old = self.publisher
+        self.liveness.unregister("publisher")
+        try:
+            old.stop(timeout=self.config.service.shutdown_timeout_s)
+        except Exception as exc:
+            log.warning("publisher_stop_failed", error=str(exc))
+        self.publisher = fresh
+        fresh.start()
+        self._register_probe("publisher", fresh)
+        log.info("publisher_replaced", host=settings.host, port=settings.effective_port)
+        return True
 
     def stop(self) -> None:
         """Clean shutdown: devices closed, queue drained into the journal, publisher flushed."""
