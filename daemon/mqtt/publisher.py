@@ -157,6 +157,7 @@ class Publisher:
         self._sent_through = 0
         self._journal_full_alert: str | None = None
         self._offline_mid: int | None = None
+        self._refusal: str | None = None
         self._offline_acked = threading.Event()
         self._threads: list[threading.Thread] = []
         self._client = self._build_client()
@@ -344,6 +345,8 @@ class Publisher:
             self._connected.clear()
             if self._stopping.is_set():
                 return
+            if self._refusal is not None:
+                problem = self._refusal  # say why (e.g. bad credentials), not "connection lost"
             if problem is not None:
                 self._connection_failed(problem)
 
@@ -366,10 +369,11 @@ class Publisher:
         properties: Properties | None,
     ) -> None:
         if reason_code.is_failure:
-            self._conn.last_error = f"broker refused the connection: {_reason_text(reason_code)}"
-            log.error("%s", self._conn.last_error)
+            self._refusal = f"broker refused the connection: {_reason_text(reason_code)}"
+            log.error("%s", self._refusal)
             client.disconnect()
             return
+        self._refusal = None
         self._backoff.reset()
         self.counters.connects += 1
         self._conn.last_error = None

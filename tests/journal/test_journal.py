@@ -163,3 +163,11 @@ def test_nonces_are_remembered_durably_and_bounded(tmp_path: Path) -> None:
     assert j.remember_nonce("n4", 101.0, 102.0, 60.0, 3) is NonceVerdict.CACHE_FULL
     # Past the horizon the old ones are forgotten (their timestamps are refused anyway).
     assert j.remember_nonce("n4", 170.0, 170.0, 60.0, 3) is NonceVerdict.FRESH
+
+
+def test_delivery_marks_leave_appends_fully_synchronous(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.append([], [event("card")])
+    j.mark_delivered([1])
+    assert j._db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL again for the next append
+    assert j.pending() == []
