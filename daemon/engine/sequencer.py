@@ -145,11 +145,9 @@ class ReadSequencer(EngineCore):
 
     def _is_duplicate(self, read: CardRead) -> bool:
         window = self.settings.duplicate_window_s
-        device, tid, code, at = read.device, read.transmission_id, card_code(read.card), read.at
-        for seen_device, seen_tid, seen_code, seen_at in self.state.recent:
-            if seen_tid == tid and seen_code == code and seen_device == device and at - seen_at <= window:
-                return True
-        return False
+        assert read.transmission_id is not None
+        seen_at = self.state.recent.get((read.device, read.transmission_id, card_code(read.card)))
+        return seen_at is not None and read.at - seen_at <= window
 
     def _on_read_failed(self, read: ReadFailed) -> None:
         if self._is_camera(read):

@@ -124,7 +124,8 @@ class TableState:
     rescan_alert: str | None = None
     disconnected: list[str] = field(default_factory=list)
     camera_fill: dict[str, Any] | None = None
-    recent: list[tuple[str, str, str, float]] = field(default_factory=list)
+    # (device, transmission id, card) -> read time, oldest first, at most duplicate_memory
+    recent: dict[tuple[str, str, str], float] = field(default_factory=dict)
     pull_next: dict[str, int] = field(default_factory=dict)
     pull_last_at: dict[str, float] = field(default_factory=dict)
     held_reads: list[dict[str, Any]] = field(default_factory=list)
@@ -143,9 +144,12 @@ class TableState:
     def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
         tid = read.get("transmission_id")
         if tid is not None and read.get("card") is not None:
-            self.recent.append((read["device"], tid, read["card"], read["read_at"]))
-            if len(self.recent) > self.settings.duplicate_memory:
-                del self.recent[0]
+            recent = self.recent
+            key = (read["device"], tid, read["card"])
+            recent.pop(key, None)
+            recent[key] = read["read_at"]
+            if len(recent) > self.settings.duplicate_memory:
+                del recent[next(iter(recent))]
         position = read.get("position")
         if advance_pull and position is not None and read.get("source") != "camera":
             self.pull_next[read["device"]] = position + 1
