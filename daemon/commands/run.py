@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     import structlog
 
+    from daemon.mqtt.secrets import SecretError
     from daemon.service.config import load_config
     from daemon.service.configfile import ConfigError
     from daemon.service.logging import configure_logging
@@ -41,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
     install_signal_handlers(daemon)
     try:
         daemon.start()
+    except SecretError as exc:
+        # a secret named in the config is missing or empty: a config problem, not a crash
+        log.error("start_failed", error=str(exc), hint="baccarat-edge check-config shows every secret")
+        daemon.stop()
+        return EXIT_CONFIG
     except Exception as exc:
         log.exception("start_failed", error=str(exc))
         daemon.stop()

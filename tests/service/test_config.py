@@ -128,6 +128,14 @@ def test_run_refuses_a_bad_config_with_ex_config(tmp_path: Path) -> None:
     assert f"{path}:3: table.decks:" in result.stderr
 
 
+def test_run_with_a_missing_secret_exits_ex_config_and_names_it(tmp_path: Path) -> None:
+    path = _valid_config(tmp_path, "/dev/null", free_port())
+    path.write_text(path.read_text() + "  signing:\n    events_key: {env: T7_EVENTS_KEY_UNSET}\n")
+    result = _cli("run", "--config", str(path))
+    assert result.returncode == 78
+    assert "environment variable T7_EVENTS_KEY_UNSET (named in the settings) is not set" in result.stdout
+
+
 def test_check_config_reports_invalid_file(tmp_path: Path) -> None:
     path = tmp_path / "table.yaml"
     path.write_text(BAD)
