@@ -7,6 +7,7 @@ string keys) so ``Event.from_dict(json.loads(json.dumps(e.to_dict()))) == e``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,8 +52,8 @@ class Event:
         )
         if not isinstance(kind, str) or not kind:
             raise ValueError("event field 'kind' must be a non-empty string")
-        if isinstance(at, bool) or not isinstance(at, int | float):
-            raise ValueError("event field 'at' must be a number")
+        if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
+            raise ValueError("event field 'at' must be a finite number")
         if shoe_id is not None and not isinstance(shoe_id, str):
             raise ValueError("event field 'shoe_id' must be a string or null")
         if hand is not None and (isinstance(hand, bool) or not isinstance(hand, int) or hand < 1):

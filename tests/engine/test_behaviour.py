@@ -407,6 +407,7 @@ def test_event_round_trip_and_validation() -> None:
     for broken, field in [
         ({"kind": "", "at": 1, "shoe_id": None, "hand": None, "source": "x", "data": {}}, "kind"),
         ({"kind": "k", "at": "1", "shoe_id": None, "hand": None, "source": "x", "data": {}}, "at"),
+        ({"kind": "k", "at": float("nan"), "shoe_id": None, "hand": None, "source": "x", "data": {}}, "at"),
         ({"kind": "k", "at": 1, "shoe_id": None, "hand": 0, "source": "x", "data": {}}, "hand"),
         ({"kind": "k", "at": 1, "shoe_id": None, "hand": None, "source": "x", "data": []}, "data"),
         ({"kind": "k"}, "missing"),
