@@ -18,6 +18,7 @@ from drivers.pty_device import PtyDevice
 from drivers.serial_reader import AngelEyeReader, AsciiLineReader
 from drivers.settings import AngelEyeReaderSettings, AsciiLineReaderSettings, ReconnectSettings
 from tests.drivers.collect import Collector, clock
+from tests.drivers.rfc2217_server import Rfc2217Server
 
 FAST = {"initial_delay": 0.02, "max_delay": 0.1, "jitter": 0.5}
 P1_8S = encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))
@@ -211,3 +212,25 @@ def test_settings_refuse_unknown_keys_and_credentials() -> None:
         AngelEyeReaderSettings.model_validate({"url": "rfc2217://user:pw@host:1"})
     with pytest.raises(ValueError, match="stop bits"):
         AngelEyeReaderSettings.model_validate({"url": "/dev/x", "stopbits": 3})
+
+
+PYSERIAL_RFC2217_DEPRECATIONS = "ignore:set(Daemon|Name)\\(\\) is deprecated:DeprecationWarning"
+
+
+@pytest.mark.filterwarnings(PYSERIAL_RFC2217_DEPRECATIONS)  # pyserial's own client code
+def test_rfc2217_url_through_a_real_rfc2217_server(device: PtyDevice) -> None:
+    server = Rfc2217Server(device.slave_name)
+    sink = Collector()
+    reader = angel_eye(server.url, sink)
+    reader.start()
+    try:
+        assert reader.wait_until_connected(True, 10)
+        device.write(P1_8S * 3)
+        assert sink.wait_for(lambda items: any(isinstance(i, CardRead) for i in items))
+        server.drop()
+        assert reader.wait_until_connected(False, 10)
+    finally:
+        reader.stop()
+        server.close()
+    assert sink.cards() == ["8s"]
+    assert sink.connections()[:2] == [True, False]
