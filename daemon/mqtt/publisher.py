@@ -158,6 +158,7 @@ class Publisher:
         self._journal_full_alert: str | None = None
         self._offline_mid: int | None = None
         self._refusal: str | None = None
+        self._health_reentry = threading.local()
         self._offline_acked = threading.Event()
         self._threads: list[threading.Thread] = []
         self._client = self._build_client()
@@ -231,6 +232,7 @@ class Publisher:
         report: dict[str, Any] = {
             "table_id": self.table_id,
             "ts": now,
+            "running": self.running,
             "connected": self._connected.is_set(),
             "last_error": self._conn.last_error,
             "queue_depth": capacity.undelivered,
@@ -246,12 +248,24 @@ class Publisher:
                 "admits_new_round": self.journal.admits_new_round(),
             },
         }
-        if self._health_extra is not None:
+        if self._health_extra is not None and not getattr(self._health_reentry, "active", False):
+            # The provider may ask a watchdog that asks this method again: include the
+            # devices only at the outer call instead of recursing.
+            self._health_reentry.active = True
             try:
                 report["devices"] = self._health_extra()
             except Exception as exc:  # a broken provider must not stop health reports
                 report["devices"] = {"error": f"health provider failed: {exc}"}
+            finally:
+                self._health_reentry.active = False
         return report
+
+    @property
+    def running(self) -> bool:
+        """Both threads alive and no stop requested (what a watchdog probe should check)."""
+        return (
+            bool(self._threads) and all(t.is_alive() for t in self._threads) and not self._stopping.is_set()
+        )
 
     @property
     def connected(self) -> bool:

@@ -4,6 +4,7 @@ broker outage, clean stop."""
 from __future__ import annotations
 
 import getpass
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -212,7 +213,6 @@ def test_a_broken_snapshot_or_command_handler_never_stops_delivery(
     )
     wait_until(lambda: publisher.connected, what="connection")
     time.sleep(0.1)
-    import json
 
     sender = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sender")
     sender.connect("127.0.0.1", mosquitto.port)
@@ -230,3 +230,23 @@ def test_a_broken_snapshot_or_command_handler_never_stops_delivery(
     sub.wait_for(topic_count("events", 5))
     wait_until(lambda: not journal.pending(), what="delivery despite the broken snapshot")
     sub.close()
+
+
+def test_health_provider_that_asks_for_health_again_does_not_recurse(
+    keys: dict[str, Path], journal: Journal
+) -> None:
+    calls: list[int] = []
+
+    def devices() -> dict[str, Any]:
+        calls.append(1)
+        inner = publisher.health()  # e.g. a watchdog probe inside the daemon's health
+        return {"reader": {"connected": True}, "publisher_running": inner["running"]}
+
+    from tests.support.broker import free_port
+
+    publisher = Publisher(make_settings(free_port(), keys), TABLE, journal, health_extra=devices)
+    report = publisher.health()
+    assert calls == [1]
+    assert report["devices"]["reader"] == {"connected": True}
+    assert report["running"] is False  # not started
+    validate_payload("x/health", json.dumps({"schema_version": 1, **report}).encode())
