@@ -115,3 +115,35 @@ def test_realtime_replay_serves_reports_at_their_offsets() -> None:
     finally:
         reader.stop()
     assert sink.cards() == ["2h"]
+
+
+def test_record_usb_reports_with_unplug_then_replay_the_recording() -> None:
+    from drivers.fixtures import UsbIdentity
+    from drivers.record import Recorder, attach
+    from drivers.replay import replay_fixture
+
+    steps = [
+        *steps_for("9D"),
+        UsbStep(t=1, event="unplug"),
+        UsbStep(t=2, event="replug"),
+        *steps_for("TS", t0=3),
+    ]
+    backend = ReplayUsbBackend(steps, vendor_id=VID, product_id=PID)
+    recorder = Recorder(transport="usb")
+    live = Collector()
+    settings = UsbHidReaderSettings.model_validate({"vendor_id": VID, "product_id": PID, "reconnect": FAST})
+    reader = UsbHidReader(settings, lambda item: recorder.sink(item, live), clock, backend=backend)
+    attach(reader, recorder)
+    reader.start()
+    try:
+        assert reader.wait_until_received(total_bytes(steps), 10)
+    finally:
+        reader.stop()
+    fixture = recorder.fixture(name="wedge", protocol="usb_hid", provenance="test recording",
+                               usb=UsbIdentity(vendor_id=VID, product_id=PID))  # fmt: skip
+    assert [s.report for s in fixture.steps if s.report is not None] == [s.report for s in steps if s.report]
+    assert [s.event for s in fixture.steps if s.event is not None] == ["unplug", "replug"]
+    replayed = Collector()
+    replay_fixture(fixture, replayed, final_tick=False)
+    assert replayed.cards() == live.cards() == ["9d", "Ts"]
+    assert replayed.connections() == live.connections() == [True, False, True]
