@@ -172,6 +172,12 @@ def _run_on(
     rate_up = backlog / (last_ack - up_wall)
     rate_acks = backlog / max(1e-9, last_ack - first_ack)
     rss_mb = [r / 1e6 for _, r, _ in rss]
+    growing = [r for r in rss if r[0] <= accumulate_s] or rss
+    quarter = max(2, len(growing) // 4)
+
+    def rate(window: list[tuple[float, int, int]]) -> float:
+        return (window[-1][2] - window[0][2]) / max(1e-9, window[-1][0] - window[0][0])
+
     half = len(rss_mb) // 2
     figures: dict[str, Any] = {
         "inflight_window": inflight_window or "default (16)",
@@ -180,6 +186,8 @@ def _run_on(
         "shoes_written": shoes,
         "accumulate_s": round(accumulate_s, 1),
         "accumulate_events_per_s": round(backlog / accumulate_s),
+        "accumulate_events_per_s_first_quarter": round(rate(growing[:quarter])),
+        "accumulate_events_per_s_last_quarter": round(rate(growing[-quarter:])),
         "broker_up_to_last_ack_s": round(last_ack - up_wall, 2),
         "broker_up_to_first_ack_s": round(first_ack - up_wall, 2),
         "first_to_last_ack_s": round(last_ack - first_ack, 2),

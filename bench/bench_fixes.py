@@ -17,7 +17,10 @@ what it is worth.
               ``mark_delivered`` committed with ``synchronous=NORMAL`` (durable at the next
               engine commit; a lost mark only means a republish, which consumers dedupe).
 
-    .venv/bin/python -m bench.bench_fixes [decoder|idle|drain|all] [--json]
+``capacity``  what the runner pays per admitted card for the journal-full check
+              (``Journal.admits_new_round`` counts the undelivered rows) as a backlog grows.
+
+    .venv/bin/python -m bench.bench_fixes [decoder|idle|drain|capacity|all] [--json]
 """
 
 from __future__ import annotations
@@ -261,11 +264,43 @@ def drain_figures(events: int, repeats: int) -> dict[str, Any]:
     }
 
 
+# ----------------------------------------------------------------------------- capacity
+def capacity_figures(sizes: list[int], calls: int = 50) -> dict[str, Any]:
+    """Cost of ``Journal.capacity()`` (what ``admits_new_round`` runs for every card the runner
+    admits) as the undelivered backlog grows: it counts the undelivered rows each time."""
+    from daemon.engine.events import Event
+    from daemon.journal.settings import JournalSettings
+    from daemon.journal.store import Journal
+
+    out: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="bench-fix-capacity-") as tmp_name:
+        journal = Journal(JournalSettings(path=Path(tmp_name) / "j.sqlite3"), "CAP-1")
+        body = {"card": "8s", "slot": "P1", "round": 1, "read": {"raw": "05 31 44 81 b8 03 34 36"}}
+        try:
+            have = 0
+            for size in sorted(sizes):
+                while have < size:
+                    batch = min(1000, size - have)
+                    journal.append([], [Event("card_dealt", 1.0, "shoe", 1, "reader", body)] * batch)
+                    have += batch
+                times = []
+                for _ in range(calls):
+                    start = time.perf_counter()
+                    journal.admits_new_round()
+                    times.append(time.perf_counter() - start)
+                out[f"admits_new_round ms at {size} undelivered"] = round(1000 * statistics.median(times), 3)
+        finally:
+            journal.close()
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("which", nargs="?", default="all", choices=("decoder", "idle", "drain", "all"))
+    parser.add_argument(
+        "which", nargs="?", default="all", choices=("decoder", "idle", "drain", "capacity", "all")
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10.0, help="idle window per run")
     parser.add_argument("--events", type=int, default=4000, help="pending events per drain run")
@@ -280,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         figures["decoder_fast_path"] = decoder_figures(10, args.repeats)
     if args.which in ("idle", "all"):
         figures["publisher_probe_recursion"] = idle_figures(args.seconds, args.repeats)
+    if args.which in ("capacity", "all"):
+        figures["capacity_check_per_card"] = capacity_figures([0, 5_000, 20_000, 100_000])
     if args.which in ("drain", "all"):
         figures["drain_delivery_marks"] = drain_figures(args.events, args.repeats)
     report("proposed fixes, measured against stock in the same run", figures, args.json)
