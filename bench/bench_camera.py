@@ -6,7 +6,7 @@ templates are learned from the same deck's faces (``camera calibrate``). Latency
 reported as p50/p95 beside a baseline measured in the same run: the bare outline
 detector on the same frames (the floor any recognition pays).
 
-    .venv/bin/python -m bench.bench_camera [--frames 26] [--seed 7] [--json]
+    .venv/bin/python -m bench.bench_camera [--frames 26] [--seed 7] [--conditions a,b] [--no-foreign] [--json]
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from tests.camera.evaluate import Score, score_frame
 from tests.camera.fetch_art import ensure_decks
 from tests.camera.synth import CONDITIONS, frame_set, load_faces
 
+FOREIGN = "foreign_deck"
+
 
 def _percentile(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
@@ -40,19 +42,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--frames", type=int, default=26, help="frames per deck and condition (4 cards each)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--conditions", default=",".join(CONDITIONS), help="comma-separated subset")
+    parser.add_argument(
+        "--no-foreign", dest="foreign", action="store_false", help="skip the foreign-deck row"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON line per row instead of a table")
     args = parser.parse_args(argv)
     cv2.setNumThreads(1)
     rows: list[dict[str, Any]] = []
     all_latency: list[float] = []
     all_baseline: list[float] = []
-    for deck, folder in ensure_decks().items():
-        recognizer = Recognizer(learn_templates(folder, deck))
+    decks = ensure_decks()
+    recognizers = {deck: Recognizer(learn_templates(folder, deck)) for deck, folder in decks.items()}
+    wanted = args.conditions.split(",")
+    for deck, folder in decks.items():
         faces = load_faces(folder)
-        for c_index, condition in enumerate(CONDITIONS):
-            if condition not in args.conditions.split(","):
+        # "foreign_deck": clean frames of this deck read with the *other* deck's templates
+        # (a deck changed without recalibrating): everything should abstain, nothing be wrong.
+        for c_index, condition in enumerate((*CONDITIONS, FOREIGN)):
+            if condition not in wanted and not (condition == FOREIGN and args.foreign):
                 continue
-            frames = frame_set(faces, condition, args.frames, seed=args.seed * 100 + c_index)
+            if condition == FOREIGN:
+                recognizer = next(r for name, r in recognizers.items() if name != deck)
+                frames = frame_set(faces, "clean", args.frames, seed=args.seed * 100 + c_index)
+            else:
+                recognizer = recognizers[deck]
+                frames = frame_set(faces, condition, args.frames, seed=args.seed * 100 + c_index)
             total = Score()
             latency: list[float] = []
             baseline: list[float] = []
@@ -64,8 +78,9 @@ def main(argv: list[str] | None = None) -> int:
                 recognitions = recognizer.recognize_frame(frame.image)
                 latency.append((time.perf_counter() - start) * 1000)
                 total.add(score_frame(frame, recognitions))
-            all_latency.extend(latency)
-            all_baseline.extend(baseline)
+            if condition != FOREIGN:
+                all_latency.extend(latency)
+                all_baseline.extend(baseline)
             rows.append(
                 {
                     "deck": deck,

@@ -59,6 +59,10 @@ class RecognitionParams:
     """Print redness (R - max(G, B)) above which print is red."""
     black_max: float = 20.0
     """Print redness below which print is black; in between the colour is undecided."""
+    single_corner_min_score: float = 0.85
+    """With one readable corner only, rank and suit must both score at least this."""
+    single_corner_margin_factor: float = 1.0
+    """...and lead by this multiple of ``min_margin``: the other corner cannot vouch."""
     single_corner_factor: float = 0.8
     """Confidence multiplier when only one index corner could be read."""
 
@@ -316,4 +320,13 @@ class Recognizer:
         others = [r for r in readings if r.card is None]
         if any(self._contradicts(r, card) for r in others):
             return None, 0.0, "other index corner contradicts"
+        alone = named[0]
+        p = self.params
+        if alone.rank is None or alone.suit is None:  # a named corner always has both
+            return None, 0.0, "one corner only, incomplete"
+        if (
+            min(alone.rank.score, alone.suit.score) < p.single_corner_min_score
+            or min(alone.rank.margin, alone.suit.margin) < p.single_corner_margin_factor * p.min_margin
+        ):
+            return None, 0.0, "one corner only, not clear enough alone"
         return card, named[0].confidence * self.params.single_corner_factor, "read (one corner)"

@@ -1,0 +1,134 @@
+"""Recognition on real card art: every clean card named, never a wrong card, unknown when unsure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daemon.cards import ALL_CARDS, Card
+from drivers.camera.recognize import Recognizer
+from tests.camera.evaluate import Score, score_frame
+from tests.camera.synth import (
+    CONDITIONS,
+    FRAME_H,
+    FRAME_W,
+    card_corners,
+    felt_table,
+    frame_set,
+    load_faces,
+    paste,
+)
+
+DECKS = ("svg-cards", "younestouati")
+
+
+@pytest.fixture(scope="module")
+def faces(decks: dict[str, Path]) -> dict[str, dict[Card, np.ndarray]]:
+    return {name: load_faces(folder) for name, folder in decks.items()}
+
+
+@pytest.mark.parametrize("deck", DECKS)
+def test_every_card_is_recognised_on_clean_frames(deck: str, faces, recognizers) -> None:
+    # 13 frames x 4 cards walk once through a shuffled deck: all 52 cards, each once.
+    frames = frame_set(faces[deck], "clean", frames=13, seed=5)
+    assert {p.card for f in frames for p in f.cards} == set(ALL_CARDS)
+    named: set[Card] = set()
+    total = Score()
+    for frame in frames:
+        recognitions = recognizers[deck].recognize_frame(frame.image)
+        total.add(score_frame(frame, recognitions))
+        named |= {r.card for r in recognitions if r.card is not None}
+    assert total.wrong == 0, total.wrong_examples
+    # svg-cards draws the king of spades' sceptre touching its index spade; that one card is
+    # sometimes (1 frame in 6 here) left unknown. Any other miss is a regression.
+    missed = {c.code for c in set(ALL_CARDS) - named}
+    assert missed <= {"Ks"}, f"not named: {sorted(missed)}"
+
+
+@pytest.mark.parametrize("deck", DECKS)
+def test_never_a_wrong_card_on_hard_frames(deck: str, faces, recognizers) -> None:
+    total = Score()
+    for index, condition in enumerate(c for c in CONDITIONS if c != "clean"):
+        for frame in frame_set(faces[deck], condition, frames=3, seed=900 + index):
+            total.add(score_frame(frame, recognizers[deck].recognize_frame(frame.image)))
+    assert total.wrong == 0, total.wrong_examples
+    assert total.right > 0  # the sample is not all abstentions: the check above means something
+
+
+@settings(max_examples=12)
+@given(angle=st.floats(min_value=0, max_value=360), card_index=st.integers(0, 51))
+def test_a_turned_card_is_read_right_or_not_at_all(angle: float, card_index: int, faces, recognizers) -> None:
+    card = ALL_CARDS[card_index]
+    rng = np.random.default_rng(card_index)
+    frame = felt_table(rng)
+    face = faces["svg-cards"][card]
+    corners = card_corners((FRAME_W / 2, FRAME_H / 2), 170, face.shape[1] / face.shape[0], angle, 0.0, rng)
+    paste(frame, face, corners)
+    named = [r.card for r in recognizers["svg-cards"].recognize_frame(frame) if r.card is not None]
+    assert named in ([], [card])
+
+
+@pytest.mark.parametrize("quarter", [0, 1, 2, 3])
+def test_quarter_turns_are_read(quarter: int, faces, recognizers) -> None:
+    rng = np.random.default_rng(quarter)
+    frame = felt_table(rng)
+    cards = [Card.parse("7h"), Card.parse("Qs")]
+    for x, card in zip((400, 880), cards, strict=True):
+        face = faces["younestouati"][card]
+        paste(frame, face, card_corners((x, 360), 180, face.shape[1] / face.shape[0], 90 * quarter, 0.0, rng))
+    named = sorted(r.card.code for r in recognizers["younestouati"].recognize_frame(frame) if r.card)
+    assert named == sorted(c.code for c in cards)
+
+
+def _blank_card(frame: np.ndarray, rng: np.random.Generator, scribble: bool) -> None:
+    face = np.full((489, 338, 4), 255, np.uint8)
+    if scribble:
+        for _ in range(25):
+            colour = (0, 0, 200) if rng.random() < 0.5 else (20, 20, 20)
+            start = (int(rng.integers(0, 338)), int(rng.integers(0, 489)))
+            end = (int(rng.integers(0, 338)), int(rng.integers(0, 489)))
+            cv2.line(face, start, end, (*colour, 255), int(rng.integers(3, 12)))
+    paste(frame, face, card_corners((640, 360), 180, 338 / 489, float(rng.uniform(0, 360)), 0.0, rng))
+
+
+@pytest.mark.parametrize("deck", DECKS)
+def test_unknown_on_images_that_hold_no_card(deck: str, recognizers) -> None:
+    rng = np.random.default_rng(3)
+    recognizer: Recognizer = recognizers[deck]
+    felt = felt_table(rng)
+    assert recognizer.recognize_frame(felt) == []
+    noise = rng.integers(0, 256, (FRAME_H, FRAME_W, 3), dtype=np.uint8)
+    assert [r for r in recognizer.recognize_frame(noise) if r.card is not None] == []
+    for scribble in (False, True):
+        frame = felt_table(rng)
+        _blank_card(frame, rng, scribble)
+        found = recognizer.recognize_frame(frame)
+        assert len(found) == 1
+        assert found[0].card is None
+        assert found[0].confidence == 0.0
+
+
+def test_a_card_whose_indices_are_covered_is_unknown(faces, recognizers) -> None:
+    rng = np.random.default_rng(4)
+    face = faces["svg-cards"][Card.parse("9d")].copy()
+    h, w = face.shape[:2]
+    face[: int(h * 0.3), : int(w * 0.3), :3] = 255  # paper over both index corners
+    face[int(h * 0.7) :, int(w * 0.7) :, :3] = 255
+    frame = felt_table(rng)
+    paste(frame, face, card_corners((640, 360), 180, w / h, 10.0, 0.0, rng))
+    found = recognizers["svg-cards"].recognize_frame(frame)
+    assert len(found) == 1
+    assert found[0].card is None
+
+
+def test_a_card_of_another_deck_is_never_named_wrong(faces, recognizers) -> None:
+    """Templates are per deck; another deck's print must abstain or still be read right."""
+    total = Score()
+    for frame in frame_set(faces["younestouati"], "clean", frames=6, seed=21):
+        total.add(score_frame(frame, recognizers["svg-cards"].recognize_frame(frame.image)))
+    assert total.wrong == 0, total.wrong_examples
