@@ -164,8 +164,10 @@ class Publisher:
         self._client = self._build_client()
         # Built once: packing per-event properties cost about a fifth of the publish path.
         self._event_props = self._json_properties()
-        if self._event_props is not None and settings.delivery.message_expiry_s is not None:
-            self._event_props.MessageExpiryInterval = settings.delivery.message_expiry_s
+        if self._event_props is not None:
+            self._event_props.UserProperty = [("contract", "baccarat/v1"), ("schema_version", "1")]
+            if settings.delivery.message_expiry_s is not None:
+                self._event_props.MessageExpiryInterval = settings.delivery.message_expiry_s
 
     # -- public runtime contract ------------------------------------------------------------
 

@@ -87,6 +87,11 @@ def test_every_event_arrives_in_order_signed_and_schema_valid(
     # The first thing on the wire after "online" is the retained state, before any event.
     topics = [m.topic.rsplit("/", 1)[1] for m in messages]
     assert topics.index("state") < topics.index("events")
+    if protocol == "mqtt5":
+        first_event = next(m for m in messages if m.topic.endswith("/events"))
+        assert first_event.properties is not None
+        assert first_event.properties.ContentType == "application/json"  # type: ignore[attr-defined]
+        assert ("contract", "baccarat/v1") in first_event.properties.UserProperty  # type: ignore[attr-defined]
     state = next(m.json() for m in messages if m.topic.endswith("/state"))
     assert state["state"] == snapshot
     health = [m.json() for m in messages if m.topic.endswith("/health")]
