@@ -236,3 +236,20 @@ def test_tls_verification_is_on_by_default(tmp_path: Path) -> None:
     assert context.verify_mode == ssl.CERT_REQUIRED
     assert context.minimum_version >= ssl.TLSVersion.TLSv1_2
     journal.close()
+
+
+def test_the_daemon_checks_the_broker_host_name(
+    tls_broker: MosquittoBroker, pki: Path, tmp_path: Path
+) -> None:
+    journal = Journal(JournalSettings(path=tmp_path / "t1.sqlite3"), "T1")
+    # The broker certificate names only IP 127.0.0.1: reaching it as "localhost" must fail.
+    settings = tls_settings(tls_broker.port, pki, "T1").model_copy(update={"host": "localhost"})
+    publisher = Publisher(settings, "T1", journal)
+    publisher.start()
+    try:
+        wait_until(lambda: publisher.counters.connection_failures >= 1, what="a refused connection")
+        assert not publisher.connected
+        assert "Hostname mismatch" in (publisher.health()["last_error"] or "")
+    finally:
+        publisher.stop()
+        journal.close()
