@@ -1,6 +1,6 @@
 """Many tables on one broker: N daemon processes, each dealing shoes at 10x real speed.
 
-For each N in ``--tables`` (default 1,2,4,8): one mosquitto; N real daemons
+For each N in ``--tables`` (default 1,2,4,8,16): one mosquitto; N real daemons
 (``python -m daemon.cli run``), each with its own Angel Eye shoe on a pty, its own journal
 and table id; one subscriber on ``baccarat/v1/+/events`` (what a game server's shared
 subscription would get). Every shoe deals clean 8-deck shoes at ``--speed`` (10x: a card
@@ -12,7 +12,7 @@ rate, and losses: events journaled but never received, seq gaps, duplicates. The
 is the N=1 run of the same invocation (ratios of p99 latency and broker CPU per table) and
 a bare paho QoS 1 publish → receive measured on the same broker before the tables start.
 
-    .venv/bin/python -m bench.bench_tables [--tables 1,2,4,8] [--duration 25] [--speed 10] [--json]
+    .venv/bin/python -m bench.bench_tables [--tables 1,2,4,8,16] [--duration 20] [--speed 10] [--json]
 """
 
 from __future__ import annotations
@@ -134,12 +134,28 @@ def run_n(root: Path, broker: Broker, n: int, duration: float, speed: float, see
     }
 
 
+def broker_cost(broker: Broker, count: int = 10_000, size: int = 600) -> float:
+    """mosquitto CPU microseconds per QoS 1 message (published by one client, delivered to one
+    QoS 1 subscriber), from a burst: the unit cost to scale a floor's message rate by."""
+    from bench.bench_backlog import paho_burst
+
+    recorder = EventRecorder(broker.port, topics=("bench/burst",)).start()
+    try:
+        cpu0 = cpu_seconds(broker.pid)
+        paho_burst(broker.port, count, size)
+        await_condition(lambda: recorder.count() >= count, 30.0)
+        return 1e6 * (cpu_seconds(broker.pid) - cpu0) / count
+    finally:
+        recorder.stop()
+
+
 def run(counts: list[int], duration: float, speed: float, seed: int) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="bench-tables-") as tmp_name:
         root = Path(tmp_name)
         with Broker(root / "broker") as broker:
             base = ms(paho_baseline(broker.port, 300, 600, gap_s=0.01))
+            unit = broker_cost(broker)
             for n in counts:
                 rows.append(run_n(root, broker, n, duration, speed, seed))
     first_p99 = rows[0]["latency"].p99
@@ -148,6 +164,7 @@ def run(counts: list[int], duration: float, speed: float, seed: int) -> dict[str
         "speed": speed,
         "duration_s": duration,
         "baseline_paho_qos1_publish_receive": base.text(),
+        "broker_cpu_us_per_qos1_message_in_and_out": round(unit, 1),
     }
     for row in rows:
         lat: Summary = row.pop("latency")
@@ -169,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--tables", default="1,2,4,8", help="comma-separated table counts")
-    parser.add_argument("--duration", type=float, default=25.0, help="seconds of dealing per table count")
+    parser.add_argument("--tables", default="1,2,4,8,16", help="comma-separated table counts")
+    parser.add_argument("--duration", type=float, default=20.0, help="seconds of dealing per table count")
     parser.add_argument("--speed", type=float, default=10.0, help="times a real dealer")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true")
