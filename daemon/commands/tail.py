@@ -191,7 +191,12 @@ class Tail:
             return
         stamp = time.strftime("%H:%M:%S", time.localtime(envelope["ts"]))
         data = json.dumps(envelope["data"], separators=(",", ":"), ensure_ascii=False)
-        signed = "signed" if "sig" in envelope else "unsigned"
+        if "sig" not in envelope:
+            signed = "unsigned"
+        elif self.consumer.key is None:
+            signed = "signature not checked: no key"
+        else:
+            signed = "signature verified"
         print(
             f"{stamp} seq={envelope['seq']} shoe={envelope.get('shoe_id')} hand={envelope.get('hand')} "
             f"{envelope['kind']} [{envelope['source']}, {signed}] {data}",
