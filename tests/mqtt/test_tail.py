@@ -121,3 +121,46 @@ def test_tail_usage_errors(keys: dict[str, Path]) -> None:
     )
     assert result.returncode == 2
     assert "NO_SUCH_VAR_X" in result.stderr
+
+
+def test_tail_human_output_with_all_topics(
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daemon.cli",
+            "tail",
+            "--table",
+            TABLE,
+            "--broker",
+            f"127.0.0.1:{mosquitto.port}",
+            "--events-key-file",
+            str(keys["events"]),
+            "--all",
+            "--count",
+            "3",
+            "--timeout",
+            "60",
+        ],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith("tail: subscribed to baccarat/v1/T1/#")
+    journal.append([], [card_event(n) for n in range(3)])
+    make_publisher(make_settings(mosquitto.port, keys), TABLE, journal)
+    out, err = proc.communicate(timeout=60)
+    lines = out.splitlines()
+    assert any(line.startswith("[status]") and '"online"' in line for line in lines)
+    events = [line for line in lines if " seq=" in line]
+    assert len(events) == 3
+    assert all("card_dealt [reader, signature verified]" in line for line in events)
+    assert proc.returncode == 0
+    assert "no unexplained gap" in err
