@@ -1,5 +1,6 @@
 """Card reads before they reach the table: duplicate transmissions, multi-card pulls
-ordered by position, misreads that wait for a rescan, and camera arbitration."""
+ordered by position (or, for a reader that names each card's slot, by its targets),
+misreads that wait for a rescan, and camera arbitration."""
 
 from __future__ import annotations
 
@@ -21,6 +22,14 @@ from daemon.engine.state import (
     ROUND,
     ROUND_SLOTS,
 )
+
+_DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
+
+
+def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
+    """Release order of held reads: by pull position; reads held for their target by arrival."""
+    position = held["position"]
+    return (0 if position is None else position, held["read_at"], held["hold_id"])
 
 
 class ReadSequencer(EngineCore):
@@ -48,10 +57,7 @@ class ReadSequencer(EngineCore):
         st = self.state
         if not st.held_reads or st.rescan_alert is not None:
             return
-        held = sorted(
-            (r for r in st.held_reads if r["device"] == device),
-            key=lambda r: (r["position"], r["read_at"], r["hold_id"]),
-        )
+        held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         if held:
             self._release(self._upto_failure(held), reason)
 
@@ -95,10 +101,7 @@ class ReadSequencer(EngineCore):
             return
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
         self._emit("read_held", read.at, read.source.value, {"read": fields})
-        held = sorted(
-            (r for r in st.held_reads if r["device"] == device),
-            key=lambda r: (r["position"], r["read_at"], r["hold_id"]),
-        )
+        held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         run: list[dict[str, Any]] = []
         expect = base
         for r in held:
@@ -137,11 +140,64 @@ class ReadSequencer(EngineCore):
             self._take_read(read)
             return
         if read.position is None:
-            if st.held_reads:
+            expected = self._expected_round_slot(read.at)
+            target = read.target.value if read.target is not None else None
+            if expected is not None and target in ROUND_SLOTS and _DRAW_ORDER[target] > _DRAW_ORDER[expected]:
+                self._hold_for_target(read, expected)
+                return
+            in_pull = target is not None and target == expected and self._target_held(read.device)
+            if st.held_reads and not in_pull:
                 self._release_all(read.device, "interleaved")
             self._take_read(read)
+            if in_pull:
+                self._release_by_target(read.device)
         else:
+            if self._target_held(read.device):
+                self._release_all(read.device, "interleaved")
             self._sequence(read)
+
+    # -- a pull from a reader that names each card's slot (Angel Eye target/index) -------------
+    # Such a reader reports no position, but its target IS where the card sits in the draw
+    # order (RULES.md dealing mistake 3). A card naming a slot after the one the engine
+    # expects waits, at most ``pull_hold_window_s``, for the cards above it; when those come
+    # naming exactly the expected slots, the pull is placed in draw order of the targets.
+    # Anything else (a read without a target, another slot, the window ending) releases the
+    # waiting cards in arrival order, so a real disagreement still raises
+    # ``device_disagreement`` and holds the round.
+
+    def _expected_round_slot(self, at: float) -> str | None:
+        """The Player/Banker slot the next reader card goes to, when a target may reorder a pull."""
+        st = self.state
+        if st.phase not in (READY, ROUND) or st.rescan_alert is not None:
+            return None
+        slot = self._plan(at).slot
+        return slot if slot in ROUND_SLOTS else None
+
+    def _target_held(self, device: str) -> bool:
+        return any(r["device"] == device and r["position"] is None for r in self.state.held_reads)
+
+    def _hold_for_target(self, read: CardRead, expected: str) -> None:
+        st = self.state
+        if any(r["device"] == read.device and r["position"] is not None for r in st.held_reads):
+            self._release_all(read.device, "interleaved")  # never mix a positioned pull with this one
+        fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
+        self._emit("read_held", read.at, read.source.value, {"read": fields, "expected_slot": expected})
+
+    def _release_by_target(self, device: str) -> None:
+        """Place held cards whose target is now the expected slot, one by one in draw order."""
+        while True:
+            expected = self._expected_round_slot(self._now)
+            match = next(
+                (
+                    r
+                    for r in self.state.held_reads
+                    if r["device"] == device and r["position"] is None and r["target"] == expected
+                ),
+                None,
+            )
+            if expected is None or match is None:
+                return
+            self._release([match], "by_target")
 
     def _is_duplicate(self, read: CardRead) -> bool:
         window = self.settings.duplicate_window_s

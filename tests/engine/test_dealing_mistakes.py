@@ -6,9 +6,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from daemon.engine.events import Event
-from daemon.engine.inputs import DeviceTarget, ReadFailed, ShoeVerdict, Tick, VerdictOutcome
+from daemon.engine.inputs import CardRead, DeviceTarget, ReadFailed, ShoeVerdict, Tick, VerdictOutcome
 from daemon.engine.table import Engine
 from tests.engine.support import (
+    ROUND_ORDER,
     alerts,
     assert_legal,
     assert_restores,
@@ -133,6 +134,99 @@ def test_case_3_a_pull_whose_top_card_never_arrives_is_released_in_order_when_th
     ]
     assert eng.snapshot()["reads_waiting_in_pull"] == 0
     assert_restores(eng, events)
+
+
+def _targeted(cards: Sequence[tuple[str, str, float]]) -> list[CardRead]:
+    """Reads from a shoe that names each card's slot (Angel Eye target/index), no position."""
+    return [read(code, at, target=DeviceTarget(slot), transmission_id=f"t{at}") for code, slot, at in cards]
+
+
+def test_case_3_a_pull_from_a_shoe_naming_slots_is_ordered_by_its_targets_not_arrival() -> None:
+    in_order = engine()
+    start_shoe(in_order)
+    expected = of_kind(_deal(in_order, BANKER_DRAWS, 100), "round_completed")[0]
+
+    eng = engine(pull_hold_window_s=0.3)
+    events = start_shoe(eng)
+    # P1 and B1 pulled together, the lower card (B1) reported first.
+    events += feed(eng, _targeted([("2d", "B1", 100.0), ("3c", "P1", 100.05)]))
+    # P2, B2 and B3 pulled together, reported bottom card first: B3, P2, B2.
+    events += feed(eng, _targeted([("5h", "B3", 102.0), ("4h", "P2", 102.05), ("2s", "B2", 102.1)]))
+    assert alerts(events) == []
+    held = of_kind(events, "read_held")
+    assert [(e.data["read"]["card"], e.data["expected_slot"]) for e in held] == [("2d", "P1"), ("5h", "P2")]
+    assert {e.data["reason"] for e in of_kind(events, "pull_released")} == {"by_target"}
+    dealt = [(e.data["slot"], e.data["card"]) for e in of_kind(events, "card_dealt")][-5:]
+    assert dealt == [("P1", "3c"), ("B1", "2d"), ("P2", "4h"), ("B2", "2s"), ("B3", "5h")]
+    (completed,) = of_kind(events, "round_completed")
+    assert completed.data["cards"] == expected.data["cards"]
+    assert completed.data["outcome"] == expected.data["outcome"]
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_3_a_slot_named_out_of_turn_waits_for_the_cards_above_it_and_survives_a_restart() -> None:
+    eng = engine(pull_hold_window_s=0.3)
+    events = start_shoe(eng)
+    events += feed(eng, _targeted([("3c", "P1", 100.0), ("2d", "B1", 101.0), ("2s", "B2", 102.0)]))
+    assert eng.snapshot()["reads_waiting_in_pull"] == 1
+    assert eng.snapshot()["round"]["cards"] == {"P1": "3c", "B1": "2d"}
+    # The engine resumes from its events with the card still waiting for Player 2.
+    resumed = Engine.restore(eng.settings, eng.variant, roundtrip(events))
+    rest = resumed.handle(_targeted([("4h", "P2", 102.1)])[0])
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(rest, "card_dealt")] == [
+        ("P2", "4h"),
+        ("B2", "2s"),
+    ]
+    assert alerts(rest) == []
+    assert_restores(resumed, events + rest)
+
+
+def test_case_3_a_target_that_is_not_an_expected_slot_stays_a_disagreement_and_holds_the_round() -> None:
+    eng = engine(pull_hold_window_s=0.3)
+    events = start_shoe(eng)
+    events += feed(eng, _targeted([("3c", "P1", 100.0), ("2d", "B1", 101.0)]))
+    # B2 comes first; the card after it names B1 again, not the Player 2 the pull needs.
+    pull = feed(eng, _targeted([("2s", "B2", 102.0), ("4h", "B1", 102.05)]))
+    events += pull
+    assert [e.data["reason"] for e in of_kind(pull, "pull_released")] == ["interleaved"]
+    # Arrival order, each card checked against the draw order: both disagree, the round waits.
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(pull, "card_dealt")] == [
+        ("P2", "2s"),
+        ("B2", "4h"),
+    ]
+    found = [(a.data["details"]["engine_slot"], a.data["details"]["device_target"]) for a in alerts(pull)]
+    assert found == [("P2", "B2"), ("B2", "B1")]
+    assert all(a.data["code"] == "device_disagreement" and a.data["holds"] == 1 for a in alerts(pull))
+    events += _deal(eng, ["5h"], 103)  # P 3+2 = 5 draws; B 2+4 = 6 stands on a 5
+    assert of_kind(events, "round_held")
+    assert of_kind(events, "round_completed") == []
+    assert_restores(eng, events)
+
+
+def test_case_3_a_slot_named_out_of_turn_alone_is_released_when_the_window_ends() -> None:
+    eng = engine(pull_hold_window_s=0.3)
+    events = start_shoe(eng)
+    events += feed(eng, _targeted([("3c", "P1", 100.0), ("2d", "B1", 101.0), ("2s", "B2", 102.0)]))
+    assert eng.handle(Tick(102.2)) == []
+    late = eng.handle(Tick(102.31))
+    events += late
+    assert [e.data["reason"] for e in of_kind(late, "pull_released")] == ["window"]
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(late, "card_dealt")] == [("P2", "2s")]
+    (alert,) = alerts(late)
+    assert (alert.data["code"], alert.data["holds"]) == ("device_disagreement", 1)
+    assert_restores(eng, events)
+
+
+def test_case_3_a_slot_named_in_turn_is_never_held() -> None:
+    eng = engine(pull_hold_window_s=5.0)
+    events = start_shoe(eng)
+    out = feed(
+        eng, _targeted([(c, s, 100 + k) for k, (c, s) in enumerate(zip(NATURAL, ROUND_ORDER, strict=False))])
+    )
+    assert "read_held" not in kinds(out)
+    assert of_kind(out, "round_completed")
+    assert_restores(eng, events + out)
 
 
 def test_case_4_cards_in_the_wrong_boxes_result_by_draw_order_after_supervisor() -> None:

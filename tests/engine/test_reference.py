@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import itertools
 import random
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.engine.inputs import CardRead, EngineInput
+from daemon.engine.inputs import CardRead, DeviceTarget, EngineInput
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
-from tests.engine.reference import CARD_GAP, deal_shoe, project, shuffled_shoe
+from tests.engine.reference import CARD_GAP, Dealt, deal_shoe, project, shuffled_shoe
 from tests.engine.support import assert_legal, assert_restores, variant
 
 VARIANTS = ["standard", "no-commission", "ez", "tiger", "super-98", "cow-cow", "seed-000"]
@@ -131,6 +132,56 @@ def test_pulled_cards_in_any_arrival_order_give_the_reference_result(cfg: TableS
     eng = Engine(cfg, variant("standard"))
     inputs = _as_pulls(dealt.inputs, random.Random(seed))
     events = [e for inp in inputs for e in eng.handle(inp)]
+    game = [project(e) for e in events if e.kind not in ("read_held", "pull_released")]
+    assert [_without_timing(e) for e in game] == [_without_timing(e) for e in dealt.expected]
+    assert_legal(events, cfg.decks)
+    assert_restores(eng, events)
+
+
+_TARGETS = {"indicator": DeviceTarget.FIRST_CARD, "burn": DeviceTarget.BURN} | {
+    s: DeviceTarget(s) for s in ("P1", "B1", "P2", "B2", "P3", "B3")
+}
+
+
+def _as_target_pulls(dealt: Dealt, rng: random.Random) -> list[EngineInput]:
+    """Angel Eye style: every read names its slot (target/index) and no position. Runs of 2-3
+    cards of one round come out together and arrive in a random order, 20 ms apart."""
+    # The reference's card_dealt events are in the order of its card reads.
+    slots = iter(e["data"]["slot"] for e in dealt.expected if e["kind"] == "card_dealt")
+    inputs = [
+        replace(x, target=_TARGETS[next(slots)]) if isinstance(x, CardRead) else x for x in dealt.inputs
+    ]
+    out: list[EngineInput] = []
+    i = 0
+    while i < len(inputs):
+        k = rng.choice([1, 2, 3])
+        group = inputs[i : i + k]
+        reads = [x for x in group if isinstance(x, CardRead)]
+        same_run = (
+            len(reads) == len(group)
+            and all(x.target is not None and x.target.value[0] in "PB" for x in reads)
+            and all(b.at - a.at == CARD_GAP for a, b in itertools.pairwise(reads))
+        )
+        if k == 1 or not same_run:
+            out.append(inputs[i])
+            i += 1
+            continue
+        rng.shuffle(reads)
+        out.extend(replace(x, at=group[0].at + n * 0.02) for n, x in enumerate(reads))
+        i += k
+    return out
+
+
+@settings(max_examples=40)
+@given(cfg=table_settings, seed=st.integers(0, 2**32))
+def test_pulls_from_a_reader_naming_slots_are_ordered_by_target_and_give_the_reference_result(
+    cfg: TableSettings, seed: int
+) -> None:
+    dealt = _deal(cfg, "standard", seed)
+    eng = Engine(cfg, variant("standard"))
+    inputs = _as_target_pulls(dealt, random.Random(seed))
+    events = [e for inp in inputs for e in eng.handle(inp)]
+    assert not [e for e in events if e.kind == "alert_raised"]
     game = [project(e) for e in events if e.kind not in ("read_held", "pull_released")]
     assert [_without_timing(e) for e in game] == [_without_timing(e) for e in dealt.expected]
     assert_legal(events, cfg.decks)
