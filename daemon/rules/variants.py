@@ -31,8 +31,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
 from daemon.rules.bets import BET_KINDS, Bet
+from daemon.shipped import shipped_config_dir
 
-VARIANTS_DIR: Path = Path(__file__).resolve().parents[2] / "config" / "variants"
+VARIANTS_DIR: Path = shipped_config_dir() / "variants"
 """The shipped variant files (``config/variants`` in the repository)."""
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")

@@ -37,8 +37,9 @@ from daemon.service.configfile import (
     read_yaml,
     set_override,
 )
+from daemon.shipped import shipped_config_dir
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "config"
+CONFIG_DIR = shipped_config_dir()
 DEFAULTS_FILE = CONFIG_DIR / "defaults.yaml"
 """Embedded defaults: the demo's configuration (no hardware; device and broker filled in)."""
 

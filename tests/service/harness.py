@@ -203,7 +203,7 @@ _SCHEMA_BY_SUFFIX = {
 
 def contract_violations(payloads: Sequence[tuple[str, Any]]) -> list[str]:
     """Every payload checked against the published JSON Schema of its topic."""
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+    from jsonschema import Draft202012Validator
 
     from daemon.mqtt.contract import load_schema
 
