@@ -125,6 +125,8 @@ class Glyph:
     box: Box
     ink: NDArray[Any]
     mask: NDArray[Any]
+    windowed: bool = False
+    """True when the glyph touched other print and was cut out by its expected box."""
 
 
 def read_corner_ink(view: Image) -> CornerInk | None:
@@ -191,7 +193,7 @@ def _window(corner: CornerInk, expected: Box, min_area: int) -> Glyph | None:
     if int(own.sum()) < min_area:
         return None
     ink: NDArray[Any] = corner.levels[y0:y1, x0:x1].astype(np.float32)
-    return Glyph(box=expected, ink=ink, mask=own)
+    return Glyph(box=expected, ink=ink, mask=own, windowed=True)
 
 
 def ink_levels(view: Image) -> NDArray[Any]:

@@ -49,7 +49,7 @@ class RecognitionParams:
     min_suit_separation: float = 0.3
     """Suit vs its same-colour look-alike: how far (0 = midway, 1 = at the own mean glyph)
     toward the own suit's mean glyph a suit must lie, along the axis separating the two."""
-    contradiction_score: float = 0.65
+    contradiction_score: float = 0.75
     """A second corner whose best other label scores this well vetoes the first corner."""
     contradiction_margin: float = 0.03
     """...and leads its runner-up by at least this much."""
@@ -86,6 +86,8 @@ class CornerReading:
     card: Card | None
     confidence: float
     reason: str
+    tangled: bool = False
+    """A glyph touched other print (cut out by its box): weak evidence, never a veto."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +249,7 @@ class Recognizer:
             return CornerReading(None, None, None, None, 0.0, "no print in corner")
         rank_glyph = find_glyph(corner, self.templates.index.rank)
         suit_glyph = find_glyph(corner, self.templates.index.suit)
+        tangled = bool((rank_glyph and rank_glyph.windowed) or (suit_glyph and suit_glyph.windowed))
         rank = self._match(rank_glyph, self._rank_banks[scale], RANK_SIZE) if rank_glyph else None
         suit = (
             self._match(suit_glyph, self._suit_banks[scale], SUIT_SIZE, _SAME_COLOUR) if suit_glyph else None
@@ -260,16 +263,16 @@ class Recognizer:
             elif top <= p.black_max:
                 red = False
         if rank is None or suit is None:
-            return CornerReading(rank, suit, red, None, 0.0, "index glyphs not found")
+            return CornerReading(rank, suit, red, None, 0.0, "index glyphs not found", tangled)
         if rank.score < p.min_score or suit.score < p.min_score:
-            return CornerReading(rank, suit, red, None, 0.0, "weak template match")
+            return CornerReading(rank, suit, red, None, 0.0, "weak template match", tangled)
         if rank.margin < p.min_margin or suit.margin < p.min_margin:
-            return CornerReading(rank, suit, red, None, 0.0, "ambiguous template match")
+            return CornerReading(rank, suit, red, None, 0.0, "ambiguous template match", tangled)
         card = Card(Rank(rank.label), Suit(SUIT_ORDER[suit.label]))
         if red is None:
-            return CornerReading(rank, suit, red, None, 0.0, "print colour undecided")
+            return CornerReading(rank, suit, red, None, 0.0, "print colour undecided", tangled)
         if red != (card.suit in _RED_SUITS):
-            return CornerReading(rank, suit, red, None, 0.0, "print colour contradicts suit")
+            return CornerReading(rank, suit, red, None, 0.0, "print colour contradicts suit", tangled)
         confidence = min(
             1.0,
             (rank.score - p.min_score) / (1.0 - p.min_score) * 0.5 + 0.5,
@@ -277,7 +280,7 @@ class Recognizer:
             rank.margin / (2 * p.min_margin),
             suit.margin / (2 * p.min_margin),
         )
-        return CornerReading(rank, suit, red, card, max(0.0, confidence), "read")
+        return CornerReading(rank, suit, red, card, max(0.0, confidence), "read", tangled)
 
     def _contradicts(self, reading: CornerReading, card: Card) -> bool:
         """True when a corner that could not name a card still points at a different one.
@@ -285,6 +288,10 @@ class Recognizer:
         Pointing means a fair score *and* a lead over the alternatives: a corner whose
         best guess barely beats the rest is no evidence either way.
         """
+        if reading.red is not None and reading.red != (card.suit in _RED_SUITS):
+            return True
+        if reading.tangled:
+            return False
         threshold = self.params.contradiction_score
         lead = self.params.contradiction_margin
         rank = reading.rank
@@ -324,6 +331,8 @@ class Recognizer:
         p = self.params
         if alone.rank is None or alone.suit is None:  # a named corner always has both
             return None, 0.0, "one corner only, incomplete"
+        if alone.tangled:
+            return None, 0.0, "one corner only, and its index touches other print"
         if (
             min(alone.rank.score, alone.suit.score) < p.single_corner_min_score
             or min(alone.rank.margin, alone.suit.margin) < p.single_corner_margin_factor * p.min_margin
