@@ -58,6 +58,11 @@ LIBRARY: tuple[LibraryEntry, ...] = (
     LibraryEntry("angel_eye-card-exposed", "angel_eye",
                  "Hand 2: a card exposed; the supervisor voids the round and the shoe force-quits it.",
                  ("RULES.md mistake 7: card exposed, round void",), faults=_f(Fault.CARD_EXPOSED)),
+    LibraryEntry("angel_eye-card-outside-game", "angel_eye",
+                 "Betting before hand 2: a card leaves the locked shoe ('d' frame, lock mode); alerted and "
+                 "counted, never dealt; the game goes on.",
+                 ("RULES.md mistake 7: card exposed during betting (reader 'd' frame)",),
+                 faults=_f(Fault.OUTSIDE_GAME_CARD)),
     LibraryEntry("angel_eye-foreign-card", "angel_eye",
                  "One-deck shoe; hand 2 starts with a second copy of the indicator card.",
                  ("deck composition: a card over the shoe's count",),

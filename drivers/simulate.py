@@ -15,7 +15,9 @@ scanned, supplied by a supervisor ``assign_card``), ``card_exposed`` (mistake 7:
 supervisor voids the round), ``foreign_card`` (an extra physical card: over the
 shoe's composition when it is a copy too many), ``repeats`` (more resends),
 ``bad_checksum`` (first transmission corrupted), ``garbage`` (noise on the
-line), ``unplug`` (the device goes away in the middle of a frame and comes back).
+line), ``unplug`` (the device goes away in the middle of a frame and comes back),
+``outside_game_card`` (Angel Eye only: during the betting before the hand a card
+leaves the locked shoe, a ``d`` frame; RULES.md mistake 7, a card exposed during betting).
 """
 
 from __future__ import annotations
@@ -61,9 +63,10 @@ class Fault(StrEnum):
     BAD_CHECKSUM = "bad_checksum"
     GARBAGE = "garbage"
     UNPLUG = "unplug"
+    OUTSIDE_GAME_CARD = "outside_game_card"
 
 
-ANGEL_EYE_ONLY = frozenset({Fault.REPEATS, Fault.BAD_CHECKSUM})
+ANGEL_EYE_ONLY = frozenset({Fault.REPEATS, Fault.BAD_CHECKSUM, Fault.OUTSIDE_GAME_CARD})
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +142,7 @@ class Action:
     """One physical happening at the shoe, before any protocol encoding."""
 
     t: float
-    kind: str  # start, draw, cut, verdict, misread, garbage, unplug, supervisor
+    kind: str  # start, draw, outside, cut, verdict, misread, garbage, unplug, supervisor
     card: Card | None = None
     target: DeviceTarget | None = None
     index: int = 1
@@ -214,6 +217,8 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
             break
         hand += 1
         kinds = by_hand.get(hand, set())
+        if Fault.OUTSIDE_GAME_CARD in kinds:
+            acts.append(Action(t - 5.0, "outside", card=take(), hand=hand))  # drawn while locked for betting
         if deal.burn_before_each_round and carried_p1 is None:
             for i in range(deal.round_burn_cards):
                 acts.append(Action(t, "draw", card=take(), target=DeviceTarget.BURN, index=i + 1, hand=hand))
@@ -366,6 +371,9 @@ class _AngelEyeEncoder:
             winner, ppair, bpair = action.verdict
             byte = 0x80 | _VERDICT_BITS[winner] << 4 | (1 if ppair else 0) | (2 if bpair else 0)
             return self._sent(t, self._frame("G", bytes([byte])))
+        if action.kind == "outside":
+            assert action.card is not None
+            return self._sent(t, self._frame("d", bytes([0x80, encode_card(action.card)])))  # mode 0: lock
         if action.kind == "misread":
             raised = self._sent(t, self._frame("E", b"\xc1"))
             return raised + self._sent(t + 1.2, self._frame("e", b"\x81"))

@@ -29,6 +29,7 @@ class AlertCode(StrEnum):
     FORCED_QUIT = "forced_quit"
     UNEXPECTED_CUT_CARD = "unexpected_cut_card"
     INVALID_INPUT = "invalid_input"
+    CARD_OUTSIDE_GAME = "card_outside_game"
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,11 @@ ALERTS: dict[AlertCode, AlertSpec] = {
     AlertCode.FORCED_QUIT: AlertSpec("the reader force-quit the round", holds=True),
     AlertCode.UNEXPECTED_CUT_CARD: AlertSpec("a cut card came out when none was expected"),
     AlertCode.INVALID_INPUT: AlertSpec("an input the engine cannot use (e.g. no valid time): ignored"),
+    AlertCode.CARD_OUTSIDE_GAME: AlertSpec(
+        "the reader says a card left the shoe outside the game flow (e.g. drawn while locked for betting): "
+        "not a dealt card; a card exposed during betting may void the round (RULES.md dealing mistake 7), "
+        "a supervisor decides"
+    ),
 }
 
 HOLDING_CODES: frozenset[str] = frozenset(code.value for code, spec in ALERTS.items() if spec.holds)

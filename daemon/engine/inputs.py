@@ -108,6 +108,32 @@ class ReaderSignal:
     device: str = "reader"
 
 
+class OutsideGameMode(Enum):
+    """Why the reader says a card left the shoe outside the game flow (Angel Eye ``d`` mode)."""
+
+    LOCK = "lock"  # the shoe was locked (betting time)
+    ERROR = "error"  # the shoe was in an error state
+    SETTING = "setting"  # the shoe was in its settings mode
+
+
+@dataclass(frozen=True, slots=True)
+class OutsideGameCard:
+    """A card that left the shoe outside the game flow (Angel Eye ``d`` frame).
+
+    It is never a dealt card: the engine raises an alert for a supervisor (RULES.md
+    dealing mistake 7, a card exposed during betting) and counts it against the shoe's
+    composition, since a real card left the shoe. ``transmission_id`` and ``raw`` are as
+    for :class:`CardRead`.
+    """
+
+    card: Card
+    mode: OutsideGameMode
+    at: float
+    transmission_id: str | None = None
+    raw: str | None = None
+    device: str = "reader"
+
+
 class VerdictOutcome(Enum):
     PLAYER = "player"
     BANKER = "banker"
@@ -163,6 +189,7 @@ class SupervisorCommand:
 EngineInput = (
     CardRead
     | ReadFailed
+    | OutsideGameCard
     | CutCardDrawn
     | ReaderSignal
     | ShoeVerdict

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from daemon.cards import Card
-from daemon.engine.inputs import CardRead, DeviceTarget, ReadFailed, Source
+from daemon.engine.inputs import CardRead, DeviceTarget, OutsideGameCard, ReadFailed, Source
 
 _RANK_SYMBOLS = "A23456789TJQK"
 
@@ -53,6 +53,22 @@ def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
         code=read.code,
     )
     return fields
+
+
+def outside_read_fields(inp: OutsideGameCard) -> dict[str, Any]:
+    """The audit form of a card drawn outside the game flow (same keys as a card read, plus ``mode``)."""
+    return {
+        "source": Source.READER.value,
+        "device": inp.device,
+        "read_at": inp.at,
+        "raw": inp.raw,
+        "card": card_code(inp.card),
+        "position": None,
+        "target": None,
+        "transmission_id": inp.transmission_id,
+        "confidence": None,
+        "mode": inp.mode.value,
+    }
 
 
 def read_from_fields(fields: dict[str, Any]) -> CardRead | ReadFailed:

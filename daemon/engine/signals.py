@@ -1,5 +1,5 @@
-"""Device signals that are not cards: cut card, the reader's own verdict, reader status
-and errors, device connection."""
+"""Device signals that are not dealt cards: cut card, the reader's own verdict, reader status
+and errors, device connection, a card drawn outside the game flow."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from daemon.engine.core import EngineCore
 from daemon.engine.inputs import (
     CutCardDrawn,
     DeviceConnection,
+    OutsideGameCard,
     ReaderSignal,
     ReaderSignalKind,
     ShoeVerdict,
     Source,
     VerdictOutcome,
 )
+from daemon.engine.reads import card_code, outside_read_fields
 from daemon.engine.state import (
     NO_SHOE,
     OVER,
@@ -26,7 +28,47 @@ from daemon.rules.outcome import RoundOutcome
 
 
 class DeviceSignals(EngineCore):
-    """Cut card, verdicts, reader status and connection changes."""
+    """Cut card, verdicts, reader status, connection changes, cards drawn outside the game."""
+
+    def _on_outside_game_card(self, inp: OutsideGameCard) -> None:
+        """A real card left the shoe, but not as a dealt card: count it, never deal it; alert."""
+        st = self.state
+        code = card_code(inp.card)
+        if inp.transmission_id is not None:
+            seen_at = st.recent.get((inp.device, inp.transmission_id, code))
+            if seen_at is not None and inp.at - seen_at <= self.settings.duplicate_window_s:
+                return  # the same frame sent again
+        seen = st.counts.get(code, 0)
+        if st.phase == NO_SHOE:
+            not_counted: str | None = "no shoe is running"
+        elif st.phase == OVER:
+            not_counted = "the shoe is over"
+        elif seen >= self.settings.decks:
+            not_counted = (
+                f"this exact card has already appeared {seen} time(s) in a {self.settings.decks}-deck shoe: "
+                "misread or foreign card"
+            )
+        else:
+            not_counted = None
+        source = Source.READER.value
+        fields = outside_read_fields(inp)
+        data: dict[str, Any] = {
+            "card": code,
+            "mode": inp.mode.value,
+            "counted": not_counted is None,
+            "read": fields,
+        }
+        self._emit("card_outside_game", inp.at, source, data)
+        hand = st.round.hand if st.round is not None else None
+        details: dict[str, Any] = {
+            "card": code,
+            "mode": inp.mode.value,
+            "counted": not_counted is None,
+            "rule": "RULES.md dealing mistake 7",
+        }
+        if not_counted is not None:
+            details["not_counted_because"] = not_counted
+        self._alert(AlertCode.CARD_OUTSIDE_GAME, inp.at, source, hand=hand, device=inp.device, **details)
 
     def _on_cut_card(self, inp: CutCardDrawn) -> None:
         st = self.state

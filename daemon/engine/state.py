@@ -226,6 +226,12 @@ class TableState:
                 read_at = d["read"]["read_at"] if "read" in d else e.at
                 self.camera_fill = {"hand": rnd.hand, "slot": slot, "card": code, "at": read_at}
 
+    def _card_outside_game(self, e: Event) -> None:
+        if e.data["counted"]:  # a real card left the shoe, though it was never dealt
+            code = e.data["card"]
+            self.counts[code] = self.counts.get(code, 0) + 1
+            self.cards_out += 1
+
     def _round_opened(self, e: Event) -> None:
         hand = e.data["hand"]
         self.hand = hand
@@ -389,6 +395,7 @@ class TableState:
 _APPLY: dict[str, Callable[[TableState, Event], None]] = {
     "shoe_started": TableState._shoe_started,
     "card_dealt": TableState._card_dealt,
+    "card_outside_game": TableState._card_outside_game,
     "round_opened": TableState._round_opened,
     "round_held": TableState._round_held,
     "round_completed": TableState._round_completed,

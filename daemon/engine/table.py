@@ -20,6 +20,7 @@ from daemon.engine.inputs import (
     CutCardDrawn,
     DeviceConnection,
     EngineInput,
+    OutsideGameCard,
     ReaderSignal,
     ReadFailed,
     ShoeVerdict,
@@ -86,6 +87,9 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         elif isinstance(inp, ShoeVerdict):
             self._release_all(inp.device, "interleaved")
             self._on_verdict(inp)
+        elif isinstance(inp, OutsideGameCard):
+            self._release_all(inp.device, "interleaved")
+            self._on_outside_game_card(inp)
         elif isinstance(inp, ReaderSignal):
             self._release_all(inp.device, "interleaved")
             self._on_reader_signal(inp)

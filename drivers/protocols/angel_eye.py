@@ -14,7 +14,6 @@ target/index or card byte is wrong.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from enum import Enum
 from typing import Literal
 
@@ -25,6 +24,8 @@ from daemon.engine.inputs import (
     CardRead,
     CutCardDrawn,
     DeviceTarget,
+    OutsideGameCard,
+    OutsideGameMode,
     ReaderSignal,
     ReaderSignalKind,
     ReadFailed,
@@ -114,7 +115,11 @@ NAK_MEANINGS: dict[str, str] = {
     "22": "write in progress",
     "FF": "other error",
 }
-OUTSIDE_GAME_MODES: dict[int, str] = {0: "lock", 1: "error", 2: "setting"}
+OUTSIDE_GAME_MODES: dict[int, OutsideGameMode] = {
+    0: OutsideGameMode.LOCK,
+    1: OutsideGameMode.ERROR,
+    2: OutsideGameMode.SETTING,
+}
 
 
 class CardByteError(ValueError):
@@ -188,13 +193,6 @@ def encode_command(
     body = b"OP" + type_code.encode("ascii") + f"{data:02d}".encode("ascii") + bytes([ETX])
     covered = bytes([STX]) + body if bcc_includes_stx else body
     return bytes([STX]) + body + bcc(covered)
-
-
-@dataclass(frozen=True, slots=True)
-class _OutsideGame:
-    """A valid 'd' frame: a card the shoe itself says is not part of the game."""
-
-    text: str
 
 
 class _State(Enum):
@@ -337,13 +335,9 @@ class AngelEyeDecoder:
             if payload[:1] == b"S":
                 self._recent.clear()
             self._recent.append(key)
-        if isinstance(interpreted, _OutsideGame):
-            return DecodedFrame(raw=raw, notice=interpreted.text, duplicate=duplicate)
         return DecodedFrame(raw=raw, input=interpreted, duplicate=duplicate)
 
-    def _interpret(
-        self, code: str, data: bytes, seq: int, raw: bytes, at: float
-    ) -> ReaderInput | _OutsideGame | str:
+    def _interpret(self, code: str, data: bytes, seq: int, raw: bytes, at: float) -> ReaderInput | str:
         """The engine input a valid frame stands for, or the reason it is refused."""
         audit = hex_raw(raw)
         dev = self.device
@@ -391,7 +385,9 @@ class AngelEyeDecoder:
                 card = decode_card(card_byte)
             except CardByteError as exc:
                 return str(exc)
-            return _OutsideGame(f"card {card.code} drawn outside the game flow ({mode} mode)")
+            return OutsideGameCard(
+                card=card, mode=mode, at=at, transmission_id=chr(seq), raw=audit, device=dev
+            )
         if code == "R":
             if len(data) not in self.settings.redeal_payload_lengths:
                 accepted = list(self.settings.redeal_payload_lengths)

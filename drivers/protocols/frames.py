@@ -17,12 +17,13 @@ from daemon.cards import Card
 from daemon.engine.inputs import (
     CardRead,
     CutCardDrawn,
+    OutsideGameCard,
     ReaderSignal,
     ReadFailed,
     ShoeVerdict,
 )
 
-ReaderInput = CardRead | ReadFailed | CutCardDrawn | ReaderSignal | ShoeVerdict
+ReaderInput = CardRead | ReadFailed | OutsideGameCard | CutCardDrawn | ReaderSignal | ShoeVerdict
 """The engine inputs a reader's decoder can produce."""
 
 
@@ -45,8 +46,9 @@ class DecodedFrame:
     Exactly one of ``input``, ``reply``, ``notice`` and ``rejected`` is set. A
     duplicate transmission carries the ``input`` (or ``notice``) it repeats with
     ``duplicate=True``; drivers count it and do not forward it. ``notice`` is a
-    valid frame with no engine input (an Angel Eye ``d`` card drawn outside the
-    game flow): drivers log it. ``raw`` holds the bytes the frame was made of.
+    valid frame with no engine input: drivers log and count it (no current
+    decoder has such a frame; an Angel Eye ``d`` card drawn outside the game
+    flow is an ``OutsideGameCard`` input). ``raw`` holds the bytes the frame was made of.
     """
 
     raw: bytes

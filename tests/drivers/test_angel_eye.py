@@ -10,6 +10,8 @@ from daemon.engine.inputs import (
     CardRead,
     CutCardDrawn,
     DeviceTarget,
+    OutsideGameCard,
+    OutsideGameMode,
     ReaderSignal,
     ReaderSignalKind,
     ReadFailed,
@@ -179,13 +181,20 @@ def test_errors_cannot_read_and_card_code_are_read_failures_others_signals() -> 
         assert cleared.code == code
 
 
-def test_card_outside_game_flow_is_a_notice_not_a_game_card() -> None:
-    for mode, name in ((0, "lock"), (1, "error"), (2, "setting")):
-        frames = decode(encode_frame(SEQ, "d", bytes([0x80 | mode << 4, 0xB8])))
-        assert frames[0].status == "notice"
-        assert frames[0].input is None
-        assert frames[0].notice == f"card 8s drawn outside the game flow ({name} mode)"
-    assert decode(encode_frame(SEQ, "d", bytes([0xB0, 0xB8])))[0].status == "rejected"
+def test_card_outside_game_flow_is_an_outside_game_card_never_a_card_read() -> None:
+    for mode in (OutsideGameMode.LOCK, OutsideGameMode.ERROR, OutsideGameMode.SETTING):
+        mode_bits = {OutsideGameMode.LOCK: 0, OutsideGameMode.ERROR: 1, OutsideGameMode.SETTING: 2}[mode]
+        frame = encode_frame(SEQ, "d", bytes([0x80 | mode_bits << 4, 0xB8]))
+        inp = only_input(frame)
+        assert isinstance(inp, OutsideGameCard)
+        assert (inp.card, inp.mode) == (Card.parse("8s"), mode)
+        assert (inp.transmission_id, inp.device) == (chr(SEQ), "reader")
+        assert inp.raw == frame.hex(" ")
+        # A repeat of the frame is a duplicate, as for any frame.
+        again = decode(frame + frame)
+        assert [f.status for f in again] == ["input", "duplicate"]
+    assert decode(encode_frame(SEQ, "d", bytes([0xB0, 0xB8])))[0].status == "rejected"  # mode 3
+    assert decode(encode_frame(SEQ, "d", bytes([0x80, 0xBE])))[0].status == "rejected"  # rank 14
 
 
 def test_wrong_lengths_and_unknown_codes_are_rejected() -> None:

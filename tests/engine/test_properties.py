@@ -24,6 +24,8 @@ from daemon.engine.inputs import (
     DeviceConnection,
     DeviceTarget,
     EngineInput,
+    OutsideGameCard,
+    OutsideGameMode,
     ReaderSignal,
     ReaderSignalKind,
     ReadFailed,
@@ -52,6 +54,7 @@ FAULTS = [
     "unplug",
     "verdict",
     "command",
+    "outside",
 ]
 
 SLOTS = ["P1", "B1", "P2", "B2", "P3", "B3", "burn", "indicator", "X9", None]
@@ -142,6 +145,10 @@ def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) ->
             out.insert(i, ShoeVerdict(outcome, rng.random() < 0.1, rng.random() < 0.1, at))
         elif fault == "command":
             out.insert(i, _random_command(rng, at, n))
+        elif fault == "outside":
+            card = here.card if isinstance(here, CardRead) and rng.random() < 0.5 else rng.choice(ALL_CARDS)
+            mode = rng.choice(list(OutsideGameMode))
+            out.insert(i, OutsideGameCard(card, mode, at - 0.02, transmission_id=f"d{n}"))
         elif fault == "target" and isinstance(here, CardRead):
             out[i] = CardRead(
                 here.card, at, target=rng.choice(list(DeviceTarget)), transmission_id=here.transmission_id
@@ -220,6 +227,13 @@ _any_input = st.one_of(
     _card_reads(),
     st.builds(ReadFailed, at=st.floats(0, 50), position=st.one_of(st.none(), st.integers(1, 3))),
     st.builds(CutCardDrawn, at=st.floats(0, 50)),
+    st.builds(
+        OutsideGameCard,
+        card=st.sampled_from(ALL_CARDS[:13]),
+        mode=st.sampled_from(list(OutsideGameMode)),
+        at=st.floats(0, 50),
+        transmission_id=st.one_of(st.none(), st.sampled_from(["1", "2", "3"])),
+    ),
     st.builds(ReaderSignal, kind=st.sampled_from(list(ReaderSignalKind)), at=st.floats(0, 50)),
     st.builds(
         ShoeVerdict,
