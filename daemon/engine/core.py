@@ -99,6 +99,16 @@ class EngineCore:
             "rescan_needed": st.rescan_alert is not None,
             "disconnected_devices": list(st.disconnected),
             "reads_waiting_in_pull": len(st.held_reads),
+            "results": [
+                {
+                    "hand": r["hand"],
+                    "winner": r["winner"],
+                    "totals": list(r["totals"]),
+                    "pairs": list(r["pairs"]),
+                    "naturals": list(r["naturals"]),
+                }
+                for r in st.results
+            ],
         }
 
     def _emit(

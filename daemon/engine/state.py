@@ -36,6 +36,18 @@ _BANKER_DRAWS = [
 ]
 
 
+def result_line(hand: int, outcome: dict[str, Any]) -> dict[str, Any]:
+    """A completed round as the shoe's history keeps it (bead plate, big road, pair marks):
+    ``totals``, ``pairs`` and ``naturals`` are ``[player, banker]``."""
+    return {
+        "hand": hand,
+        "winner": outcome["winner"],
+        "totals": [outcome["player_total"], outcome["banker_total"]],
+        "pairs": [outcome["player_pair"], outcome["banker_pair"]],
+        "naturals": [outcome["player_natural"], outcome["banker_natural"]],
+    }
+
+
 @dataclass
 class RoundState:
     """One round: its cards by slot (in deal order) and what keeps it from completing."""
@@ -130,6 +142,8 @@ class TableState:
     pull_last_at: dict[str, float] = field(default_factory=dict)
     held_reads: list[dict[str, Any]] = field(default_factory=list)
     hold_counter: int = 0
+    # the current shoe's completed rounds, by hand (compact: see ``result_line``)
+    results: list[dict[str, Any]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
@@ -191,6 +205,7 @@ class TableState:
         self.dies = {}
         self.next_round_holds = []
         self.camera_fill = None
+        self.results = []
 
     def _card_dealt(self, e: Event) -> None:
         d = e.data
@@ -255,6 +270,12 @@ class TableState:
 
     def _round_completed(self, e: Event) -> None:
         hand = e.data["hand"]
+        line = result_line(hand, e.data["outcome"])
+        results = self.results
+        at = len(results)
+        while at > 0 and results[at - 1]["hand"] > hand:  # a held round completes after later ones
+            at -= 1
+        results.insert(at, line)
         if self.round is not None and self.round.hand == hand:
             self._round_decided(self.round, e.data["decided_at"])
         else:
@@ -262,6 +283,8 @@ class TableState:
 
     def _round_voided(self, e: Event) -> None:
         hand = e.data["hand"]
+        if e.data.get("was_completed"):
+            self.results = [r for r in self.results if r["hand"] != hand]
         if self.last_decided is not None and self.last_decided["hand"] == hand:
             self.last_decided = None  # nothing left to cross-check or to void again
         if self.round is not None and self.round.hand == hand:

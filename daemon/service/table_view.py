@@ -59,6 +59,7 @@ class TableView:
     shoe_ended: str | None = None
     cards_in_shoe: int = 0
     _seen_ids: set[str] = field(default_factory=set)
+    _result_hands: list[int | None] = field(default_factory=list)  # hand of each entry of ``results``
 
     # ------------------------------------------------------------------ input
     def apply(self, topic: str, payload: bytes) -> None:
@@ -104,6 +105,7 @@ class TableView:
         self.state = snapshot
         nested = snapshot.get("shoe")
         shoe: dict[str, Any] = nested if isinstance(nested, dict) else snapshot
+        same_shoe = shoe.get("shoe_id") == self.shoe_id
         self.shoe_id = _str_or(shoe.get("shoe_id"), self.shoe_id)
         cards_out = shoe.get("cards_out")
         if isinstance(cards_out, int):
@@ -134,10 +136,49 @@ class TableView:
             self.open_alerts = {
                 str(a.get("alert_id", i)): a for i, a in enumerate(alerts) if isinstance(a, dict)
             }
-        history = snapshot.get("results")
-        if isinstance(history, list) and all(r in ("player", "banker", "tie") for r in history):
-            # a snapshot carrying the shoe's results replaces what this view pieced together
-            self.results = [str(r) for r in history] if len(history) >= len(self.results) else self.results
+        history = _snapshot_results(snapshot.get("results"))
+        if history is not None:
+            self._take_results(history, same_shoe)
+        elif "results" in snapshot:
+            self._problem("state", "results is not a list of rounds with a winner")
+
+    def _take_results(self, history: list[tuple[int | None, str, dict[str, Any]]], same_shoe: bool) -> None:
+        """The snapshot's results (the engine's history of the shoe) replace what this view pieced
+        together from events, keeping only rounds of the same shoe completed after the snapshot."""
+        newest = max((h for h, _, _ in history if h is not None), default=0)
+        later = [
+            (h, w)
+            for h, w in zip(self._result_hands, self.results, strict=True)
+            if same_shoe and h is not None and h > newest
+        ]
+        pairs = [(h, w) for h, w, _ in history] + later
+        self._result_hands = [h for h, _ in pairs]
+        self.results = [w for _, w in pairs]
+        if not self.last_rounds:  # after a monitor restart: the last rounds, without their cards
+            for hand, winner, line in history[-(self.last_rounds.maxlen or 8) :]:
+                self.last_rounds.appendleft(
+                    RoundLine(
+                        hand=hand or 0,
+                        winner=winner,
+                        player_total=_side(line.get("totals"), 0),
+                        banker_total=_side(line.get("totals"), 1),
+                        cards={},
+                        naturals=any(_side(line.get("naturals"), i) for i in (0, 1)),
+                    )
+                )
+
+    def _add_result(self, hand: int | None, winner: str) -> None:
+        """A completed round, in hand order (a held round may complete after later ones)."""
+        if hand is not None and hand in self._result_hands:
+            at = self._result_hands.index(hand)
+            self.results[at] = winner
+            return
+        at = len(self.results)
+        if hand is not None:
+            while at > 0 and (earlier := self._result_hands[at - 1]) is not None and earlier > hand:
+                at -= 1
+        self.results.insert(at, winner)
+        self._result_hands.insert(at, hand)
 
     def _apply_event(self, env: dict[str, Any]) -> None:
         event_id, seq, kind = env.get("event_id"), env.get("seq"), env.get("kind")
@@ -169,6 +210,7 @@ class TableView:
     # ------------------------------------------------------------------ events
     def _shoe_started(self, env: dict[str, Any], data: dict[str, Any]) -> None:
         self.results = []
+        self._result_hands = []
         self.last_rounds.clear()
         self.round_cards = {}
         self.shoe_ended = None
@@ -213,11 +255,21 @@ class TableView:
         if line.hand == self.round_hand:
             self.round_open = False
         if winner in ("player", "banker", "tie"):
-            self.results.append(winner)
+            hand = data.get("hand", env.get("hand"))
+            self._add_result(hand if isinstance(hand, int) else None, winner)
 
     def _round_voided(self, env: dict[str, Any], data: dict[str, Any]) -> None:
-        self.recent_alerts.appendleft(f"hand {data.get('hand')} voided: {data.get('reason', '')}")
+        hand = data.get("hand")
+        self.recent_alerts.appendleft(f"hand {hand} voided: {data.get('reason', '')}")
         self.round_cards = {}
+        if data.get("was_completed") and isinstance(hand, int) and hand in self._result_hands:
+            at = self._result_hands.index(hand)
+            del self.results[at], self._result_hands[at]
+            self.last_rounds = deque((r for r in self.last_rounds if r.hand != hand), self.last_rounds.maxlen)
+
+    def _card_outside_game(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        if data.get("counted"):  # a card out of the shoe, though never dealt
+            self.cards_in_shoe += 1
 
     def _bets_offered(self, env: dict[str, Any], data: dict[str, Any]) -> None:
         self.offered_bets = [str(b) for b in data.get("bets", [])]
@@ -238,6 +290,7 @@ _EVENT_HANDLERS = {
     "shoe_started": TableView._shoe_started,
     "round_opened": TableView._round_opened,
     "card_dealt": TableView._card_dealt,
+    "card_outside_game": TableView._card_outside_game,
     "round_completed": TableView._round_completed,
     "round_voided": TableView._round_voided,
     "bets_offered": TableView._bets_offered,
@@ -245,6 +298,28 @@ _EVENT_HANDLERS = {
     "alert_cleared": TableView._alert_cleared,
     "shoe_ended": TableView._shoe_ended,
 }
+
+
+def _snapshot_results(history: Any) -> list[tuple[int | None, str, dict[str, Any]]] | None:
+    """(hand, winner, line) of each round in a snapshot's ``results``: the engine's compact
+    lines (``{"hand", "winner", ...}``) or bare winners; None when it is neither."""
+    if not isinstance(history, list):
+        return None
+    out: list[tuple[int | None, str, dict[str, Any]]] = []
+    for item in history:
+        line: dict[str, Any] = item if isinstance(item, dict) else {"winner": item}
+        winner, hand = line.get("winner"), line.get("hand")
+        if winner not in ("player", "banker", "tie"):
+            return None
+        out.append((hand if isinstance(hand, int) else None, str(winner), line))
+    return out
+
+
+def _side(pair: Any, index: int) -> int | None:
+    """One side of a snapshot result's ``[player, banker]`` pair (a total, or a flag as 0/1)."""
+    if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[index], int):
+        return int(pair[index])
+    return None
 
 
 def _str_or(value: Any, default: str | None) -> str | None:
