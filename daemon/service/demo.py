@@ -66,6 +66,8 @@ class DemoResult:
     hands: int = 0
     results: dict[str, int] = field(default_factory=dict)
     cards: int = 0
+    bytes_written: int = 0  # by the simulated shoe
+    bytes_read: int = 0  # by the daemon's reader: equal unless bytes were lost on the way
     journaled: int = 0
     received: int = 0
     gaps: list[tuple[int, int]] = field(default_factory=list)
@@ -182,9 +184,13 @@ class DemoRun:
                         self.result.refused_commands.append(f"{step.action}: {reply.get('reason')}")
 
                 self._await_online(timeout=15.0)
-                virtual = VirtualShoe(steps, shoe, speed=opts.speed, on_supervisor=on_supervisor)
+                reader_open = self._await_readers(daemon, timeout=15.0)
+                virtual = VirtualShoe(
+                    steps, shoe, speed=opts.speed, on_supervisor=on_supervisor, ready=reader_open
+                )
                 virtual.start()
                 self._follow(lambda: virtual.done.is_set(), daemon)
+                self.result.bytes_written = sum(len(step.data) for step in steps if step.data is not None)
                 self._await_delivery(daemon)
                 self.result.journaled = daemon.journal.last_seq() - first_seq
             finally:
@@ -269,6 +275,24 @@ class DemoRun:
             time.sleep(0.05)
         raise RuntimeError(f"the daemon did not come online on the embedded broker within {timeout:.0f} s")
 
+    def _await_readers(self, daemon: Daemon, timeout: float) -> Callable[[], bool]:
+        """Wait until every reader has opened its device, and return that check for the shoe.
+
+        pyserial flushes its input when it opens a port: bytes the virtual shoe wrote
+        before would be lost, so the shoe starts only once the reader is connected.
+        """
+        readers = [d for d in daemon.drivers.values() if hasattr(d, "wait_until_connected")]
+
+        def reader_open() -> bool:
+            return all(bool(d.health().get("connected")) for d in readers)
+
+        deadline = time.monotonic() + timeout
+        while not reader_open():
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"the reader did not open the simulated shoe within {timeout:.0f} s")
+            time.sleep(0.02)
+        return reader_open
+
     def _await_delivery(self, daemon: Daemon) -> None:
         """Wait until the view has every journaled event (bounded)."""
         assert daemon.journal is not None
@@ -300,6 +324,8 @@ class DemoRun:
         r.duplicates = view.duplicates
         r.alerts = list(view.recent_alerts)
         r.shoe_ended = view.shoe_ended
+        readers = [d for d in daemon.drivers.values() if hasattr(d, "wait_until_connected")]
+        r.bytes_read = sum(int(d.health().get("bytes", 0)) for d in readers)
 
 
 def summary(result: DemoResult) -> str:
@@ -334,6 +360,8 @@ def summary_json(result: DemoResult) -> str:
             "hands": result.hands,
             "results": result.results,
             "cards": result.cards,
+            "bytes_written": result.bytes_written,
+            "bytes_read": result.bytes_read,
             "journaled": result.journaled,
             "received": result.received,
             "gaps": result.gaps,

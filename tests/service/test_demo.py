@@ -42,6 +42,8 @@ def test_demo_json_summary_with_dealing_mistakes_shows_alerts() -> None:
     codes = {alert.split(":")[0] for alert in summary["alerts"]}
     assert {"rescan_needed", "unneeded_card"} <= codes
     assert sum(summary["results"].values()) == 7
+    # The shoe starts writing only once the reader has opened the pty: no byte is lost.
+    assert summary["bytes_read"] == summary["bytes_written"] > 0
 
 
 def test_demo_refuses_a_bad_fault() -> None:
@@ -56,3 +58,4 @@ def test_demo_with_an_ascii_line_reader() -> None:
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["complete"] is True
     assert summary["hands"] == 4
+    assert summary["bytes_read"] == summary["bytes_written"] > 0
