@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Literal
 
 import serial
 
-from drivers.backoff import Backoff
 from drivers.base import Clock, ReaderDriver, Sink
 from drivers.protocols.angel_eye import AngelEyeDecoder, encode_command
 from drivers.protocols.ascii_lines import AsciiLineDecoder
@@ -44,7 +43,7 @@ class SerialReader(ReaderDriver):
     ) -> None:
         super().__init__(device=settings.device_name, decoder=decoder, sink=sink, clock=clock)
         self.settings = settings
-        self._backoff = Backoff(settings.reconnect, rng)
+        self._backoff = settings.reconnect.backoff(rng)
         self._port: Any = None
         self._write_lock = threading.Lock()
 

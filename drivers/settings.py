@@ -6,10 +6,12 @@ model goes with which driver.
 
 from __future__ import annotations
 
+import random
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from daemon.backoff import Backoff
 from drivers.protocols.angel_eye import AngelEyeSettings
 from drivers.protocols.ascii_lines import AsciiLineSettings
 from drivers.protocols.hid_wedge import HidWedgeSettings
@@ -29,6 +31,12 @@ class ReconnectSettings(BaseModel):
         le=1,
         description="Each delay is scaled by a random factor in [1 - jitter, 1 + jitter].",
     )
+
+    def backoff(self, rng: random.Random | None = None) -> Backoff:
+        """The retry delays these settings describe (:class:`daemon.backoff.Backoff`)."""
+        return Backoff.symmetric(
+            self.initial_delay, self.max_delay, factor=self.factor, jitter=self.jitter, rng=rng
+        )
 
 
 class SerialReaderSettings(BaseModel):

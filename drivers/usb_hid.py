@@ -17,7 +17,6 @@ from typing import Any, ClassVar
 import usb.core
 import usb.util
 
-from drivers.backoff import Backoff
 from drivers.base import Clock, ReaderDriver, Sink
 from drivers.protocols.hid_wedge import HidWedgeDecoder
 from drivers.settings import UsbHidReaderSettings
@@ -51,7 +50,7 @@ class UsbHidReader(ReaderDriver):
         self.settings = settings
         self.hid_decoder = decoder
         self._backend = backend
-        self._backoff = Backoff(settings.reconnect, rng)
+        self._backoff = settings.reconnect.backoff(rng)
 
     @property
     def ids(self) -> str:

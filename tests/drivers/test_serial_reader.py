@@ -12,7 +12,6 @@ import pytest
 import serial
 
 from daemon.engine.inputs import CardRead, DeviceConnection, ReadFailed
-from drivers.backoff import Backoff
 from drivers.protocols.angel_eye import ACK, encode_command, encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.serial_reader import AngelEyeReader, AsciiLineReader
@@ -194,9 +193,7 @@ def test_socket_url_serial_server_drop_and_reconnect() -> None:
 
 
 def test_backoff_grows_caps_and_jitters() -> None:
-    backoff = Backoff(
-        ReconnectSettings(initial_delay=1, max_delay=8, factor=2, jitter=0.25), random.Random(3)
-    )
+    backoff = ReconnectSettings(initial_delay=1, max_delay=8, factor=2, jitter=0.25).backoff(random.Random(3))
     delays = [backoff.next_delay() for _ in range(6)]
     for delay, base in zip(delays, [1, 2, 4, 8, 8, 8], strict=True):
         assert base * 0.75 <= delay <= base * 1.25
