@@ -136,15 +136,25 @@ class ReadSequencer(EngineCore):
                 fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
                 self._emit("read_held", read.at, read.source.value, {"read": fields})
                 return
+            expected = self._expected_round_slot(read.at, during_rescan=True)
+            if (
+                read.position is None
+                and expected is not None
+                and self._names_later_slot(read, expected)
+                and failed.get("device") == read.device
+                and read.at - failed["read_at"] <= self.settings.pull_hold_window_s
+            ):
+                self._hold_for_target(read, expected)  # the same, for a reader that names slots
+                return
             # Nothing moves on after a misread: the next valid read is the dealer's rescan of it.
             self._take_read(read)
             return
         if read.position is None:
             expected = self._expected_round_slot(read.at)
-            target = read.target.value if read.target is not None else None
-            if expected is not None and target in ROUND_SLOTS and _DRAW_ORDER[target] > _DRAW_ORDER[expected]:
+            if expected is not None and self._names_later_slot(read, expected):
                 self._hold_for_target(read, expected)
                 return
+            target = read.target.value if read.target is not None else None
             in_pull = target is not None and target == expected and self._target_held(read.device)
             if st.held_reads and not in_pull:
                 self._release_all(read.device, "interleaved")
@@ -165,13 +175,19 @@ class ReadSequencer(EngineCore):
     # waiting cards in arrival order, so a real disagreement still raises
     # ``device_disagreement`` and holds the round.
 
-    def _expected_round_slot(self, at: float) -> str | None:
-        """The Player/Banker slot the next reader card goes to, when a target may reorder a pull."""
+    def _expected_round_slot(self, at: float, *, during_rescan: bool = False) -> str | None:
+        """The Player/Banker slot the next reader card goes to, when a target may reorder a pull
+        (while a rescan is open, only ``during_rescan``: that slot is the unread card's)."""
         st = self.state
-        if st.phase not in (READY, ROUND) or st.rescan_alert is not None:
+        if st.phase not in (READY, ROUND) or (st.rescan_alert is not None and not during_rescan):
             return None
         slot = self._plan(at).slot
         return slot if slot in ROUND_SLOTS else None
+
+    @staticmethod
+    def _names_later_slot(read: CardRead, expected: str) -> bool:
+        target = read.target.value if read.target is not None else None
+        return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
         return any(r["device"] == device and r["position"] is None for r in self.state.held_reads)
@@ -211,7 +227,10 @@ class ReadSequencer(EngineCore):
         if read.position is not None and self.state.rescan_alert is None:
             self._sequence(read)
             return
-        self._release_all(read.device, "interleaved")
+        if not self._target_held(read.device):
+            self._release_all(read.device, "interleaved")
+        # else: cards naming a later slot than the unread one wait for its rescan, like the
+        # cards under a misread card in a positioned pull (released when the rescan is placed)
         self._misread(read)
 
     def _misread(self, read: ReadFailed) -> None:

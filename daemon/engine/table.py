@@ -99,6 +99,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             pass  # expiry above is all a tick does
         if rescan_before is not None and self.state.rescan_alert is None and self.state.held_reads:
             for device in self._held_devices():
+                self._release_by_target(device)
                 self._release_all(device, "rescanned")
         self._out = []
         return out

@@ -204,6 +204,31 @@ def test_case_3_a_target_that_is_not_an_expected_slot_stays_a_disagreement_and_h
     assert_restores(eng, events)
 
 
+def test_case_3_and_6_a_card_naming_a_later_slot_waits_for_the_rescan_of_an_unread_card_above_it() -> None:
+    for order in ("card_first", "misread_first"):
+        eng = engine(pull_hold_window_s=0.3)
+        events = start_shoe(eng)
+        events += feed(eng, _targeted([("3c", "P1", 100.0), ("2d", "B1", 101.0)]))
+        # P2 and B2 pulled together; P2 cannot be read; B2 comes before or after the misread.
+        below = _targeted([("2s", "B2", 102.05)])[0]
+        unread = ReadFailed(102.0, code=1)
+        pull = [below, unread] if order == "card_first" else [unread, below]
+        events += feed(eng, pull)
+        assert eng.snapshot()["reads_waiting_in_pull"] == 1, order
+        assert eng.snapshot()["rescan_needed"] is True
+        events += feed(eng, [Tick(103.0)])  # the window does not run out a rescan
+        assert eng.snapshot()["reads_waiting_in_pull"] == 1
+        rescan = eng.handle(_targeted([("4h", "P2", 104.0)])[0])
+        events += rescan
+        assert [(e.data["slot"], e.data["card"]) for e in of_kind(rescan, "card_dealt")] == [
+            ("P2", "4h"),
+            ("B2", "2s"),
+        ], order
+        assert [e.data["reason"] for e in of_kind(events, "alert_cleared")] == ["rescanned"]
+        assert [a.data["code"] for a in alerts(events)] == ["rescan_needed"]
+        assert_restores(eng, events)
+
+
 def test_case_3_a_slot_named_out_of_turn_alone_is_released_when_the_window_ends() -> None:
     eng = engine(pull_hold_window_s=0.3)
     events = start_shoe(eng)
