@@ -48,13 +48,28 @@ def corner_views(warped: Image) -> tuple[Image, Image]:
     return warped, cv2.rotate(warped, cv2.ROTATE_180)
 
 
+BLUE_LEAD = 40
+"""Blue exceeding red and green by this much is picture print (frames, robes), not index ink."""
+
+
+def index_channel(view: Image) -> Image:
+    """The corner region as one channel in which index print is dark and all else light.
+
+    Red and black print are both dark in the green channel; card stock, and the gold of
+    court-card pictures that often touches the index, are not. Blue picture print is dark
+    there too, so it is lifted to white: indices are never blue.
+    """
+    x0, y0, x1, y1 = CORNER_REGION
+    corner = view[y0:y1, x0:x1].astype(np.int16)
+    blue, green, red = corner[:, :, 0], corner[:, :, 1], corner[:, :, 2]
+    bluish = (blue - red > BLUE_LEAD) & (blue - green > BLUE_LEAD)
+    channel: Image = np.where(bluish, 255, green).astype(np.uint8)
+    return channel
+
+
 def ink_mask(view: Image) -> Image | None:
     """Binary mask (255 = ink) of the corner region, or None when it has no contrast."""
-    x0, y0, x1, y1 = CORNER_REGION
-    corner = view[y0:y1, x0:x1]
-    # Red and black print are both dark in the green channel; card stock, and the gold
-    # of court-card pictures that often touches the index, are not.
-    darkest = np.ascontiguousarray(corner[:, :, 1])
+    darkest = index_channel(view)
     low, high = np.percentile(darkest, (1, 99))
     if high - low < MIN_CONTRAST:
         return None
@@ -198,8 +213,7 @@ def _window(corner: CornerInk, expected: Box, min_area: int) -> Glyph | None:
 
 def ink_levels(view: Image) -> NDArray[Any]:
     """Ink-ness of the corner region in 0..1 (1 = full print), stretched to its own contrast."""
-    x0, y0, x1, y1 = CORNER_REGION
-    green = view[y0:y1, x0:x1, 1].astype(np.float32)
+    green = index_channel(view).astype(np.float32)
     low, high = np.percentile(green, (1, 99))
     span = max(float(high - low), 1.0)
     levels: NDArray[Any] = np.clip((high - green) / span, 0.0, 1.0)

@@ -42,7 +42,7 @@ _SAME_COLOUR = {
 class RecognitionParams:
     """Acceptance thresholds. Scores are normalised correlations in [-1, 1]."""
 
-    min_score: float = 0.80
+    min_score: float = 0.85
     """Best rank (and suit) template correlation needed to name it."""
     min_margin: float = 0.10
     """Best score minus the best score of any *other* rank (suit)."""
@@ -138,13 +138,13 @@ def _banks(
     labels: NDArray[Any],
     aspects: NDArray[Any],
     heights: NDArray[Any],
-    blurs: NDArray[Any],
+    variants: NDArray[Any],
 ) -> dict[float, list[_Bank]]:
-    """Templates grouped by learned height, then by learned blur (one bank per rendering)."""
+    """Templates grouped by learned height, then by rendering (one bank per variant)."""
     banks: dict[float, list[_Bank]] = {}
     for h in np.unique(heights).tolist():
-        for b in np.unique(blurs[heights == h]).tolist():
-            sel = (heights == h) & (blurs == b)
+        for v in np.unique(variants[heights == h]).tolist():
+            sel = (heights == h) & (variants == v)
             means = {
                 int(label): vectors[sel][labels[sel] == label].mean(axis=0)
                 for label in np.unique(labels[sel])
@@ -183,8 +183,12 @@ class Recognizer:
         self.params = params or RecognitionParams()
         self.detector = detector or DetectorParams()
         t = templates
-        self._rank_banks = _banks(t.rank_vectors, t.rank_labels, t.rank_aspects, t.rank_heights, t.rank_blurs)
-        self._suit_banks = _banks(t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights, t.suit_blurs)
+        self._rank_banks = _banks(
+            t.rank_vectors, t.rank_labels, t.rank_aspects, t.rank_heights, t.rank_variants
+        )
+        self._suit_banks = _banks(
+            t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights, t.suit_variants
+        )
         self._heights = np.array(sorted(self._rank_banks), dtype=np.float32)
 
     def _scale(self, height_px: float) -> float:
@@ -212,7 +216,7 @@ class Recognizer:
     def _match(
         self, glyph: Glyph, banks: list[_Bank], size: tuple[int, int], partner: dict[int, int] | None = None
     ) -> LabelMatch | None:
-        """Match against the rendering (sharp or blurred) the glyph resembles most."""
+        """Match against the rendering (sharp, blurred, aliased) the glyph resembles most."""
         vector = glyph_vector(glyph, size)
         aspect = box_aspect(glyph.box)
         match: LabelMatch | None = None

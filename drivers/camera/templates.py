@@ -41,10 +41,10 @@ SUIT_ORDER = "cdhs"
 FELT_BGR = (40, 105, 25)
 LEARN_HEIGHTS = (None, 300, 230, 185, 150, 125, 105, 90, 78, 68, 60)
 """Face heights (px) templates are learned at; None is the face's own size."""
-LEARN_BLURS = (0.0, 1.6)
-LEARN_TURNS = (0.0,)
-"""Rotations (degrees) each face is also learned at: resampling of a turned card differs."""
-"""Gaussian blurs (sigma, px) each face is also learned with: out-of-focus cameras."""
+LEARN_RENDERINGS: tuple[tuple[str, float], ...] = (("area", 0.0), ("area", 1.6), ("turned", 0.0))
+"""How each face is shrunk to a learned height, and the Gaussian blur (sigma, px) added after:
+area-averaged (a sharp camera), blurred (out of focus), linear (aliased, a cheap sensor or a
+card seen at an angle). Index i here is the template's ``variant`` code."""
 
 
 class TemplateError(ValueError):
@@ -65,8 +65,9 @@ class DeckTemplates:
     suit_aspects: NDArray[Any]
     rank_heights: NDArray[Any]
     suit_heights: NDArray[Any]
-    rank_blurs: NDArray[Any]
-    suit_blurs: NDArray[Any]
+    rank_variants: NDArray[Any]
+    suit_variants: NDArray[Any]
+    """Index into LEARN_RENDERINGS: each rendering is its own template bank."""
     """Card height (px) at which each template was learned: recognition compares a card
     only with templates learned at the scale nearest to its own."""
 
@@ -87,29 +88,39 @@ def read_face(path: Path) -> Image:
     return bgr
 
 
-def _on_felt(face: Image, height: int | None) -> Image:
+def _on_felt(face: Image, height: int | None, shrink: str = "area") -> Image:
     if height is not None:
         scale = height / face.shape[0]
-        face = cv2.resize(face, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
+        method = cv2.INTER_AREA if shrink == "area" else cv2.INTER_LINEAR
+        face = cv2.resize(face, None, fx=scale, fy=scale, interpolation=method)
     pad = max(60, face.shape[0] // 4)
     canvas: Image = cv2.copyMakeBorder(face, pad, pad, pad, pad, cv2.BORDER_CONSTANT, value=FELT_BGR)
     return canvas
 
 
-def _warped_face(face: Image, height: int | None, path: Path, blur: float = 0.0, turn: float = 0.0) -> Image:
-    canvas = _on_felt(face, height)
-    if turn:
+def _warped_face(face: Image, height: int | None, path: Path) -> Image:
+    """The face as the camera code sees it; the face must show exactly one card."""
+    warped = _rendered_face(face, height, 0.0, "area")
+    if warped is None:
+        raise TemplateError(
+            f"{path}: expected one card outline in the face image "
+            "(the image must show exactly one card, edge to edge)"
+        )
+    return warped
+
+
+def _rendered_face(face: Image, height: int | None, blur: float, shrink: str) -> Image | None:
+    """The face shrunk/blurred as a camera might show it, found and warped; None if lost."""
+    canvas = _on_felt(face, height, "area")
+    if shrink == "turned":
         h, w = canvas.shape[:2]
-        matrix = cv2.getRotationMatrix2D((w / 2, h / 2), turn, 1.0)
-        canvas = cv2.warpAffine(canvas, matrix, (w, h), flags=cv2.INTER_AREA, borderValue=FELT_BGR)
+        matrix = cv2.getRotationMatrix2D((w / 2, h / 2), 7.0, 1.0)
+        canvas = cv2.warpAffine(canvas, matrix, (w, h), flags=cv2.INTER_LINEAR, borderValue=FELT_BGR)
     if blur > 0:
         canvas = cv2.GaussianBlur(canvas, (0, 0), blur)
     outlines = find_card_outlines(canvas)
     if len(outlines) != 1:
-        raise TemplateError(
-            f"{path}: expected one card outline in the face image, found {len(outlines)} "
-            "(the image must show exactly one card, edge to edge)"
-        )
+        return None
     return warp_card(canvas, outlines[0])
 
 
@@ -168,18 +179,18 @@ def learn_templates(faces_dir: Path, deck: str | None = None) -> DeckTemplates:
             f"{2 * len(faces)} corners ({', '.join(sorted(set(unlocated)))}); are these card faces?"
         )
     index = _deck_index(located)
-    rank_vectors, rank_labels, rank_aspects, rank_heights, rank_blurs = [], [], [], [], []
-    suit_vectors, suit_labels, suit_aspects, suit_heights, suit_blurs = [], [], [], [], []
+    rank_vectors, rank_labels, rank_aspects, rank_heights, rank_variants = [], [], [], [], []
+    suit_vectors, suit_labels, suit_aspects, suit_heights, suit_variants = [], [], [], [], []
     for card, face in faces.items():
         for height in LEARN_HEIGHTS:
             learned_at = float(height or face.shape[0])
-            views = [
-                (blur, view)
-                for blur in LEARN_BLURS
-                for turn in LEARN_TURNS
-                for view in corner_views(_warped_face(face, height, paths[card], blur, turn))
-            ]
-            for blur, view in views:
+            views: list[tuple[int, Image]] = []
+            for variant, (shrink, blur) in enumerate(LEARN_RENDERINGS):
+                # Renderings too degraded to find the card in teach nothing; skip them.
+                rendered = _rendered_face(face, height, blur, shrink)
+                if rendered is not None:
+                    views.extend((variant, view) for view in corner_views(rendered))
+            for variant, view in views:
                 corner = read_corner_ink(view)
                 if corner is None:
                     continue
@@ -190,13 +201,13 @@ def learn_templates(faces_dir: Path, deck: str | None = None) -> DeckTemplates:
                     rank_labels.append(int(card.rank))
                     rank_aspects.append(box_aspect(rank_glyph.box))
                     rank_heights.append(learned_at)
-                    rank_blurs.append(blur)
+                    rank_variants.append(variant)
                 if suit_glyph is not None:
                     suit_vectors.append(glyph_vector(suit_glyph, SUIT_SIZE))
                     suit_labels.append(SUIT_ORDER.index(card.suit.value))
                     suit_aspects.append(box_aspect(suit_glyph.box))
                     suit_heights.append(learned_at)
-                    suit_blurs.append(blur)
+                    suit_variants.append(variant)
     return DeckTemplates(
         deck=deck or faces_dir.name,
         index=index,
@@ -208,8 +219,8 @@ def learn_templates(faces_dir: Path, deck: str | None = None) -> DeckTemplates:
         suit_aspects=np.array(suit_aspects, dtype=np.float32),
         rank_heights=np.array(rank_heights, dtype=np.float32),
         suit_heights=np.array(suit_heights, dtype=np.float32),
-        rank_blurs=np.array(rank_blurs, dtype=np.float32),
-        suit_blurs=np.array(suit_blurs, dtype=np.float32),
+        rank_variants=np.array(rank_variants, dtype=np.int16),
+        suit_variants=np.array(suit_variants, dtype=np.int16),
     )
 
 
@@ -234,8 +245,8 @@ def save_templates(templates: DeckTemplates, path: Path) -> None:
             suit_aspects=templates.suit_aspects,
             rank_heights=templates.rank_heights,
             suit_heights=templates.suit_heights,
-            rank_blurs=templates.rank_blurs,
-            suit_blurs=templates.suit_blurs,
+            rank_variants=templates.rank_variants,
+            suit_variants=templates.suit_variants,
         )
 
 
@@ -294,15 +305,15 @@ def load_templates(path: Path) -> DeckTemplates:
         suit_aspects = _array(data, "suit_aspects", path, 1, "f").astype(np.float32)
         rank_heights = _array(data, "rank_heights", path, 1, "f").astype(np.float32)
         suit_heights = _array(data, "suit_heights", path, 1, "f").astype(np.float32)
-        rank_blurs = _array(data, "rank_blurs", path, 1, "f").astype(np.float32)
-        suit_blurs = _array(data, "suit_blurs", path, 1, "f").astype(np.float32)
+        rank_variants = _array(data, "rank_variants", path, 1, "i").astype(np.int16)
+        suit_variants = _array(data, "suit_variants", path, 1, "i").astype(np.int16)
     checks = [
         ("rank_vectors", rank_vectors.shape[1] == RANK_SIZE[0] * RANK_SIZE[1]),
         ("suit_vectors", suit_vectors.shape[1] == SUIT_SIZE[0] * SUIT_SIZE[1]),
         ("rank_labels", len(rank_labels) == len(rank_vectors) == len(rank_aspects) == len(rank_heights)),
         ("suit_labels", len(suit_labels) == len(suit_vectors) == len(suit_aspects) == len(suit_heights)),
-        ("rank_blurs", len(rank_blurs) == len(rank_labels) and bool((rank_blurs >= 0).all())),
-        ("suit_blurs", len(suit_blurs) == len(suit_labels) and bool((suit_blurs >= 0).all())),
+        ("rank_variants", len(rank_variants) == len(rank_labels) and bool((rank_variants >= 0).all())),
+        ("suit_variants", len(suit_variants) == len(suit_labels) and bool((suit_variants >= 0).all())),
         ("rank_heights", bool((rank_heights > 0).all())),
         ("suit_heights", bool((suit_heights > 0).all())),
         ("rank_labels", set(rank_labels.tolist()) == {int(r) for r in Rank}),
@@ -324,6 +335,6 @@ def load_templates(path: Path) -> DeckTemplates:
         suit_aspects=suit_aspects,
         rank_heights=rank_heights,
         suit_heights=suit_heights,
-        rank_blurs=rank_blurs,
-        suit_blurs=suit_blurs,
+        rank_variants=rank_variants,
+        suit_variants=suit_variants,
     )

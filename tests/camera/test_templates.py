@@ -28,7 +28,14 @@ def test_round_trip_keeps_every_array(deck_templates: dict[str, DeckTemplates], 
     loaded = load_templates(path)
     assert loaded.deck == "younestouati"
     assert loaded.index == original.index
-    for name in ("rank_vectors", "rank_labels", "suit_vectors", "suit_labels", "rank_heights", "suit_blurs"):
+    for name in (
+        "rank_vectors",
+        "rank_labels",
+        "suit_vectors",
+        "suit_labels",
+        "rank_heights",
+        "suit_variants",
+    ):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(original, name))
 
 
