@@ -212,7 +212,7 @@ def test_case_3_and_6_a_card_naming_a_later_slot_waits_for_the_rescan_of_an_unre
         # P2 and B2 pulled together; P2 cannot be read; B2 comes before or after the misread.
         below = _targeted([("2s", "B2", 102.05)])[0]
         unread = ReadFailed(102.0, code=1)
-        pull = [below, unread] if order == "card_first" else [unread, below]
+        pull: list[CardRead | ReadFailed] = [below, unread] if order == "card_first" else [unread, below]
         events += feed(eng, pull)
         assert eng.snapshot()["reads_waiting_in_pull"] == 1, order
         assert eng.snapshot()["rescan_needed"] is True
