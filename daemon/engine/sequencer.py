@@ -150,12 +150,13 @@ class ReadSequencer(EngineCore):
             self._take_read(read)
             return
         if read.position is None:
-            expected = self._expected_round_slot(read.at)
-            if expected is not None and self._names_later_slot(read, expected):
-                self._hold_for_target(read, expected)
-                return
-            target = read.target.value if read.target is not None else None
-            in_pull = target is not None and target == expected and self._target_held(read.device)
+            in_pull = False
+            if read.target is not None:  # (no look-ahead at all for readers that name no slot)
+                expected = self._expected_round_slot(read.at)
+                if expected is not None and self._names_later_slot(read, expected):
+                    self._hold_for_target(read, expected)
+                    return
+                in_pull = read.target.value == expected and self._target_held(read.device)
             if st.held_reads and not in_pull:
                 self._release_all(read.device, "interleaved")
             self._take_read(read)
