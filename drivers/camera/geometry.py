@@ -170,9 +170,10 @@ def _refine_quad(contour: Points, quad: Points) -> Points:
     return refined
 
 
-def _fit_quad(contour: Points) -> Points:
+def _fit_quad(contour: Points, refine: bool = True) -> Points:
     hull = cv2.convexHull(contour)
-    return _refine_quad(contour, _rough_quad(hull))
+    rough = _rough_quad(hull)
+    return _refine_quad(contour, rough) if refine else rough
 
 
 def _sharpen(
@@ -261,6 +262,19 @@ def detect_cards(frame: Image, params: DetectorParams | None = None) -> tuple[li
 
 
 _CANONICAL = np.array([[0, 0], [CARD_W - 1, 0], [CARD_W - 1, CARD_H - 1], [0, CARD_H - 1]], dtype=np.float32)
+
+
+def warp_corners(frame: Image, outline: CardOutline, size: tuple[int, int]) -> tuple[Image, Image]:
+    """The two index corners of the card, each warped upright into a ``size`` (w, h) image.
+
+    The first is the canonical card's top-left; the second its bottom-right seen with the
+    card turned 180 degrees. Same pixels as cropping :func:`warp_card`, a fraction of the work.
+    """
+    matrix = cv2.getPerspectiveTransform(outline.corners, _CANONICAL)
+    turn = np.array([[-1, 0, CARD_W - 1], [0, -1, CARD_H - 1], [0, 0, 1]], dtype=np.float64)
+    top_left: Image = cv2.warpPerspective(frame, matrix, size, flags=cv2.INTER_LINEAR)
+    bottom_right: Image = cv2.warpPerspective(frame, turn @ matrix, size, flags=cv2.INTER_LINEAR)
+    return top_left, bottom_right
 
 
 def warp_card(frame: Image, outline: CardOutline) -> Image:

@@ -1,7 +1,7 @@
 """The corner index of a warped card: ink mask, rank and suit glyph vectors, ink colour.
 
 Both index corners of a card are read. The bottom-right one is the top-left one of
-the card turned 180 degrees, so :func:`corner_views` hands back two upright views
+the card turned 180 degrees, so :func:`~drivers.camera.geometry.warp_corners` hands back two upright views
 and everything else works on "the top-left corner" only.
 """
 
@@ -23,6 +23,8 @@ Vector = NDArray[Any]
 
 CORNER_REGION: Box = (0, 0, int(CARD_W * 0.30), int(CARD_H * 0.40))
 """Where an index may lie, generous: calibration looks for it here."""
+CORNER_SIZE = (CORNER_REGION[2], CORNER_REGION[3])
+"""(w, h) of a corner view warped on its own (the region starts at the card's corner)."""
 RANK_SIZE = (24, 32)
 SUIT_SIZE = (24, 24)
 MIN_CONTRAST = 60

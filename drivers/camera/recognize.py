@@ -16,13 +16,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from daemon.cards import Card, Rank, Suit
-from drivers.camera.geometry import CardOutline, DetectorParams, Image, detect_cards, warp_card
+from drivers.camera.geometry import CardOutline, DetectorParams, Image, detect_cards, warp_corners
 from drivers.camera.glyphs import (
+    CORNER_SIZE,
     RANK_SIZE,
     SUIT_SIZE,
     Glyph,
     box_aspect,
-    corner_views,
     find_glyph,
     glyph_vector,
     read_corner_ink,
@@ -208,7 +208,7 @@ class Recognizer:
     def recognize_outline(self, frame: Image, outline: CardOutline) -> Recognition:
         """Read one outline found in ``frame``."""
         scale = self._scale(outline.height_px)
-        views = corner_views(warp_card(frame, outline))
+        views = warp_corners(frame, outline, CORNER_SIZE)
         readings = tuple(self.read_corner(view, scale) for view in views)
         card, confidence, reason = self._combine(readings)
         return Recognition(outline=outline, card=card, confidence=confidence, reason=reason, corners=readings)

@@ -22,13 +22,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from daemon.cards import ALL_CARDS, Card, CardParseError, Rank, Suit
-from drivers.camera.geometry import Image, find_card_outlines, warp_card
+from drivers.camera.geometry import Image, find_card_outlines, warp_corners
 from drivers.camera.glyphs import (
+    CORNER_SIZE,
     RANK_SIZE,
     SUIT_SIZE,
     IndexBoxes,
     box_aspect,
-    corner_views,
     find_glyph,
     glyph_vector,
     ink_mask,
@@ -98,7 +98,7 @@ def _on_felt(face: Image, height: int | None, shrink: str = "area") -> Image:
     return canvas
 
 
-def _warped_face(face: Image, height: int | None, path: Path) -> Image:
+def _warped_face(face: Image, height: int | None, path: Path) -> tuple[Image, Image]:
     """The face as the camera code sees it; the face must show exactly one card."""
     warped = _rendered_face(face, height, 0.0, "area")
     if warped is None:
@@ -109,7 +109,7 @@ def _warped_face(face: Image, height: int | None, path: Path) -> Image:
     return warped
 
 
-def _rendered_face(face: Image, height: int | None, blur: float, shrink: str) -> Image | None:
+def _rendered_face(face: Image, height: int | None, blur: float, shrink: str) -> tuple[Image, Image] | None:
     """The face shrunk/blurred as a camera might show it, found and warped; None if lost."""
     canvas = _on_felt(face, height, "area")
     if shrink == "turned":
@@ -121,7 +121,7 @@ def _rendered_face(face: Image, height: int | None, blur: float, shrink: str) ->
     outlines = find_card_outlines(canvas)
     if len(outlines) != 1:
         return None
-    return warp_card(canvas, outlines[0])
+    return warp_corners(canvas, outlines[0], CORNER_SIZE)
 
 
 def _deck_index(boxes: list[IndexBoxes]) -> IndexBoxes:
@@ -164,7 +164,7 @@ def learn_templates(faces_dir: Path, deck: str | None = None) -> DeckTemplates:
     located: list[IndexBoxes] = []
     unlocated: list[str] = []
     for card, face in faces.items():
-        for view in corner_views(_warped_face(face, None, paths[card])):
+        for view in _warped_face(face, None, paths[card]):
             mask = ink_mask(view)
             boxes = locate_index(mask) if mask is not None else None
             if boxes is None:
@@ -189,7 +189,7 @@ def learn_templates(faces_dir: Path, deck: str | None = None) -> DeckTemplates:
                 # Renderings too degraded to find the card in teach nothing; skip them.
                 rendered = _rendered_face(face, height, blur, shrink)
                 if rendered is not None:
-                    views.extend((variant, view) for view in corner_views(rendered))
+                    views.extend((variant, view) for view in rendered)
             for variant, view in views:
                 corner = read_corner_ink(view)
                 if corner is None:
