@@ -45,10 +45,10 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
+from daemon.backoff import Backoff
 from daemon.engine.inputs import SupervisorCommand
 from daemon.journal.records import ORIGIN_DELIVERY, DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
-from daemon.mqtt.backoff import Backoff
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.envelope import encode, event_envelope, signed_message
 from daemon.mqtt.secrets import Secret

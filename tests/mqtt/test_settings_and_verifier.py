@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from daemon.backoff import Backoff
 from daemon.journal import Journal, JournalSettings
-from daemon.mqtt.backoff import Backoff
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.secrets import Secret, SecretError, SecretSource
 from daemon.mqtt.settings import BrokerSettings, SigningSettings

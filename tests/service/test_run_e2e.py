@@ -136,6 +136,8 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
     daemon = DaemonProcess(config, tmp_path / "daemon-1.log")
     try:
         assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+        # pyserial drops what was written before it opened the pty: deal only once it has
+        daemon.wait_for_log("device connected")
         play(part1, shoe, subscriber, refused)
         assert subscriber.wait_for(lambda s: len(received_winners(s.sorted_events())) == 12, 30)
         time.sleep(0.5)
@@ -149,6 +151,7 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
         restored = daemon.wait_for_log("engine_restored")
         assert restored["events"] == before
         assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+        daemon.wait_for_log("device connected")
         play(part2, shoe, subscriber, refused)
         assert subscriber.wait_for(lambda s: len(received_winners(s.sorted_events())) == 24, 30)
         time.sleep(0.5)
