@@ -30,6 +30,7 @@ class AlertCode(StrEnum):
     UNEXPECTED_CUT_CARD = "unexpected_cut_card"
     INVALID_INPUT = "invalid_input"
     CARD_OUTSIDE_GAME = "card_outside_game"
+    JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +85,11 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "the reader says a card left the shoe outside the game flow (e.g. drawn while locked for betting): "
         "not a dealt card; a card exposed during betting may void the round (RULES.md dealing mistake 7), "
         "a supervisor decides"
+    ),
+    AlertCode.JOURNAL_FULL_CARD_REFUSED: AlertSpec(
+        "the journal is full: cards that would open a new round are refused (not dealt, counted as out of "
+        "the shoe); stop dealing until it has room (details.refused counts them)",
+        auto="the journal has room again",
     ),
 }
 

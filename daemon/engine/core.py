@@ -98,6 +98,11 @@ class EngineCore:
             "held_rounds": [self._round_view(r) for _, r in sorted(st.held.items())],
             "rescan_needed": st.rescan_alert is not None,
             "disconnected_devices": list(st.disconnected),
+            "storage": {
+                "full": st.storage_full,
+                "detail": st.storage_detail,
+                "refused_cards": st.storage_refused,
+            },
             "reads_waiting_in_pull": len(st.held_reads),
             "results": [
                 {
@@ -154,10 +159,16 @@ class EngineCore:
         return alert_id
 
     def _clear_alert(
-        self, alert_id: str, at: float, source: str, reason: str, cmd: SupervisorCommand | None = None
+        self,
+        alert_id: str,
+        at: float,
+        source: str,
+        reason: str,
+        cmd: SupervisorCommand | None = None,
+        **extra: Any,
     ) -> None:
         alert = self.state.alerts[alert_id]
-        data: dict[str, Any] = {"alert_id": alert_id, "code": alert["code"], "reason": reason}
+        data: dict[str, Any] = {"alert_id": alert_id, "code": alert["code"], "reason": reason, **extra}
         if cmd is not None:
             data.update(actor=cmd.actor, command_id=cmd.command_id)
         self._emit("alert_cleared", at, source, data, hand=alert.get("hand"))
@@ -168,6 +179,43 @@ class EngineCore:
             self._alert(AlertCode.CARD_AFTER_LAST_ROUND, at, source, device=fields["device"], read=fields)
         else:
             self._alert(AlertCode.NO_SHOE, at, source, device=fields["device"], read=fields)
+
+    def _refuse_for_storage(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
+        """The journal is full and this card would open a round: refuse it, never place it.
+
+        It physically left the shoe, so it counts against the composition (unless it is
+        already over it: a misread or foreign card); one alert counts every refused card.
+        """
+        st = self.state
+        seen = st.counts.get(code, 0)
+        counted = seen < self.settings.decks
+        refused = st.storage_refused + 1 if st.storage_alert is not None else 1
+        alert_id = st.storage_alert
+        if alert_id is None:
+            alert_id = self._alert(
+                AlertCode.JOURNAL_FULL_CARD_REFUSED,
+                at,
+                source,
+                device=fields.get("device"),
+                detail=st.storage_detail,
+                refused=1,
+            )
+        data: dict[str, Any] = {
+            "card": code,
+            "reason": "journal_full",
+            "counted": counted,
+            "refused": refused,
+            "alert_id": alert_id,
+            "read": fields,
+        }
+        if not counted:
+            data["not_counted_because"] = (
+                f"this exact card has already appeared {seen} time(s) in a {self.settings.decks}-deck shoe: "
+                "misread or foreign card"
+            )
+        self._emit("card_refused", at, source, data)
+        if st.rescan_alert is not None:  # the unread card was read: refused, but no longer unknown
+            self._clear_alert(st.rescan_alert, at, source, "rescanned, refused (journal full)")
 
     def _composition_ok(self, code: str, at: float, source: str, fields: dict[str, Any]) -> bool:
         seen = self.state.counts.get(code, 0)

@@ -186,6 +186,20 @@ class SupervisorCommand:
     args: dict[str, object] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class StorageState:
+    """Whether the daemon's journal can take a new round (emitted by the service, not a device).
+
+    While ``full``, a card that would open a new round is refused (``card_refused``): the
+    round in progress still completes, nothing new starts until there is room again.
+    ``detail`` says why (e.g. "disk full", "backlog over its limit"), for the alert.
+    """
+
+    full: bool
+    at: float
+    detail: str | None = None
+
+
 EngineInput = (
     CardRead
     | ReadFailed
@@ -196,4 +210,5 @@ EngineInput = (
     | DeviceConnection
     | Tick
     | SupervisorCommand
+    | StorageState
 )

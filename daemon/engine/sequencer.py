@@ -290,10 +290,14 @@ class ReadSequencer(EngineCore):
                     camera_slot=fill["slot"],
                 )
                 return
+        plan = self._plan(read.at)
+        if plan.opens_round and st.storage_full:
+            self._refuse_for_storage(fields["card"], read.at, source, fields)
+            return
         if st.counts.get(fields["card"], 0) >= self.settings.decks:
             self._composition_ok(fields["card"], read.at, source, fields)  # raises the alert
             return
-        self._place(self._plan(read.at), fields["card"], read.at, source, read=fields, target=read.target)
+        self._place(plan, fields["card"], read.at, source, read=fields, target=read.target)
 
     def _already_disputed(self, hand: int | None, slot: str, code: str) -> bool:
         """The same camera disagreement is open already (the camera may report a card again)."""
@@ -354,6 +358,8 @@ class ReadSequencer(EngineCore):
         plan = self._plan(read.at)
         if plan.slot not in ROUND_SLOTS:
             return  # burn cards have no box on the layout: the reader must rescan them
+        if plan.opens_round and st.storage_full:
+            return  # no round may open: the reader's read of it is refused and counted, not this one
         if slot is not None and slot != plan.slot:
             self._alert(
                 AlertCode.CAMERA_SLOT_MISMATCH,

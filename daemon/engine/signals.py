@@ -15,6 +15,7 @@ from daemon.engine.inputs import (
     ReaderSignalKind,
     ShoeVerdict,
     Source,
+    StorageState,
     VerdictOutcome,
 )
 from daemon.engine.reads import card_code, outside_read_fields
@@ -202,3 +203,14 @@ class DeviceSignals(EngineCore):
         else:
             for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED.value, inp.device):
                 self._clear_alert(alert_id, inp.at, Source.SYSTEM.value, "device reconnected")
+
+    def _on_storage(self, inp: StorageState) -> None:
+        """The journal filled up or has room again; a full journal refuses cards opening a round."""
+        st = self.state
+        if inp.full == st.storage_full and (not inp.full or inp.detail == st.storage_detail):
+            return  # no change
+        self._emit("storage_state", inp.at, Source.SYSTEM.value, {"full": inp.full, "detail": inp.detail})
+        if not inp.full and st.storage_alert is not None:
+            self._clear_alert(
+                st.storage_alert, inp.at, Source.SYSTEM.value, "journal has room", refused=st.storage_refused
+            )

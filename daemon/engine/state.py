@@ -144,6 +144,11 @@ class TableState:
     hold_counter: int = 0
     # the current shoe's completed rounds, by hand (compact: see ``result_line``)
     results: list[dict[str, Any]] = field(default_factory=list)
+    # the journal cannot take a new round (StorageState): opening cards are refused
+    storage_full: bool = False
+    storage_detail: str | None = None
+    storage_alert: str | None = None
+    storage_refused: int = 0  # cards refused under the open journal-full alert
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
@@ -247,6 +252,21 @@ class TableState:
             self.counts[code] = self.counts.get(code, 0) + 1
             self.cards_out += 1
 
+    def _card_refused(self, e: Event) -> None:
+        d = e.data
+        if d["counted"]:  # the card left the shoe, though it was never dealt
+            code = d["card"]
+            self.counts[code] = self.counts.get(code, 0) + 1
+            self.cards_out += 1
+        self.storage_refused = d["refused"]
+        alert = self.alerts.get(d["alert_id"])
+        if alert is not None:  # a fresh copy: the raised event's own data stays as published
+            self.alerts[d["alert_id"]] = {**alert, "details": {**alert["details"], "refused": d["refused"]}}
+
+    def _storage_state(self, e: Event) -> None:
+        self.storage_full = e.data["full"]
+        self.storage_detail = e.data["detail"]
+
     def _round_opened(self, e: Event) -> None:
         hand = e.data["hand"]
         self.hand = hand
@@ -345,6 +365,9 @@ class TableState:
             self.rescan_alert = alert_id
         if d["code"] == "ambiguous_rescan":
             self.camera_fill = None
+        if d["code"] == "journal_full_card_refused":
+            self.storage_alert = alert_id
+            self.storage_refused = 0
         holds = d.get("holds")
         if holds == "next_round":
             self.next_round_holds.append(alert_id)
@@ -358,6 +381,9 @@ class TableState:
         self.alerts.pop(alert_id, None)
         if alert_id == self.rescan_alert:
             self.rescan_alert = None
+        if alert_id == self.storage_alert:
+            self.storage_alert = None
+            self.storage_refused = 0
         if alert_id in self.next_round_holds:
             self.next_round_holds = [a for a in self.next_round_holds if a != alert_id]
         for rnd in [*([self.round] if self.round is not None else []), *self.held.values()]:
@@ -419,6 +445,8 @@ _APPLY: dict[str, Callable[[TableState, Event], None]] = {
     "shoe_started": TableState._shoe_started,
     "card_dealt": TableState._card_dealt,
     "card_outside_game": TableState._card_outside_game,
+    "card_refused": TableState._card_refused,
+    "storage_state": TableState._storage_state,
     "round_opened": TableState._round_opened,
     "round_held": TableState._round_held,
     "round_completed": TableState._round_completed,

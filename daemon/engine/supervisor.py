@@ -227,6 +227,8 @@ class SupervisorCommands(EngineCore):
             plan = self._plan(cmd.at, detect_unneeded=False)
         if slot is not None and slot != plan.slot:
             return f"the next card goes to {plan.slot}, not {slot}"
+        if plan.opens_round and st.storage_full:
+            return "the journal is full: no new round can open until it has room"
         return lambda: self._place(plan, card.code, cmd.at, Source.SUPERVISOR.value, cmd=cmd, hand=hand)
 
     def _correct(

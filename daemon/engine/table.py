@@ -25,6 +25,7 @@ from daemon.engine.inputs import (
     ReadFailed,
     ShoeVerdict,
     Source,
+    StorageState,
     SupervisorCommand,
     Tick,
 )
@@ -95,6 +96,8 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._on_reader_signal(inp)
         elif isinstance(inp, DeviceConnection):
             self._on_connection(inp)
+        elif isinstance(inp, StorageState):
+            self._on_storage(inp)
         elif isinstance(inp, Tick):
             pass  # expiry above is all a tick does
         if rescan_before is not None and self.state.rescan_alert is None and self.state.held_reads:

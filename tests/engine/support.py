@@ -81,7 +81,7 @@ def assert_legal(events: list[Event], decks: int) -> None:
     seen: Counter[str] = Counter()
     completed: set[tuple[str | None, int | None]] = set()
     for e in events:
-        if e.kind == "card_dealt" or (e.kind == "card_outside_game" and e.data["counted"]):
+        if e.kind == "card_dealt" or (e.kind in ("card_outside_game", "card_refused") and e.data["counted"]):
             seen[e.data["card"]] += 1
         elif e.kind == "round_corrected":
             for slot in e.data["supplied"]:

@@ -31,6 +31,7 @@ from daemon.engine.inputs import (
     ReadFailed,
     ShoeVerdict,
     Source,
+    StorageState,
     SupervisorCommand,
     Tick,
     VerdictOutcome,
@@ -55,6 +56,7 @@ FAULTS = [
     "verdict",
     "command",
     "outside",
+    "storage",
 ]
 
 SLOTS = ["P1", "B1", "P2", "B2", "P3", "B3", "burn", "indicator", "X9", None]
@@ -149,6 +151,9 @@ def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) ->
             card = here.card if isinstance(here, CardRead) and rng.random() < 0.5 else rng.choice(ALL_CARDS)
             mode = rng.choice(list(OutsideGameMode))
             out.insert(i, OutsideGameCard(card, mode, at - 0.02, transmission_id=f"d{n}"))
+        elif fault == "storage":
+            out.insert(i, StorageState(True, at - 0.03, "disk full"))
+            out.insert(i + rng.randint(1, 6), StorageState(False, at + 0.5))
         elif fault == "target" and isinstance(here, CardRead):
             out[i] = CardRead(
                 here.card, at, target=rng.choice(list(DeviceTarget)), transmission_id=here.transmission_id
@@ -249,6 +254,7 @@ _any_input = st.one_of(
         device=st.sampled_from(["reader", "camera"]),
     ),
     st.builds(Tick, at=st.floats(0, 60)),
+    st.builds(StorageState, full=st.booleans(), at=st.floats(0, 50)),
     st.builds(CardRead, card=st.sampled_from(ALL_CARDS), at=st.sampled_from([math.nan, math.inf, -math.inf])),
     st.builds(
         lambda seed, at: _random_command(random.Random(seed), at, seed),
