@@ -45,3 +45,10 @@ class JournalSettings(BaseModel):
         description="Delivered events of finished shoes are kept this long for audit, then compacted.",
     )
     busy_timeout_ms: int = Field(default=5000, ge=0)
+    size_check_interval_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=60,
+        description="The file size is measured at most this often for the full check "
+        "(it is asked for every card).",
+    )

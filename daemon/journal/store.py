@@ -101,12 +101,23 @@ class Journal:
     """The durable journal of one table."""
 
     def __init__(
-        self, settings: JournalSettings, table_id: str, clock: Callable[[], float] = time.time
+        self,
+        settings: JournalSettings,
+        table_id: str,
+        clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         self.settings = settings
         self.table_id = table_id
         self._clock = clock
+        self._monotonic = monotonic
         self._lock = threading.RLock()
+        # Kept in memory so the per-card "may a new round open?" check costs no SQL: the
+        # undelivered count follows every append/mark (rebuilt once on open); the file size
+        # is stat()ed at most every ``size_check_interval_s``.
+        self._undelivered = 0
+        self._size_bytes = 0
+        self._size_checked_at: float | None = None
         settings.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(
@@ -156,6 +167,11 @@ class Journal:
                 f"not {self.table_id!r}: refusing to mix two tables' events"
             )
         self.journal_id: str = meta["journal_id"]
+        self._undelivered = int(
+            db.execute(
+                "SELECT count(*) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
+            ).fetchone()[0]
+        )
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db, self._lock)
@@ -188,6 +204,22 @@ class Journal:
         bodies = [e.to_dict() for e in events]
         body_texts = [json.dumps(b, separators=(",", ":"), sort_keys=True, allow_nan=False) for b in bodies]
         out: list[JournaledEvent] = []
+        with self._lock:
+            self._append_rows(input_rows, events, bodies, body_texts, origin, now, out)
+            # Counted after COMMIT (still under the lock): a failed transaction never counts.
+            self._undelivered += len(out)
+        return out
+
+    def _append_rows(
+        self,
+        input_rows: list[tuple[str, float, str, float]],
+        events: Sequence[JournalableEvent],
+        bodies: list[dict[str, Any]],
+        body_texts: list[str],
+        origin: str,
+        now: float,
+        out: list[JournaledEvent],
+    ) -> None:
         with self._transaction():
             last_input_id: int | None = None
             for row in input_rows:
@@ -196,7 +228,7 @@ class Journal:
                 )
                 last_input_id = cur.lastrowid
             if not events:
-                return out
+                return
             next_seq = int(self._meta("next_seq"))
             for event, body, text in zip(events, bodies, body_texts, strict=True):
                 seq = next_seq
@@ -236,7 +268,6 @@ class Journal:
                     )
                 )
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(next_seq),))
-        return out
 
     def mark_delivered(self, seqs: Iterable[int], at: float | None = None) -> None:
         """Record the broker's acknowledgement of these events.
@@ -255,18 +286,25 @@ class Journal:
             self._db.execute("PRAGMA synchronous=NORMAL")
             try:
                 with self._transaction():
-                    self._db.executemany(
-                        "UPDATE events SET delivered_at = ? WHERE seq = ? AND delivered_at IS NULL", rows
-                    )
+                    marked = self._db.executemany(
+                        "UPDATE events SET delivered_at = ? WHERE seq = ? "
+                        "AND delivered_at IS NULL AND dead_letter IS NULL",
+                        rows,
+                    ).rowcount
+                self._undelivered -= max(0, marked)
             finally:
                 self._db.execute("PRAGMA synchronous=FULL")
 
     def mark_dead_letter(self, seq: int, reason: str) -> None:
         """The broker refused this event: keep it for audit, stop retrying it."""
-        with self._transaction():
-            self._db.execute(
-                "UPDATE events SET dead_letter = ? WHERE seq = ? AND delivered_at IS NULL", (reason, seq)
-            )
+        with self._lock:
+            with self._transaction():
+                marked = self._db.execute(
+                    "UPDATE events SET dead_letter = ? WHERE seq = ? "
+                    "AND delivered_at IS NULL AND dead_letter IS NULL",
+                    (reason, seq),
+                ).rowcount
+            self._undelivered -= max(0, marked)
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -363,6 +401,7 @@ class Journal:
     # -- limits -------------------------------------------------------------------------------
 
     def size_bytes(self) -> int:
+        """The database file plus its WAL, stat()ed now."""
         total = 0
         for suffix in ("", "-wal"):
             path = Path(str(self.settings.path) + suffix)
@@ -370,25 +409,46 @@ class Journal:
                 total += path.stat().st_size
         return total
 
+    def _recent_size_bytes(self) -> int:
+        """:meth:`size_bytes`, re-measured at most every ``size_check_interval_s``."""
+        now = self._monotonic()
+        checked = self._size_checked_at
+        if checked is None or now - checked >= self.settings.size_check_interval_s or now < checked:
+            self._size_bytes = self.size_bytes()
+            self._size_checked_at = now
+        return self._size_bytes
+
+    def undelivered_count(self) -> int:
+        """Events journaled but neither acknowledged nor dead-lettered (kept in memory)."""
+        return self._undelivered
+
     def capacity(self) -> Capacity:
+        """How full the journal is: the in-memory undelivered count, the recent file size and
+        the oldest undelivered event (one indexed row)."""
         with self._lock:
-            count, oldest = self._db.execute(
-                "SELECT count(*), min(journaled_at) FROM events "
-                "WHERE delivered_at IS NULL AND dead_letter IS NULL"
+            row = self._db.execute(
+                "SELECT journaled_at FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL "
+                "ORDER BY seq LIMIT 1"
             ).fetchone()
+            undelivered = self._undelivered
         return Capacity(
-            size_bytes=self.size_bytes(),
+            size_bytes=self._recent_size_bytes(),
             max_bytes=self.settings.max_bytes,
-            undelivered=int(count),
+            undelivered=undelivered,
             max_undelivered=self.settings.max_undelivered_events,
-            oldest_undelivered_at=None if oldest is None else float(oldest),
+            oldest_undelivered_at=None if row is None else float(row[0]),
         )
 
     def admits_new_round(self) -> bool:
-        """False when the journal is full and the policy is ``refuse_new_rounds``."""
+        """False when the journal is full and the policy is ``refuse_new_rounds``.
+
+        Cheap enough to ask for every card: no SQL, at most one stat() pair per
+        ``size_check_interval_s``."""
         if self.settings.on_full is FullPolicy.ALERT_ONLY:
             return True
-        return not self.capacity().full
+        if self._undelivered >= self.settings.max_undelivered_events:
+            return False
+        return self._recent_size_bytes() < self.settings.max_bytes
 
     def compact(self, now: float | None = None) -> int:
         """Delete delivered (or dead-lettered) events of finished shoes journaled before the
@@ -407,9 +467,10 @@ class Journal:
             ).fetchone()
             current_shoe = None if row is None else row[0]
             first_pending = self._db.execute(
-                "SELECT min(seq) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
-            ).fetchone()[0]
-            limit_seq = first_pending if first_pending is not None else self.last_seq() + 1
+                "SELECT seq FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL "
+                "ORDER BY seq LIMIT 1"
+            ).fetchone()
+            limit_seq = first_pending[0] if first_pending is not None else self.last_seq() + 1
             deleted = self._db.execute(
                 "DELETE FROM events WHERE seq < ? AND journaled_at < ? "
                 "AND (delivered_at IS NOT NULL OR dead_letter IS NOT NULL) "
@@ -430,6 +491,7 @@ class Journal:
         with self._lock:
             self._db.execute("PRAGMA incremental_vacuum")
             self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._size_checked_at = None  # the file shrank: measure again at the next check
         return int(deleted)
 
     # -- command nonces ---------------------------------------------------------------------

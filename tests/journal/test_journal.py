@@ -25,9 +25,11 @@ def event(kind: str, shoe: str | None = "S1", hand: int | None = 1, **data: obje
     return DeliveryEvent(kind=kind, at=10.0, data=dict(data), shoe_id=shoe, hand=hand, source="reader")
 
 
-def open_journal(tmp_path: Path, clock: Clock | None = None, **overrides: object) -> Journal:
+def open_journal(
+    tmp_path: Path, clock: Clock | None = None, monotonic: Clock | None = None, **overrides: object
+) -> Journal:
     settings = JournalSettings(path=tmp_path / "j.sqlite3", **overrides)  # type: ignore[arg-type]
-    return Journal(settings, "T1", clock=clock or Clock())
+    return Journal(settings, "T1", clock=clock or Clock(), monotonic=monotonic or Clock(0.0))
 
 
 def test_append_assigns_gapless_seq_and_stable_ids_across_reopen(tmp_path: Path) -> None:
@@ -123,12 +125,48 @@ def test_alert_only_policy_always_admits(tmp_path: Path) -> None:
 
 
 def test_full_by_size(tmp_path: Path) -> None:
-    j = open_journal(tmp_path, max_bytes=64 * 1024)
+    ticks = Clock(0.0)
+    j = open_journal(tmp_path, monotonic=ticks, max_bytes=256 * 1024, size_check_interval_s=1.0)
     big = "x" * 2000
-    while not j.capacity().full:
+    assert j.admits_new_round()  # measured once here
+    while j.size_bytes() < 256 * 1024:
         j.append([], [event("card", pad=big)])
-    assert "journal size" in (j.capacity().reason or "")
+    # The size is re-measured at most once per interval: still the old figure...
+    assert j.admits_new_round()
+    ticks.now += 1.0
+    # ...and the new one once the interval passed.
     assert not j.admits_new_round()
+    assert "journal size" in (j.capacity().reason or "")
+
+
+def test_undelivered_count_follows_marks_and_is_rebuilt_on_open(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    j.append([], [event("card", n=i) for i in range(6)])
+    j.append_delivery_event(event("alert_raised", alert_id="a", code="x"))
+    assert j.undelivered_count() == j.capacity().undelivered == 7
+    j.mark_delivered([1, 2])
+    j.mark_delivered([2, 3])  # an event acknowledged twice counts once
+    j.mark_dead_letter(4, "rejected")
+    j.mark_dead_letter(1, "rejected")  # already delivered: no change
+    j.mark_dead_letter(4, "again")  # already dead-lettered: no change
+    assert j.undelivered_count() == 3
+    assert [e.seq for e in j.pending()] == [5, 6, 7]
+    j.close()
+    reopened = open_journal(tmp_path)
+    assert reopened.undelivered_count() == 3
+    assert reopened.capacity().oldest_undelivered_at is not None
+
+
+def test_a_failed_append_is_not_counted(tmp_path: Path) -> None:
+    j = open_journal(tmp_path)
+    with pytest.raises(ValueError, match="JSON"):
+        j.append([], [event("card", bad=float("nan"))])
+    assert j.undelivered_count() == 0
+    j._db.execute("CREATE TRIGGER refuse BEFORE INSERT ON events BEGIN SELECT RAISE(ABORT, 'disk'); END")
+    with pytest.raises(sqlite3.DatabaseError):
+        j.append([], [event("card")])
+    assert j.undelivered_count() == 0
+    assert j.capacity().undelivered == 0
 
 
 def test_compaction_removes_only_old_delivered_finished_shoes(tmp_path: Path) -> None:
