@@ -4,9 +4,12 @@ Frames are 1280x720 overhead views made from real card art (see tests/camera/syn
 templates are learned from the same deck's faces (``camera calibrate``). Latency is
 ``Recognizer.recognize_frame`` wall time per frame on one core (cv2.setNumThreads(1)),
 reported as p50/p95 beside a baseline measured in the same run: the bare outline
-detector on the same frames (the floor any recognition pays).
+detector on the same frames (the floor any recognition pays). Each frame is timed
+``--repeats`` times and its fastest run kept, so other processes on a shared machine
+inflate the figures less.
 
-    .venv/bin/python -m bench.bench_camera [--frames 26] [--seed 7] [--conditions a,b] [--no-foreign] [--json]
+    .venv/bin/python -m bench.bench_camera [--frames 26] [--seed 7] [--repeats 3]
+        [--conditions a,b] [--no-foreign] [--json]
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-foreign", dest="foreign", action="store_false", help="skip the foreign-deck row"
     )
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per frame; the fastest is kept")
     parser.add_argument("--json", action="store_true", help="print one JSON line per row instead of a table")
     args = parser.parse_args(argv)
     cv2.setNumThreads(1)
@@ -71,12 +75,18 @@ def main(argv: list[str] | None = None) -> int:
             latency: list[float] = []
             baseline: list[float] = []
             for frame in frames:
-                start = time.perf_counter()
-                find_card_outlines(frame.image)
-                baseline.append((time.perf_counter() - start) * 1000)
-                start = time.perf_counter()
-                recognitions = recognizer.recognize_frame(frame.image)
-                latency.append((time.perf_counter() - start) * 1000)
+                # Each frame is timed --repeats times and the fastest run kept: on a shared
+                # machine the minimum is the frame's own cost, the rest is other processes.
+                outline_runs, recognise_runs = [], []
+                for _ in range(args.repeats):
+                    start = time.perf_counter()
+                    find_card_outlines(frame.image)
+                    outline_runs.append((time.perf_counter() - start) * 1000)
+                    start = time.perf_counter()
+                    recognitions = recognizer.recognize_frame(frame.image)
+                    recognise_runs.append((time.perf_counter() - start) * 1000)
+                baseline.append(min(outline_runs))
+                latency.append(min(recognise_runs))
                 total.add(score_frame(frame, recognitions))
             if condition != FOREIGN:
                 all_latency.extend(latency)

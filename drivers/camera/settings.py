@@ -98,6 +98,8 @@ class CameraSettings(BaseModel):
     """Frames analysed per second (replay sources are also paced at this rate)."""
     watchdog_s: Annotated[float, Field(gt=0.0, le=600.0)] = 3.0
     """No frame for this long: the capture is declared hung and reopened."""
+    open_timeout_s: Annotated[float, Field(gt=0.0, le=600.0)] = 10.0
+    """How long a (re)opened capture may take to deliver its first frame."""
     stale_frame_s: Annotated[float, Field(gt=0.0, le=3600.0)] | None = 5.0
     """Byte-identical frames for this long: the stream is frozen and reopened (None: off)."""
     reconnect_initial_s: Annotated[float, Field(gt=0.0, le=60.0)] = 0.5

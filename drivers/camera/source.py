@@ -177,6 +177,19 @@ class CameraSource:
                 return
             delay = min(delay * 2, self.settings.reconnect_max_s)
 
+    def _next_frame(self, capture: _Capture, limit: float) -> Image | BaseException | None:
+        """The next frame or capture error; None after ``limit`` seconds or on stop."""
+        deadline = time.monotonic() + limit
+        while not self._stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            try:
+                return capture.frames.get(timeout=min(remaining, 0.2))
+            except queue.Empty:
+                continue
+        return None
+
     def _serve(self, capture: _Capture) -> str:
         """Analyse frames until the capture fails: "lost", "failed" (never connected), "ended"."""
         s = self.settings
@@ -187,11 +200,14 @@ class CameraSource:
         same_since = 0.0
         interval = 1.0 / s.fps
         while not self._stop.is_set():
-            try:
-                item = capture.frames.get(timeout=s.watchdog_s)
-            except queue.Empty:
+            # Opening a stream may take longer than the gap allowed between two frames.
+            limit = s.watchdog_s if connected else max(s.watchdog_s, s.open_timeout_s)
+            item = self._next_frame(capture, limit)
+            if item is None:
+                if self._stop.is_set():
+                    break
                 self._count("watchdog_trips")
-                self._count("last_error", f"watchdog: no frame for {s.watchdog_s:g} s")
+                self._count("last_error", f"watchdog: no frame for {limit:g} s")
                 return "lost" if connected else "failed"
             if isinstance(item, EndOfReplay):
                 if connected:
