@@ -31,6 +31,7 @@ class AlertCode(StrEnum):
     INVALID_INPUT = "invalid_input"
     CARD_OUTSIDE_GAME = "card_outside_game"
     JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
+    READER_COMMAND_REFUSED = "reader_command_refused"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +86,10 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "the reader says a card left the shoe outside the game flow (e.g. drawn while locked for betting): "
         "not a dealt card; a card exposed during betting may void the round (RULES.md dealing mistake 7), "
         "a supervisor decides"
+    ),
+    AlertCode.READER_COMMAND_REFUSED: AlertSpec(
+        "the reader did not carry out a supervisor's lock/unlock (refused, no answer or no reader): "
+        "the shoe's lock state is not what was asked"
     ),
     AlertCode.JOURNAL_FULL_CARD_REFUSED: AlertSpec(
         "the journal is full: cards that would open a new round are refused (not dealt, counted as out of "

@@ -30,11 +30,15 @@ ACTIONS: dict[str, str] = {
     "resolve_hold": "accept the engine's model of a held round; args: hand (optional)",
     "rescan_ack": "close the rescan-needed alert when no card is to be rescanned; no args",
     "super_round_die": "record the Super 98 die; args: value (1..faces), hand (optional)",
+    "lock": "lock the shoe (betting time): the service sends it to the reader; no args",
+    "unlock": "unlock the shoe: the service sends it to the reader; no args",
 }
 """Every supervisor action the engine accepts, with its arguments."""
 
 SERVICE_ACTIONS = frozenset({"lock", "unlock"})
-"""Actions for the reader itself, handled by the service, never by the engine."""
+"""Actions carried out on the reader itself: the engine accepts them (journaled, audited) and
+emits ``reader_command_requested``; the service performs the I/O and feeds the reader's answer
+back as a ``ReaderSignal`` (LOCKED/UNLOCKED, or COMMAND_REFUSED)."""
 
 _SHOE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 

@@ -94,11 +94,16 @@ class ReaderSignalKind(Enum):
     ERROR_CLEARED = "error_cleared"
     REDEAL = "redeal"
     PRESET_CHANGED = "preset_changed"
+    COMMAND_REFUSED = "command_refused"  # a host command (lock/unlock) was NAKed, unanswered or unsendable
 
 
 @dataclass(frozen=True, slots=True)
 class ReaderSignal:
-    """A status message from the reader that is not a card."""
+    """A status message from the reader that is not a card.
+
+    ``command_id`` names the supervisor command (lock/unlock) this answers, when the
+    service knows it (the reader's answer to a host command it sent).
+    """
 
     kind: ReaderSignalKind
     at: float
@@ -106,6 +111,7 @@ class ReaderSignal:
     detail: str | None = None
     raw: str | None = None
     device: str = "reader"
+    command_id: str | None = None
 
 
 class OutsideGameMode(Enum):

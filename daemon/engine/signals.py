@@ -170,6 +170,7 @@ class DeviceSignals(EngineCore):
                 "detail": inp.detail,
                 "device": inp.device,
                 "raw": inp.raw,
+                "command_id": inp.command_id,
             },
         )
         if inp.kind is ReaderSignalKind.ERROR_RAISED:
@@ -177,6 +178,16 @@ class DeviceSignals(EngineCore):
         elif inp.kind is ReaderSignalKind.ERROR_CLEARED:
             for alert_id in st.open_alert_ids(AlertCode.READER_ERROR.value, inp.device):
                 self._clear_alert(alert_id, inp.at, source, "reader cleared the error")
+        elif inp.kind is ReaderSignalKind.COMMAND_REFUSED:
+            self._alert(
+                AlertCode.READER_COMMAND_REFUSED,
+                inp.at,
+                source,
+                device=inp.device,
+                reader_code=inp.code,
+                detail=inp.detail,
+                command_id=inp.command_id,
+            )
         elif inp.kind is ReaderSignalKind.REDEAL:
             hand = st.round.hand if st.round is not None else None
             self._alert(AlertCode.READER_REDEAL, inp.at, source, hand=hand, holds=hand, device=inp.device)

@@ -28,12 +28,7 @@ class SupervisorCommands(EngineCore):
     def _on_command(self, cmd: SupervisorCommand) -> None:
         handler = getattr(self, f"_cmd_{cmd.action}", None) if cmd.action in args_.ACTIONS else None
         if handler is None:
-            if cmd.action in args_.SERVICE_ACTIONS:
-                self._refuse(
-                    cmd, f"'{cmd.action}' is a reader command handled by the service, not the engine"
-                )
-            else:
-                self._refuse(cmd, f"unknown action {cmd.action!r}; accepted: {', '.join(args_.ACTIONS)}")
+            self._refuse(cmd, f"unknown action {cmd.action!r}; accepted: {', '.join(args_.ACTIONS)}")
             return
         if not isinstance(cmd.args, dict):
             self._refuse(cmd, "args must be an object")
@@ -417,3 +412,22 @@ class SupervisorCommands(EngineCore):
                 self._try_complete_held(held, cmd.at, source)
 
         return effect
+
+    def _reader_command(self, cmd: SupervisorCommand) -> Effect | str:
+        args_.check_keys(cmd.args, set())
+
+        def effect() -> None:
+            self._emit(
+                "reader_command_requested",
+                cmd.at,
+                Source.SUPERVISOR.value,
+                {"action": cmd.action, "command_id": cmd.command_id, "actor": cmd.actor},
+            )
+
+        return effect
+
+    def _cmd_lock(self, cmd: SupervisorCommand) -> Effect | str:
+        return self._reader_command(cmd)
+
+    def _cmd_unlock(self, cmd: SupervisorCommand) -> Effect | str:
+        return self._reader_command(cmd)

@@ -324,7 +324,7 @@ def test_commands_are_validated_and_always_answered() -> None:
     start_shoe(eng)
     cases: dict[str, dict[str, Any]] = {
         "bogus": {},
-        "lock": {},
+        "lock": {"device": "shoe-2"},
         "void_round": {"hand": "one"},
         "assign_card": {"card": "Zz"},
         "new_shoe": {"shoe_id": "bad id!"},
@@ -338,8 +338,32 @@ def test_commands_are_validated_and_always_answered() -> None:
         assert reply.kind == "command_refused", action
         assert reply.data["command_id"] == f"c{k}"
         assert reply.data["reason"], action
-    assert "'lock' is a reader command" in eng.handle(cmd("lock", 300, "l"))[0].data["reason"]
+    assert "unknown argument" in eng.handle(cmd("unlock", 300, "l", now=True))[0].data["reason"]
     assert "unknown argument" in eng.handle(cmd("rescan_ack", 301, "r", now=True))[0].data["reason"]
+
+
+def test_lock_and_unlock_are_accepted_audited_and_handed_to_the_service() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    out = eng.handle(cmd("lock", 300, "lk-1"))
+    assert [(e.kind, e.data) for e in out] == [
+        ("command_accepted", {"command_id": "lk-1", "action": "lock", "actor": "floor-1", "reason": None}),
+        ("reader_command_requested", {"action": "lock", "command_id": "lk-1", "actor": "floor-1"}),
+    ]
+    answer = eng.handle(ReaderSignal(ReaderSignalKind.LOCKED, 300.2, command_id="lk-1"))
+    assert [e.data["kind"] for e in answer] == ["locked"]
+    assert answer[0].data["command_id"] == "lk-1"
+    out += answer
+    out += eng.handle(cmd("unlock", 301, "ul-1"))
+    assert of_kind(out, "reader_command_requested")[-1].data["action"] == "unlock"
+    refused = eng.handle(
+        ReaderSignal(ReaderSignalKind.COMMAND_REFUSED, 301.1, detail="reader: NAK", command_id="ul-1")
+    )
+    out += refused
+    assert kinds(refused) == ["reader_status", "alert_raised"]
+    (alert,) = alerts(refused, "reader_command_refused")
+    assert alert.data["details"] == {"reader_code": None, "detail": "reader: NAK", "command_id": "ul-1"}
+    assert_restores(eng, events + out)
 
 
 def test_new_shoe_is_refused_while_a_round_is_in_progress() -> None:
