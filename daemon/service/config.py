@@ -80,7 +80,7 @@ class ServiceSettings(BaseModel):
     input_queue_max: int = Field(
         default=10_000,
         ge=100,
-        description="Inputs waiting for the engine at most (a full queue is logged).",
+        description="Queue depth at which a warning is logged (the queue is unbounded: no input is dropped).",
     )
 
 

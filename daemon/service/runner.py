@@ -9,6 +9,21 @@
 * The engine thread is the only code that touches the engine. For every input it
   asks the engine for events, appends input and events to the journal in one
   transaction, and only then wakes the publisher.
+* The queue is unbounded: no input is ever dropped (a dealer makes a few per second;
+  ``service.input_queue_max`` is only the depth at which a warning is logged).
+* A failed journal append (disk full, I/O error) is retried with backoff on the engine
+  thread, with the *same* input and events, until it succeeds: the engine already
+  holds the state those events describe and nothing else touches it meanwhile, so
+  the engine and the journal never disagree once the append lands. Readers keep
+  queueing; health shows ``journal_failing`` and the inputs waiting. Only at shutdown
+  does the retry give up, logging every input it could not store.
+* The journal's capacity reaches the engine as ``StorageState`` inputs on
+  transitions (full / has room), checked before any card that could open a round
+  and on idle ticks: the engine itself refuses a card that would open a round while
+  the journal is full (``card_refused`` + alert) and lets the round in progress finish.
+* ``lock``/``unlock`` are engine commands like any other (journaled); the reader I/O
+  happens on :class:`~daemon.service.reader_commands.ReaderCommandWorker` and its
+  result comes back as a journaled input before the supervisor's reply goes out.
 * Start-up folds the journal into a fresh engine, so a restart resumes the shoe.
 * READY goes to systemd once devices, journal and engine are up (the broker may be
   away: the journal holds everything until it is back). WATCHDOG pings go out only
@@ -33,8 +48,9 @@ from typing import Any
 
 import structlog
 
+from daemon.backoff import Backoff
 from daemon.engine.events import Event
-from daemon.engine.inputs import CardRead, EngineInput, SupervisorCommand, Tick
+from daemon.engine.inputs import CardRead, EngineInput, StorageState, SupervisorCommand, Tick
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.settings import BrokerSettings
@@ -42,6 +58,7 @@ from daemon.service.config import RELOADABLE, LoadedConfig, changed_sections, de
 from daemon.service.configfile import ConfigError
 from daemon.service.liveness import Liveness
 from daemon.service.logging import configure_logging
+from daemon.service.reader_commands import ReaderCommandWorker, ReaderRequest
 from daemon.service.sdnotify import SystemdNotifier
 
 log = structlog.get_logger("baccarat_edge.runner")
@@ -60,7 +77,19 @@ class _Stop:
     """Sentinel: the engine thread drains the queue up to here, then exits."""
 
 
-QueueItem = EngineInput | _Command | _Stop
+@dataclass(frozen=True, slots=True)
+class _Barrier:
+    """Set once the engine thread has handled every item queued before it."""
+
+    reached: threading.Event
+
+
+QueueItem = EngineInput | _Command | _Stop | _Barrier
+
+JOURNAL_RETRY_INITIAL_S = 0.05
+JOURNAL_RETRY_MAX_S = 2.0
+STORAGE_CHECK_INTERVAL_S = 1.0
+"""How often an idle engine thread re-checks the journal's capacity (a card checks at once)."""
 
 
 @dataclass(slots=True)
@@ -68,12 +97,13 @@ class RunnerStats:
     """Counters reported in health and in the demo's summary."""
 
     inputs: int = 0
+    processed: int = 0
     events: int = 0
     commands: int = 0
     journal_errors: int = 0
     engine_errors: int = 0
-    refused_journal_full: int = 0
-    queue_full_drops: int = 0
+    storage_transitions: int = 0
+    queue_depth_warnings: int = 0
     started_at: float = 0.0
     events_by_kind: dict[str, int] = field(default_factory=dict)
 
@@ -96,7 +126,7 @@ class Daemon:
         self.clock = clock
         self.on_events = on_events
         self.stats = RunnerStats()
-        self.queue: queue.Queue[QueueItem] = queue.Queue(maxsize=self.config.service.input_queue_max)
+        self.queue: queue.Queue[QueueItem] = queue.Queue()  # unbounded: an input is never dropped
         self.liveness = Liveness(self.config.service.watchdog_stall_s, time.monotonic)
         self.stop_requested = threading.Event()
         self.reload_requested = threading.Event()
@@ -109,6 +139,13 @@ class Daemon:
         self._engine_beat: Callable[[], None] = lambda: None
         self._snapshot: dict[str, Any] = {}
         self._snapshot_lock = threading.Lock()
+        self.reader_commands = ReaderCommandWorker(lambda: self.drivers, self.submit, self.clock)
+        self._queue_deep = False
+        self._journal_failing_since: float | None = None
+        self._storage_full = False
+        self._storage_checked = 0.0
+        self._stopping = threading.Event()
+        self._give_up_at = float("inf")
 
     # ------------------------------------------------------------------ set-up
     def start(self) -> None:
@@ -121,6 +158,7 @@ class Daemon:
         self.journal = Journal(cfg.journal, cfg.table_id, clock=self.clock)
         history = [Event.from_dict(e.body) for e in self.journal.events()]
         self.engine = Engine.restore(cfg.table, self.loaded.variant, history)
+        self._storage_full = bool(self.engine.state.storage_full)
         self._set_snapshot(self.engine.snapshot())
         log.info(
             "engine_restored",
@@ -134,6 +172,8 @@ class Daemon:
         self._engine_beat = self.liveness.register_heartbeat("engine")
         self._engine_thread = threading.Thread(target=self._engine_loop, name="engine", daemon=True)
         self._engine_thread.start()
+        self.reader_commands.start()
+        self._register_probe("reader_commands", self.reader_commands)
         self._start_drivers()
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
@@ -147,7 +187,6 @@ class Daemon:
             table_id=self.config.table_id,
             journal=self.journal,
             on_command=self.submit_command,
-            on_reader_command=self._reader_command,
             snapshot=self.snapshot,
             health_extra=self._devices_health,
             clock=self.clock,
@@ -174,9 +213,14 @@ class Daemon:
 
         ``health()`` takes the worker's own lock, so a deadlocked worker stops answering
         and the main loop's watchdog check (which calls it) stalls too: no ping goes out.
+        A worker with a ``running`` property (the publisher) is asked only that: its
+        ``health()`` is a report, too costly for a probe run several times a second.
         """
 
         def probe() -> float | None:
+            running = getattr(type(worker), "running", None)
+            if isinstance(running, property):
+                return time.monotonic() if bool(worker.running) else None
             health = worker.health()
             if "running" in health:
                 alive = bool(health["running"])
@@ -197,40 +241,34 @@ class Daemon:
         return sink
 
     def submit(self, inp: EngineInput) -> None:
-        try:
-            self.queue.put(inp, timeout=1.0)
-        except queue.Full:
-            # Cannot happen while the engine thread lives (it drains far faster than a shoe);
-            # never silently: count and log it so the health report shows it.
-            self.stats.queue_full_drops += 1
-            log.error("input_queue_full", input=type(inp).__name__, dropped_total=self.stats.queue_full_drops)
+        """Queue one input for the engine (any thread; never blocks, never drops)."""
+        self._put(inp)
 
     def submit_command(self, command: SupervisorCommand, reply: ReplyFn) -> None:
-        """Called by the publisher's network thread for every verified engine command."""
-        self.queue.put(_Command(command, reply))
+        """Called by the publisher's network thread for every verified command (lock/unlock too)."""
+        self._put(_Command(command, reply))
 
-    def _reader_command(self, action: str, args: dict[str, Any]) -> tuple[bool, str]:
-        """lock/unlock forwarded to the reader(s) that take host commands; (sent, detail)."""
-        lock_codes = {"lock": 2, "unlock": 1}
-        targets = [(n, d) for n, d in self.drivers.items() if hasattr(d, "send_command")]
-        if action not in lock_codes:
-            return False, f"{action!r} is not a reader command"
-        if not targets:
-            return False, "no configured reader accepts host commands"
-        details: list[str] = []
-        for name, driver in targets:
-            try:
-                answer = driver.send_command("LK", lock_codes[action])
-            except Exception as exc:  # the reply tells the supervisor; the daemon goes on
-                log.warning("reader_command_failed", device=name, action=action, error=str(exc))
-                return False, f"{name}: {exc}"
-            if answer is None:
-                return False, f"{name}: no answer from the reader"
-            if not bool(getattr(answer, "ok", False)):
-                return False, f"{name}: the reader refused ({answer})"
-            details.append(f"{name}: acknowledged")
-        log.info("reader_command_done", action=action, devices=[n for n, _ in targets])
-        return True, "; ".join(details)
+    def _put(self, item: QueueItem) -> None:
+        self.queue.put(item)
+        deep = self.queue.qsize() >= self.config.service.input_queue_max
+        if deep != self._queue_deep:  # log once per crossing, not per input
+            self._queue_deep = deep
+            if deep:
+                self.stats.queue_depth_warnings += 1
+                log.warning(
+                    "input_queue_deep", depth=self.queue.qsize(), warn_at=self.config.service.input_queue_max
+                )
+            else:
+                log.info("input_queue_normal", depth=self.queue.qsize())
+
+    def wait_until_processed(self, timeout: float) -> bool:
+        """True once the engine thread has handled everything queued before this call.
+
+        A barrier for tests and tools: no sleeping and hoping the last input was handled.
+        """
+        reached = threading.Event()
+        self._put(_Barrier(reached))
+        return reached.wait(timeout)
 
     # ------------------------------------------------------------------ engine thread
     def _engine_loop(self) -> None:
@@ -244,15 +282,19 @@ class Daemon:
                     item = Tick(at=self.clock())
                 if isinstance(item, _Stop):
                     break
+                if isinstance(item, _Barrier):
+                    item.reached.set()
+                    continue
+                self._update_storage_state(item)
                 self._step(item)
+                if not isinstance(item, Tick):
+                    self.stats.processed += 1
         finally:
             self.engine_done.set()
 
     def _step(self, item: EngineInput | _Command) -> None:
         assert self.journal is not None
         inp: EngineInput = item.command if isinstance(item, _Command) else item
-        if isinstance(inp, CardRead) and not self._admits(inp):
-            return
         try:
             events: list[Event] = self.engine.handle(inp)
         except Exception as exc:
@@ -262,12 +304,10 @@ class Daemon:
             return
         if isinstance(inp, Tick) and not events:
             return  # idle ticks are not worth a journal row
-        try:
-            journaled = self.journal.append([inp], events)
-        except Exception as exc:
-            self._journal_failed(inp, exc)
+        journaled = self._store(inp, events)
+        if journaled is None:
             if isinstance(item, _Command):
-                item.reply(False, "the journal could not store the command; nothing changed")
+                item.reply(False, "the journal could not store the command (daemon stopping)")
             return
         self.stats.inputs += 1
         self.stats.events += len(journaled)
@@ -279,9 +319,94 @@ class Daemon:
         self.publisher.notify()
         if isinstance(item, _Command):
             self.stats.commands += 1
-            item.reply(_answer_for(item.command, journaled))
+            self._answer(item, journaled)
         if self.on_events is not None and journaled:
             self.on_events(journaled)
+
+    def _answer(self, item: _Command, journaled: list[JournaledEvent]) -> None:
+        """Reply now, or once the reader carried out an accepted lock/unlock."""
+        answer = _answer_for(item.command, journaled)
+        requested = any(
+            e.kind == "reader_command_requested" and e.data.get("command_id") == item.command.command_id
+            for e in journaled
+        )
+        if answer["accepted"] and requested:
+            self.reader_commands.request(ReaderRequest(item.command, item.reply, answer))
+        else:
+            item.reply(answer)
+
+    def _store(self, inp: EngineInput, events: list[Event]) -> list[JournaledEvent] | None:
+        """Append until the journal takes it; None only when shutdown gave up on it.
+
+        The same input and events are retried: the engine already moved on by them and
+        nothing else touches it until they are stored, so it never disagrees with the journal.
+        """
+        assert self.journal is not None
+        backoff: Backoff | None = None
+        while True:
+            try:
+                journaled = self.journal.append([inp], events)
+            except Exception as exc:
+                self.stats.journal_errors += 1
+                if backoff is None:
+                    backoff = Backoff(JOURNAL_RETRY_INITIAL_S, JOURNAL_RETRY_MAX_S)
+                    if self._journal_failing_since is None:
+                        self._journal_failing_since = time.monotonic()
+                        log.error(
+                            "journal_failing",
+                            input=type(inp).__name__,
+                            error=str(exc),
+                            hint="inputs wait in memory and are retried; free disk space",
+                        )
+                if time.monotonic() >= self._give_up_at:
+                    log.error("input_not_stored", input=type(inp).__name__, body=repr(inp), error=str(exc))
+                    return None
+                self._engine_beat()  # retrying is progress: a restart would lose the queue
+                self._stopping.wait(min(backoff.next_delay(), max(0.0, self._give_up_at - time.monotonic())))
+                continue
+            if self._journal_failing_since is not None:
+                log.warning(
+                    "journal_recovered",
+                    failing_for_s=round(time.monotonic() - self._journal_failing_since, 3),
+                    errors=self.stats.journal_errors,
+                )
+                self._journal_failing_since = None
+            return journaled
+
+    def _update_storage_state(self, item: QueueItem) -> None:
+        """Tell the engine when the journal filled up or has room again.
+
+        Checked before a card only when it could open a round (mid-round cards are
+        admitted anyway, and the check must not cost every card) or while the engine
+        believes the journal full; on idle ticks at most every STORAGE_CHECK_INTERVAL_S.
+        """
+        assert self.journal is not None
+        if isinstance(item, CardRead):
+            if not self._storage_full and _mid_round(self.engine):
+                return
+        elif isinstance(item, Tick):
+            if time.monotonic() - self._storage_checked < STORAGE_CHECK_INTERVAL_S:
+                return
+        else:
+            return
+        self._storage_checked = time.monotonic()
+        try:
+            full = not self.journal.admits_new_round()
+        except Exception as exc:  # a capacity check that fails is no reason to stop dealing
+            log.error("journal_capacity_check_failed", error=str(exc))
+            return
+        if full == self._storage_full:
+            return
+        self._storage_full = full
+        self.stats.storage_transitions += 1
+        detail = None
+        if full:
+            try:
+                detail = self.journal.capacity().reason
+            except Exception as exc:
+                detail = f"capacity unknown: {exc}"
+        log.warning("journal_storage_state", full=full, detail=detail)
+        self._step(StorageState(full=full, at=self.clock(), detail=detail))
 
     @staticmethod
     def _log_event(event: JournaledEvent) -> None:
@@ -296,27 +421,6 @@ class Daemon:
             )
         except Exception as exc:  # a log line must never stop the engine thread
             log.error("log_failed", kind=event.kind, seq=event.seq, error=str(exc))
-
-    def _admits(self, read: CardRead) -> bool:
-        """Journal full under ``refuse_new_rounds``: no card may open a new round."""
-        assert self.journal is not None
-        if self.journal.admits_new_round() or _mid_round(self.engine):
-            return True
-        self.stats.refused_journal_full += 1
-        capacity = self.journal.capacity()
-        self._delivery_event(
-            "alert_raised",
-            {
-                "alert_id": f"journal-full-refused-{self.stats.refused_journal_full}",
-                "code": "journal_full_card_refused",
-                "message": "the journal is full: this card would open a new round and was refused; "
-                "stop dealing until the broker is reachable and the journal drains",
-                "card": read.card.code,
-                "device": read.device,
-                "reason": capacity.reason,
-            },
-        )
-        return False
 
     def _delivery_event(self, kind: str, data: dict[str, Any]) -> None:
         assert self.journal is not None
@@ -357,15 +461,8 @@ class Daemon:
         assert self.journal is not None
         history = [Event.from_dict(e.body) for e in self.journal.events()]
         self.engine = Engine.restore(self.config.table, self.loaded.variant, history)
+        self._storage_full = bool(self.engine.state.storage_full)
         self._set_snapshot(self.engine.snapshot())
-
-    def _journal_failed(self, inp: EngineInput, exc: Exception) -> None:
-        """The engine decided events the journal could not store: rebuild from what is durable."""
-
-        assert self.journal is not None
-        self.stats.journal_errors += 1
-        log.error("journal_write_failed", input=type(inp).__name__, error=str(exc))
-        self._rebuild_engine()
 
     # ------------------------------------------------------------------ views
     def _set_snapshot(self, snapshot: dict[str, Any]) -> None:
@@ -384,12 +481,21 @@ class Daemon:
         return report
 
     def _engine_health(self) -> dict[str, Any]:
+        failing_since = self._journal_failing_since
+        depth = self.queue.qsize()
         return {
-            "queue_depth": self.queue.qsize(),
+            "queue_depth": depth,
             "inputs": self.stats.inputs,
+            "processed": self.stats.processed,
             "events": self.stats.events,
             "journal_errors": self.stats.journal_errors,
-            "refused_journal_full": self.stats.refused_journal_full,
+            "journal_failing": failing_since is not None,
+            "journal_failing_for_s": None if failing_since is None else time.monotonic() - failing_since,
+            # the input being retried plus those queued behind it
+            "inputs_waiting": depth + (1 if failing_since is not None else 0),
+            "storage_full": self._storage_full,
+            "queue_depth_warnings": self.stats.queue_depth_warnings,
+            "reader_commands": self.reader_commands.health(),
             "stalled_workers": [s.name for s in self.liveness.states() if s.stalled],
         }
 
@@ -499,9 +605,16 @@ class Daemon:
             except Exception as exc:
                 log.warning("driver_stop_failed", device=name, error=str(exc))
             self.liveness.unregister(name)
+        timeout = self.config.service.shutdown_timeout_s
+        self.reader_commands.stop(timeout=timeout / 4)
+        self.liveness.unregister("reader_commands")
         if self._engine_thread is not None:
+            # a failing journal is retried for half the shutdown time, then each input
+            # it could not store is logged (never silently lost)
+            self._give_up_at = time.monotonic() + timeout / 2
+            self._stopping.set()
             self.queue.put(_Stop())
-            self._engine_thread.join(timeout=self.config.service.shutdown_timeout_s)
+            self._engine_thread.join(timeout=timeout)
         if self.publisher is not None:
             try:
                 self.publisher.stop(timeout=self.config.service.shutdown_timeout_s)

@@ -1,0 +1,164 @@
+"""lock/unlock on the shoe, performed off the engine thread and off paho's network thread.
+
+The path of a ``lock``/``unlock`` supervisor command:
+
+1. the publisher verifies it and hands it to the runner like any other command;
+2. the engine thread journals it: the engine answers ``command_accepted`` plus a
+   ``reader_command_requested`` event (or ``command_refused``), so every request
+   is on the audit trail before anything touches the device;
+3. this worker sends the Angel Eye ``LK`` command to every reader that takes host
+   commands and waits for its ACK/NAK (up to ``timeout`` seconds per reader);
+4. the result goes back into the engine queue as an input (``ReaderSignal``
+   LOCKED/UNLOCKED on ACK, :func:`refusal_input` on NAK, no answer or error), so
+   it is journaled too, and only then is the supervisor's reply sent.
+
+A crash between steps 2 and 3 leaves a journaled request that was never performed:
+it is not retried after a restart (the supervisor got no reply and sends it again).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from daemon.engine.inputs import EngineInput, ReaderSignal, ReaderSignalKind, SupervisorCommand
+
+log = structlog.get_logger("baccarat_edge.reader_commands")
+
+ReplyFn = Callable[..., None]
+LOCK_CODES: dict[str, int] = {"lock": 2, "unlock": 1}
+"""Angel Eye ``LK`` data: 2 locks the shoe, 1 unlocks it."""
+
+_DONE_KIND = {"lock": ReaderSignalKind.LOCKED, "unlock": ReaderSignalKind.UNLOCKED}
+
+
+@dataclass(frozen=True, slots=True)
+class ReaderRequest:
+    """A journaled lock/unlock to perform, with the engine's answer to send once it is done."""
+
+    command: SupervisorCommand
+    reply: ReplyFn
+    answer: Mapping[str, Any]
+
+
+class _Stop:
+    pass
+
+
+def refusal_input(
+    device: str, at: float, command: SupervisorCommand, detail: str, code: int | None = None
+) -> EngineInput:
+    """The input telling the engine a reader did not carry out ``command`` (it raises an alert)."""
+    return ReaderSignal(
+        ReaderSignalKind.COMMAND_REFUSED,
+        at,
+        code=code,
+        detail=f"{command.action}: {detail}",
+        device=device,
+        command_id=command.command_id,
+    )
+
+
+class ReaderCommandWorker:
+    """One thread performing reader commands in the order the engine journaled them."""
+
+    def __init__(
+        self,
+        drivers: Callable[[], Mapping[str, Any]],
+        submit: Callable[[EngineInput], None],
+        clock: Callable[[], float],
+        timeout: float = 1.0,
+    ) -> None:
+        self._drivers = drivers
+        self._submit = submit
+        self._clock = clock
+        self._timeout = timeout
+        self._queue: queue.Queue[ReaderRequest | _Stop] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self.performed = 0
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="reader-commands", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Finish the requests already queued (each bounded by the reader timeout), then exit."""
+        if self._thread is not None:
+            self._queue.put(_Stop())
+            self._thread.join(timeout)
+
+    def request(self, request: ReaderRequest) -> None:
+        """Queue a journaled request (called by the engine thread; never blocks)."""
+        self._queue.put(request)
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "running": self._thread is not None and self._thread.is_alive(),
+            "waiting": self._queue.qsize(),
+            "performed": self.performed,
+        }
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if isinstance(item, _Stop):
+                return
+            try:
+                self._perform(item)
+            except Exception as exc:  # the reply must still go out; the thread must live on
+                log.exception("reader_command_crashed", error=str(exc))
+                item.reply(False, f"reader command failed: {exc}")
+
+    def _perform(self, request: ReaderRequest) -> None:
+        command = request.command
+        action = command.action
+        targets = [(n, d) for n, d in self._drivers().items() if hasattr(d, "send_command")]
+        if action not in LOCK_CODES or not targets:
+            why = "no configured reader accepts host commands" if not targets else f"{action!r} is unknown"
+            self._submit(refusal_input("reader", self._clock(), command, why))
+            request.reply(False, why)
+            return
+        failures: list[str] = []
+        for name, driver in targets:
+            detail, code = self._send(name, driver, action)
+            at = self._clock()
+            if detail is None:
+                self._submit(
+                    ReaderSignal(
+                        _DONE_KIND[action],
+                        at,
+                        detail=f"{action} acknowledged",
+                        device=name,
+                        command_id=command.command_id,
+                    )
+                )
+            else:
+                failures.append(f"{name}: {detail}")
+                self._submit(refusal_input(name, at, command, detail, code))
+        self.performed += 1
+        log.info("reader_command_done", action=action, command_id=command.command_id, failures=failures)
+        if failures:
+            request.reply(False, "; ".join(failures))
+        else:
+            request.reply(dict(request.answer))
+
+    def _send(self, name: str, driver: Any, action: str) -> tuple[str | None, int | None]:
+        """(None, None) when the reader acknowledged; otherwise what went wrong and its NAK code."""
+        try:
+            answer = driver.send_command("LK", LOCK_CODES[action], timeout=self._timeout)
+        except Exception as exc:
+            log.warning("reader_command_failed", device=name, action=action, error=str(exc))
+            return f"cannot send: {exc}", None
+        if answer is None:
+            return "no answer from the reader (offline or silent)", None
+        if not bool(getattr(answer, "ok", False)):
+            code, meaning = getattr(answer, "code", None), getattr(answer, "meaning", None)
+            number = int(code) if isinstance(code, str) and code.isdigit() else None
+            return f"the reader refused (NAK {code}{f': {meaning}' if meaning else ''})", number
+        return None, None
