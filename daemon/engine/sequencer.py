@@ -312,6 +312,14 @@ class ReadSequencer(EngineCore):
                 return True
         return False
 
+    def _reader_failed(self) -> bool:
+        """The reader cannot supply the next card: a misread awaits its rescan, or every device
+        that supplies cards is disconnected (one reader down while another works is no failure)."""
+        st = self.state
+        if st.rescan_alert is not None:
+            return True
+        return bool(st.reader_devices) and all(d in st.disconnected for d in st.reader_devices)
+
     def _camera_read(self, read: CardRead) -> None:
         """Camera arbitration: cross-check the reader; fill in only for a failed reader."""
         cfg = self.settings.camera
@@ -352,12 +360,13 @@ class ReadSequencer(EngineCore):
                     round_already_completed=not still_open,
                 )
             return
-        reader_failed = st.rescan_alert is not None or any(d not in cfg.devices for d in st.disconnected)
-        if not reader_failed or st.phase not in (READY, ROUND):
+        if not self._reader_failed() or st.phase not in (READY, ROUND):
             return
         plan = self._plan(read.at)
         if plan.slot not in ROUND_SLOTS:
             return  # burn cards have no box on the layout: the reader must rescan them
+        if slot is None:
+            return  # a card seen in no known box: the camera abstains, it never guesses the slot
         if plan.opens_round and st.storage_full:
             return  # no round may open: the reader's read of it is refused and counted, not this one
         if slot is not None and slot != plan.slot:

@@ -135,6 +135,8 @@ class TableState:
     alert_counter: int = 0
     rescan_alert: str | None = None
     disconnected: list[str] = field(default_factory=list)
+    # devices that supply cards (sent a reader read, or are announced, and are not cameras)
+    reader_devices: list[str] = field(default_factory=list)
     camera_fill: dict[str, Any] | None = None
     # (device, transmission id, card) -> read time, oldest first, at most duplicate_memory
     recent: dict[tuple[str, str, str], float] = field(default_factory=dict)
@@ -160,7 +162,13 @@ class TableState:
         if read is not None:
             self._note_read(read, advance_pull=event.kind != "read_held")
 
+    def _note_reader_device(self, device: str) -> None:
+        if device not in self.reader_devices and device not in self.settings.camera.devices:
+            self.reader_devices = sorted([*self.reader_devices, device])
+
     def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
+        if read.get("source") == "reader":
+            self._note_reader_device(read["device"])
         tid = read.get("transmission_id")
         if tid is not None and read.get("card") is not None:
             recent = self.recent
@@ -404,6 +412,7 @@ class TableState:
 
     def _device_connection(self, e: Event) -> None:
         device = e.data["device"]
+        self._note_reader_device(device)
         if e.data["connected"]:
             self.disconnected = [d for d in self.disconnected if d != device]
         elif device not in self.disconnected:

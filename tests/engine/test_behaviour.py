@@ -288,6 +288,32 @@ def test_camera_fills_in_while_the_reader_is_disconnected_and_the_alert_clears_o
     assert_restores(eng, events + down + refused + out + up)
 
 
+def test_a_camera_read_in_no_known_box_never_fills_the_planned_slot() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += eng.handle(ReadFailed(100))
+    assert eng.handle(_camera("9s", 100.5, None)) == []  # no layout box: abstains, no guess
+    assert eng.snapshot()["rescan_needed"] is True
+    assert eng.snapshot()["round"] is None
+    out = eng.handle(_camera("9s", 100.6, "P1"))  # the same card seen in the planned box fills it
+    assert of_kind(out, "card_dealt")[0].data["slot"] == "P1"
+    assert_restores(eng, events + out)
+
+
+def test_one_reader_down_while_another_supplies_the_round_is_no_reader_failure() -> None:
+    eng = engine()
+    events = start_shoe(eng)  # the opening cards come from "reader"
+    events += feed(eng, [read("9s", 100, device="backup"), DeviceConnection(False, 100.5, device="reader")])
+    assert eng.snapshot()["round"]["cards"] == {"P1": "9s"}
+    assert eng.handle(_camera("2h", 101, "B1")) == []  # "backup" still deals: the camera only checks
+    out = eng.handle(DeviceConnection(False, 101.5, device="backup"))  # now every reader is down
+    out += eng.handle(_camera("2h", 102, "B1"))
+    (filled,) = of_kind(out, "card_dealt")
+    assert (filled.data["slot"], filled.data["source"]) == ("B1", "camera")
+    assert eng.state.reader_devices == ["backup", "reader"]
+    assert_restores(eng, events + out)
+
+
 def test_the_camera_never_fills_a_burn_card() -> None:
     eng = engine()
     feed(eng, [cmd("new_shoe", 0, "n"), read("2c", 1)])
