@@ -1,10 +1,14 @@
 """``baccarat-edge check-config FILE``: validate a config, then probe what it points at.
 
-Prints every configuration error at once (file, line, key path, what is wrong);
-when the file is valid, probes the reader devices, the camera source, the state
+Prints every configuration error at once (file, line, key path, what is wrong —
+unreadable secrets and an unknown variant included); when the file is valid, flags
+insecure broker settings (``tls.verify: false``, no TLS to a remote host, no login,
+unsigned events), then probes the reader devices, the camera source, the state
 directory and the broker (TCP, then one MQTT connect with the configured TLS and
 credentials) and says what it found. Exit status: 0 all good, 1 invalid config,
-2 valid config but something it points at is missing or unreachable.
+2 valid config but something it points at is missing or unreachable, or a setting
+is insecure (``--allow-insecure`` accepts those, e.g. for a lab bench, and still
+prints each one).
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--no-probe", action="store_true", help="only validate the file")
     parser.add_argument("--json", action="store_true", help="one JSON object instead of text")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per network probe")
+    parser.add_argument(
+        "--allow-insecure",
+        action="store_true",
+        help="accept insecure broker settings (still listed); never for a production table",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -33,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     from daemon.service.configfile import ConfigError
     from daemon.service.probes import (
         Finding,
+        insecure_settings,
         probe_broker,
         probe_camera,
         probe_reader,
@@ -56,7 +66,10 @@ def run(args: argparse.Namespace) -> int:
         + f", journal {cfg.journal.path}, broker {cfg.broker.host}:{cfg.broker.effective_port}"
         + f" ({'TLS' if cfg.broker.tls.enabled else 'no TLS'})"
     )
-    findings: list[Finding] = []
+    findings: list[Finding] = [
+        Finding("security", ok=bool(args.allow_insecure), detail=text, warning=True)
+        for text in insecure_settings(cfg.broker)
+    ]
     if not args.no_probe:
         for section, settings in zip(cfg.readers, loaded.reader_settings, strict=True):
             findings.append(probe_reader(device_name(settings, "reader"), section.driver, settings))
@@ -74,7 +87,10 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "valid": True,
                     "summary": summary,
-                    "findings": [{"subject": f.subject, "ok": f.ok, "detail": f.detail} for f in findings],
+                    "findings": [
+                        {"subject": f.subject, "ok": f.ok, "warning": f.warning, "detail": f.detail}
+                        for f in findings
+                    ],
                 }
             )
         )
@@ -84,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {finding}")
         if problems:
             print(f"{len(problems)} problem(s) found: fix them before relying on this table")
+            if any(f.subject == "security" for f in problems):
+                print("(insecure settings: fix them, or --allow-insecure on a lab bench)")
         elif not args.no_probe:
             print("everything it points at was found")
     return 2 if problems else 0

@@ -11,7 +11,9 @@ Sections (every one validated by its owner's pydantic model, unknown keys refuse
 * ``journal``: :class:`daemon.journal.settings.JournalSettings`;
 * ``broker``: :class:`daemon.mqtt.settings.BrokerSettings`.
 
-:func:`load_config` reports every problem of the file at once (see ``configfile``).
+:func:`load_config` reports every problem of the file at once (see ``configfile``): YAML,
+unknown keys, wrong types, each driver's settings, an unknown variant, and every secret
+(broker password, signing keys) that cannot be read — before anything is created on disk.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from daemon.engine.settings import TableSettings
 from daemon.journal.settings import JournalSettings
+from daemon.mqtt.secrets import SecretError, SecretSource
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.topics import TopicError, validate_table_id
 from daemon.rules.variants import Variant, VariantError, load_variant_by_name, shipped_variant_names
@@ -174,21 +177,28 @@ def load_config(
     path: Path | None,
     environ: Mapping[str, str] | None = None,
     overrides: Mapping[KeyPath, Any] | None = None,
+    *,
+    check_secrets: bool = True,
 ) -> LoadedConfig:
     """Read, override and validate a config file (the embedded defaults when ``path`` is None).
 
     Raises ConfigError listing every problem: YAML syntax, unknown keys, wrong types, bad
-    driver settings, each naming the file (or environment variable), line and key path.
+    driver settings, an unknown variant and (with ``check_secrets``) every secret that
+    cannot be read, each naming the file (or environment variable), line and key path.
+    Nothing is created or changed: a caller can rely on a config that loads before any
+    side effect. ``check_secrets=False`` is for tools that only read the file's shape.
     """
     raw = read_yaml(path if path is not None else DEFAULTS_FILE)
     problems = apply_env_overrides(raw, environ)
     for key_path, value in (overrides or {}).items():
         set_override(raw, key_path, value, "command line")
-    return validate_raw(raw, problems)
+    return validate_raw(raw, problems, check_secrets=check_secrets)
 
 
-def validate_raw(raw: RawConfig, problems: list[ConfigProblem] | None = None) -> LoadedConfig:
-    """Validate parsed YAML in two passes (outer model, then each driver's settings)."""
+def validate_raw(
+    raw: RawConfig, problems: list[ConfigProblem] | None = None, *, check_secrets: bool = True
+) -> LoadedConfig:
+    """Validate parsed YAML: outer model, each driver's settings, variant, secrets — all at once."""
     found = list(problems or [])
     config: DaemonConfig | None = None
     try:
@@ -197,9 +207,11 @@ def validate_raw(raw: RawConfig, problems: list[ConfigProblem] | None = None) ->
         found.extend(problems_from_validation(raw, exc))
     reader_settings, camera_settings = _validate_device_settings(raw, found)
     _check_unique_names(raw, reader_settings, camera_settings, found)
-    variant = None
-    if config is not None:
-        variant = _load_variant(raw, config.table.variant, found)
+    variant = _load_variant(raw, _variant_name(raw, config), found)
+    if check_secrets:
+        broker = config.broker if config is not None else _broker_alone(raw)
+        if broker is not None:
+            _check_secrets(raw, broker, found)
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
@@ -232,6 +244,42 @@ def _check_unique_names(
             found.append(
                 ConfigProblem(source, path, f"device name {name!r} is used twice; give each its own", line)
             )
+
+
+def _variant_name(raw: RawConfig, config: DaemonConfig | None) -> str:
+    """The variant named by the file, even when other keys failed validation."""
+    if config is not None:
+        return config.table.variant
+    table = raw.data.get("table")
+    named = table.get("variant") if isinstance(table, dict) else None
+    if isinstance(named, str):
+        return named
+    return TableSettings.model_fields["variant"].get_default(call_default_factory=True)  # type: ignore[no-any-return]
+
+
+def _broker_alone(raw: RawConfig) -> BrokerSettings | None:
+    """The broker section on its own, when the rest of the file failed (its secrets still checked)."""
+    try:
+        return BrokerSettings.model_validate(raw.data.get("broker") or {})
+    except ValidationError:
+        return None  # already reported by the outer pass
+
+
+def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigProblem]) -> None:
+    """Every secret the broker section names can be read now (its value is never reported)."""
+    named: list[tuple[KeyPath, SecretSource | None]] = [
+        (("broker", "auth", "password"), broker.auth.password if broker.auth is not None else None),
+        (("broker", "signing", "events_key"), broker.signing.events_key),
+        (("broker", "signing", "command_key"), broker.signing.command_key),
+    ]
+    for key_path, secret in named:
+        if secret is None:
+            continue
+        try:
+            secret.load()
+        except SecretError as exc:
+            source, line = raw.describe(key_path)
+            found.append(ConfigProblem(source, key_path, str(exc), line))
 
 
 def _load_variant(raw: RawConfig, name: str, found: list[ConfigProblem]) -> Variant | None:

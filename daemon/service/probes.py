@@ -9,6 +9,7 @@ running daemon is not disconnected.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import ssl
@@ -31,9 +32,11 @@ class Finding:
     subject: str
     ok: bool
     detail: str
+    warning: bool = False  # accepted, but worth a second look (e.g. an allowed insecure setting)
 
     def __str__(self) -> str:
-        return f"[{'ok' if self.ok else 'PROBLEM'}] {self.subject}: {self.detail}"
+        label = "PROBLEM" if not self.ok else "WARNING" if self.warning else "ok"
+        return f"[{label}] {self.subject}: {self.detail}"
 
 
 def probe_serial_url(subject: str, url: str, timeout: float = 2.0) -> Finding:
@@ -178,15 +181,11 @@ def probe_broker(settings: BrokerSettings, table_id: str, timeout: float = 5.0) 
     )
     scheme = "mqtt"
     if settings.tls.enabled:
+        from daemon.mqtt.tls import tls_context
+
         scheme = "mqtts"
-        try:
-            client.tls_set(
-                ca_certs=str(settings.tls.ca_file) if settings.tls.ca_file else None,
-                certfile=str(settings.tls.cert_file) if settings.tls.cert_file else None,
-                keyfile=str(settings.tls.key_file) if settings.tls.key_file else None,
-                cert_reqs=ssl.CERT_REQUIRED if settings.tls.verify else ssl.CERT_NONE,
-            )
-            client.tls_insecure_set(not settings.tls.verify)
+        try:  # the daemon's own context: TLS 1.2 floor, verification as configured
+            client.tls_set_context(tls_context(settings.tls))
         except (OSError, ssl.SSLError, ValueError) as exc:
             return [tcp, Finding("broker TLS", False, f"cannot load the TLS files: {exc}")]
     if settings.auth is not None:
@@ -262,3 +261,41 @@ def probe_secrets(settings: BrokerSettings) -> list[Finding]:
             else:
                 findings.append(Finding(subject, True, f"{path} readable"))
     return findings
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address: traffic that never leaves the machine."""
+    if host.lower() in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def insecure_settings(settings: BrokerSettings) -> list[str]:
+    """Every broker setting that leaves the table open to eavesdropping or forgery."""
+    found: list[str] = []
+    tls = settings.tls
+    if tls.enabled and not tls.verify:
+        found.append(
+            "broker.tls.verify is false: the broker certificate and host name are not checked, "
+            "anyone on the path can pose as the broker"
+        )
+    if not tls.enabled and not is_loopback(settings.host):
+        found.append(
+            f"broker.tls.enabled is false with the remote host {settings.host!r}: events, commands "
+            "and the login cross the network in clear text"
+        )
+    client_certificate = tls.enabled and tls.cert_file is not None  # mutual TLS identifies the table
+    if not client_certificate:
+        if settings.auth is None:
+            found.append("no broker.auth: the table logs in anonymously (the broker must allow anyone)")
+        elif settings.auth.password is None:
+            found.append("broker.auth has no password: the broker cannot tell this table from an impostor")
+    if settings.signing.events_key is None:
+        found.append(
+            "no broker.signing.events_key: events and replies are unsigned, "
+            "a consumer cannot detect forgeries"
+        )
+    return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -28,12 +29,13 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 
 def test_shipped_config_files_validate() -> None:
-    example = load_config(CONFIG_DIR / "table.example.yaml")
+    # the example names secret files that exist only on a table's machine
+    example = load_config(CONFIG_DIR / "table.example.yaml", check_secrets=False)
     assert example.config.table_id == "T07"
     assert example.config.broker.tls.verify is True
     assert example.config.journal.path == Path("/var/lib/baccarat-edge/journal.sqlite3")
     assert example.variant.name
-    defaults = load_config(None)
+    defaults = load_config(None, check_secrets=False)  # the demo generates its keys
     assert defaults.config.broker.protocol.value == "mqtt311"
     assert defaults.config.journal.path == defaults.config.state_dir / "journal.sqlite3"
 
@@ -52,6 +54,8 @@ readers:
 broker:
   tls:
     verfy: true
+  signing:
+    command_key: {file: /nonexistent/command.key}
 colour: red
 """
 
@@ -69,7 +73,9 @@ def test_bad_config_reports_every_error_with_file_line_and_key(tmp_path: Path) -
         "readers[1].driver",
         "broker.tls.verfy",
         "colour",
+        "table.variant",  # with the other mistakes, not after they are fixed
     } <= set(found)
+    assert "standard" in found["table.variant"].message  # lists the shipped variants
     assert found["table_id"].line == 1
     assert found["table.decks"].line == 3
     assert found["readers[0].settings.baudrate"].line == 9
@@ -77,17 +83,26 @@ def test_bad_config_reports_every_error_with_file_line_and_key(tmp_path: Path) -
     assert "angel_eye" in found["readers[1].driver"].message
     assert found["broker.tls.verfy"].message.startswith("unknown key")
     assert all(p.source == str(path) for p in info.value.problems)
-    # the variant is checked once the rest is valid; a file with only that mistake says so
+    assert found["table.variant"].line == 4
+
+
+def test_unreadable_secrets_are_config_errors_reported_with_the_rest(tmp_path: Path) -> None:
+    """Secrets are read while loading, beside every other mistake, before anything is created."""
+    path = tmp_path / "table.yaml"
     path.write_text(
-        "table_id: T7\ntable:\n  variant: no-such-variant\nreaders:\n  - driver: angel_eye\n"
-        "    settings: {url: /dev/x}\n"
+        f"table_id: T7\nstate_dir: {tmp_path / 'state'}\ntable:\n  decks: 0\n"
+        "readers:\n  - driver: angel_eye\n    settings: {url: /dev/x}\n"
+        "broker:\n  auth:\n    username: t7\n    password: {env: T7_PASSWORD_UNSET}\n"
+        f"  signing:\n    events_key: {{file: {tmp_path / 'missing.key'}}}\n"
     )
     with pytest.raises(ConfigError) as info:
         load_config(path, environ={})
-    [problem] = info.value.problems
-    assert format_key_path(problem.path) == "table.variant"
-    assert problem.line == 3
-    assert "standard" in problem.message  # lists the shipped variants
+    found = {format_key_path(p.path): p for p in info.value.problems}
+    assert set(found) == {"table.decks", "broker.auth.password", "broker.signing.events_key"}
+    assert "T7_PASSWORD_UNSET" in found["broker.auth.password"].message
+    assert found["broker.auth.password"].line == 11
+    assert "missing.key" in found["broker.signing.events_key"].message
+    assert not (tmp_path / "state").exists()
 
 
 def test_duplicate_device_names_are_refused(tmp_path: Path) -> None:
@@ -110,7 +125,7 @@ def test_environment_overrides_secret_locations(tmp_path: Path) -> None:
         "BACCARAT_EDGE__BROKER__AUTH__PASSWORD__FILE": "/run/credentials/baccarat-edge.service/mqtt",
         "BACCARAT_EDGE__STATE_DIR": str(tmp_path / "state"),
     }
-    loaded = load_config(path, environ=env)
+    loaded = load_config(path, environ=env, check_secrets=False)  # only where they are read from
     auth = loaded.config.broker.auth
     assert auth is not None
     assert auth.username == "table-t7"
@@ -133,7 +148,8 @@ def test_run_with_a_missing_secret_exits_ex_config_and_names_it(tmp_path: Path) 
     path.write_text(path.read_text() + "  signing:\n    events_key: {env: T7_EVENTS_KEY_UNSET}\n")
     result = _cli("run", "--config", str(path))
     assert result.returncode == 78
-    assert "environment variable T7_EVENTS_KEY_UNSET (named in the settings) is not set" in result.stdout
+    assert "broker.signing.events_key: environment variable T7_EVENTS_KEY_UNSET" in result.stderr
+    assert not (tmp_path / "state").exists()  # checked before any side effect: no journal created
 
 
 def test_check_config_reports_invalid_file(tmp_path: Path) -> None:
@@ -178,10 +194,15 @@ def test_check_config_says_a_secret_is_missing_without_showing_any(tmp_path: Pat
     )
     (tmp_path / "command.key").write_text("s3cr3t-command-key\n")
     result = _cli("check-config", str(path), "--timeout", "1", env={"T7_EVENTS_KEY": ""})
-    assert result.returncode == 2
-    assert "[PROBLEM] events signing key: secret from env T7_EVENTS_KEY is empty" in result.stdout
+    assert result.returncode == 1
+    assert "broker.signing.events_key: secret from env T7_EVENTS_KEY is empty" in result.stderr
+    assert "s3cr3t" not in result.stdout + result.stderr
+    (tmp_path / "events.key").write_text("an-events-key\n")
+    path.write_text(path.read_text().replace("{env: T7_EVENTS_KEY}", f"{{file: {tmp_path / 'events.key'}}}"))
+    result = _cli("check-config", str(path), "--timeout", "1", "--allow-insecure")
     assert f"[ok] command key: readable from file {tmp_path / 'command.key'} (18 bytes)" in result.stdout
     assert "s3cr3t" not in result.stdout + result.stderr
+    assert "an-events-key" not in result.stdout
 
 
 @pytest.mark.mosquitto
@@ -189,10 +210,11 @@ def test_check_config_finds_the_device_and_the_broker(tmp_path: Path, mosquitto:
     shoe = PtyDevice(tmp_path / "baccarat-shoe")
     try:
         path = _valid_config(tmp_path, shoe.path, mosquitto.port)
-        result = _cli("check-config", str(path))
+        result = _cli("check-config", str(path), "--allow-insecure")  # a lab broker: no login
     finally:
         shoe.unplug()
     assert result.returncode == 0, result.stdout + result.stderr
+    assert "[WARNING] security: no broker.auth" in result.stdout
     assert "character device, opens read-write" in result.stdout
     assert (
         f"[ok] broker MQTT: mqtt://127.0.0.1:{mosquitto.port} (MQTT 5): connection accepted" in result.stdout
@@ -216,6 +238,46 @@ def test_check_config_reports_a_refused_login(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "[PROBLEM] broker MQTT" in result.stdout
     assert "refused" in result.stdout
+
+
+def test_check_config_flags_every_insecure_broker_setting(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    base = (
+        f"table_id: T7\nstate_dir: {tmp_path / 'state'}\n"
+        "readers:\n  - driver: angel_eye\n    settings: {url: /dev/x}\n"
+    )
+    path.write_text(base + "broker:\n  host: broker.example\n  tls: {verify: false}\n")
+    result = _cli("check-config", str(path), "--no-probe")
+    assert result.returncode == 2, result.stdout + result.stderr
+    problems = [line.strip() for line in result.stdout.splitlines() if "[PROBLEM] security" in line]
+    assert len(problems) == 3, result.stdout
+    assert "broker.tls.verify is false" in problems[0]
+    assert "no broker.auth" in problems[1]
+    assert "no broker.signing.events_key" in problems[2]
+    assert "--allow-insecure" in result.stdout
+    # clear text to a remote host; login and signing configured
+    (tmp_path / "pw").write_text("pw\n")
+    (tmp_path / "events.key").write_text("k" * 32 + "\n")
+    path.write_text(
+        base + "broker:\n  host: 10.1.2.3\n  tls: {enabled: false}\n"
+        f"  auth: {{username: t7, password: {{file: {tmp_path / 'pw'}}}}}\n"
+        f"  signing: {{events_key: {{file: {tmp_path / 'events.key'}}}}}\n"
+    )
+    result = _cli("check-config", str(path), "--no-probe", "--json")
+    assert result.returncode == 2
+    report = json.loads(result.stdout)
+    [finding] = [f for f in report["findings"] if f["subject"] == "security"]
+    assert finding["ok"] is False
+    assert "clear text" in finding["detail"]
+    assert "'10.1.2.3'" in finding["detail"]
+    result = _cli("check-config", str(path), "--no-probe", "--allow-insecure")
+    assert result.returncode == 0
+    assert "[WARNING] security: broker.tls.enabled is false" in result.stdout
+    # the same on the loopback interface is fine
+    path.write_text(path.read_text().replace("10.1.2.3", "127.0.0.1"))
+    result = _cli("check-config", str(path), "--no-probe")
+    assert result.returncode == 0, result.stdout
+    assert "security" not in result.stdout
 
 
 def test_config_readme_documents_every_key() -> None:
