@@ -2,10 +2,11 @@
 
 A driver only moves bytes: it keeps the device open, feeds what it reads to its
 protocol decoder with the clock's time, and hands each new engine input to the
-sink. Repeats are counted, rejected frames are counted and logged, and the
-partial frame is discarded when the device goes away. While the device is away
-the sink gets one ``DeviceConnection(connected=False)``; when it is back, one
-``DeviceConnection(connected=True)``.
+sink. Repeats are counted, rejected frames are counted and logged (a rejected frame
+that stood for a dealt card also reaches the sink as its ``ReadFailed``, so the
+engine asks for a rescan), and the partial frame is discarded when the device goes
+away. While the device is away the sink gets one ``DeviceConnection(connected=False)``;
+when it is back, one ``DeviceConnection(connected=True)``.
 """
 
 from __future__ import annotations
@@ -58,7 +59,14 @@ class ReaderDriver:
         self._last_read_at: float | None = None
         self._reconnects = 0
         self._ever_connected = False
-        self._counts = {"frames": 0, "duplicates": 0, "rejects": 0, "notices": 0, "discarded_partials": 0}
+        self._counts = {
+            "frames": 0,
+            "duplicates": 0,
+            "rejects": 0,
+            "rescans": 0,
+            "notices": 0,
+            "discarded_partials": 0,
+        }
         self._last_error: str | None = None
         self._replies: list[CommandReply] = []
         self.tap: Callable[[bytes, float], None] | None = None
@@ -140,6 +148,9 @@ class ReaderDriver:
                 log.warning(
                     "frame rejected", device=self.device, reason=frame.rejected, raw=frame.raw.hex(" ")
                 )
+                if frame.rescan is not None:  # a card the reader sent but we could not take
+                    self._count("rescans")
+                    self._sink(frame.rescan)
             elif frame.duplicate:
                 self._count("duplicates")
             elif frame.reply is not None:

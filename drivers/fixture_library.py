@@ -70,6 +70,11 @@ LIBRARY: tuple[LibraryEntry, ...] = (
     LibraryEntry("angel_eye-bad-checksum", "angel_eye",
                  "Hand 2: the first transmission of every frame has a bad BCC; the resends are good.",
                  ("bad checksums",), faults=_f(Fault.BAD_CHECKSUM)),
+    LibraryEntry("angel_eye-corrupt-card-frame", "angel_eye",
+                 "Hand 2: every transmission of Banker 1's frame has a bad BCC: the card never arrives; "
+                 "the engine asks for a rescan and a supervisor assigns the card.",
+                 ("bad checksums", "a card frame lost on the line: rescan, never a silent gap"),
+                 faults=_f(Fault.CORRUPT_CARD_FRAME)),
     LibraryEntry("angel_eye-garbage", "angel_eye", "Hand 2: line noise before the round.",
                  ("garbage and resynchronisation",), faults=_f(Fault.GARBAGE)),
     LibraryEntry("angel_eye-repeats", "angel_eye", "Hand 2: every frame sent six times.",

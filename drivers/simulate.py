@@ -14,7 +14,9 @@ names slots reports them out of order), ``missing_card`` (mistake 5: a card not
 scanned, supplied by a supervisor ``assign_card``), ``card_exposed`` (mistake 7: a
 supervisor voids the round), ``foreign_card`` (an extra physical card: over the
 shoe's composition when it is a copy too many), ``repeats`` (more resends),
-``bad_checksum`` (first transmission corrupted), ``garbage`` (noise on the
+``bad_checksum`` (first transmission corrupted), ``corrupt_card_frame`` (Angel Eye
+only: every transmission of Banker 1's frame corrupted, so the card never arrives; the
+engine asks for a rescan and a supervisor supplies it with ``assign_card``), ``garbage`` (noise on the
 line), ``unplug`` (the device goes away in the middle of a frame and comes back),
 ``outside_game_card`` (Angel Eye only: during the betting before the hand a card
 leaves the locked shoe, a ``d`` frame; RULES.md mistake 7, a card exposed during betting).
@@ -64,9 +66,12 @@ class Fault(StrEnum):
     GARBAGE = "garbage"
     UNPLUG = "unplug"
     OUTSIDE_GAME_CARD = "outside_game_card"
+    CORRUPT_CARD_FRAME = "corrupt_card_frame"
 
 
-ANGEL_EYE_ONLY = frozenset({Fault.REPEATS, Fault.BAD_CHECKSUM, Fault.OUTSIDE_GAME_CARD})
+ANGEL_EYE_ONLY = frozenset(
+    {Fault.REPEATS, Fault.BAD_CHECKSUM, Fault.OUTSIDE_GAME_CARD, Fault.CORRUPT_CARD_FRAME}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +156,7 @@ class Action:
     supervisor: dict[str, Any] | None = None
     resend: int = 0  # extra transmissions beyond the protocol's usual
     corrupt_first: bool = False
+    corrupt_all: bool = False
 
 
 @dataclass
@@ -312,6 +318,13 @@ def _emit_round(
             acts.append(_at(draw, at, kind="unplug"))
             shift += 3.0
             at += 3.0
+        if Fault.CORRUPT_CARD_FRAME in kinds and i == 1:
+            assert draw.card is not None
+            acts.append(Action(at, "draw", card=draw.card, target=draw.target, hand=hand, corrupt_all=True))
+            acts.append(Action(at + 0.5, "supervisor", hand=hand, supervisor={
+                "action": "assign_card",
+                "args": {"card": draw.card.code, "slot": "B1", "hand": hand}}))  # fmt: skip
+            continue
         if Fault.MISSING_CARD in kinds and i == 1:
             assert draw.card is not None
             acts.append(Action(at + 0.5, "supervisor", hand=hand, supervisor={
@@ -355,7 +368,7 @@ class _AngelEyeEncoder:
         steps = []
         for i in range(count):
             payload = frame
-            if i == 0 and action is not None and action.corrupt_first:
+            if action is not None and (action.corrupt_all or (i == 0 and action.corrupt_first)):
                 payload = frame[:-1] + (b"0" if frame[-1:] != b"0" else b"1")
             steps.append(FixtureStep(t=t + i * self.repeat_gap, data=payload))
         return steps

@@ -14,10 +14,11 @@ target/index or card byte is wrong.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from enum import Enum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from daemon.cards import Card, Rank, Suit
 from daemon.engine.inputs import (
@@ -44,6 +45,9 @@ NAK = 0x15
 MAX_GARBAGE_RUN = 256
 """Bytes outside any frame are reported in runs of at most this many."""
 
+SEQUENCE_MARKS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+"""The SEQ cycle assumed by default ('1', '2', ... 'A' ... per PROTOCOLS.md; the wrap is *open*)."""
+
 
 class AngelEyeSettings(BaseModel):
     """Decoder settings for the parts of the protocol the public sources leave open."""
@@ -69,6 +73,26 @@ class AngelEyeSettings(BaseModel):
     redeal_payload_lengths: tuple[int, ...] = Field(
         default=(0, 2), description="Accepted payload lengths of an 'R' (re-deal) frame."
     )
+    sequence_marks: str = Field(
+        default=SEQUENCE_MARKS,
+        max_length=94,
+        description="The shoe's SEQ marks in the order it uses them (cycling); a new frame that skips "
+        "marks tells the engine a frame was lost (rescan). Empty: no gap check.",
+    )
+    max_sequence_gap: int = Field(
+        default=3,
+        ge=1,
+        le=16,
+        description="At most this many skipped marks count as lost frames; a longer jump is taken as "
+        "the shoe restarting its numbering.",
+    )
+
+    @field_validator("sequence_marks")
+    @classmethod
+    def _distinct_printable_marks(cls, marks: str) -> str:
+        if len(set(marks)) != len(marks) or not all(0x20 < ord(c) < 0x7F for c in marks):
+            raise ValueError("sequence_marks must be distinct printable ASCII characters")
+        return marks
 
 
 _TARGETS: dict[int, DeviceTarget] = {
@@ -213,6 +237,8 @@ class AngelEyeDecoder:
         self._garbage = bytearray()
         self._bcc_pending = 0
         self._recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.dedup_window)
+        self._last_seq: int | None = None  # SEQ of the last new frame taken
+        self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
 
     def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
@@ -247,7 +273,7 @@ class AngelEyeDecoder:
             if state is _State.OUTSIDE:
                 self._flush_garbage(out)
             else:
-                out.append(DecodedFrame(raw=bytes(self._frame), rejected=self._cut_reason()))
+                self._settle(DecodedFrame(raw=bytes(self._frame), rejected=self._cut_reason()), at, out)
             self._frame = bytearray([ENQ])
             self._state = _State.IN_FRAME
             return
@@ -270,18 +296,20 @@ class AngelEyeDecoder:
                 self._state = _State.BCC
                 self._bcc_pending = 2
             elif len(self._frame) > self.settings.max_frame_length:
-                out.append(
+                self._settle(
                     DecodedFrame(
                         raw=bytes(self._frame),
                         rejected=f"no ETX within {self.settings.max_frame_length} bytes of ENQ",
-                    )
+                    ),
+                    at,
+                    out,
                 )
                 self._frame.clear()
                 self._state = _State.OUTSIDE
         elif state is _State.BCC:
             self._bcc_pending -= 1
             if self._bcc_pending == 0:
-                out.append(self._finish_frame(bytes(self._frame), at))
+                self._settle(self._finish_frame(bytes(self._frame), at), at, out)
                 self._frame.clear()
                 self._state = _State.OUTSIDE
         else:  # NAK code: two characters
@@ -289,6 +317,51 @@ class AngelEyeDecoder:
                 out.append(self._finish_nak(bytes(self._frame)))
                 self._frame.clear()
                 self._state = _State.OUTSIDE
+
+    # -- cards lost on the wire ------------------------------------------------------
+    # A card frame the decoder must refuse, or a frame missing from the SEQ cycle, is a card
+    # the shoe dealt that the engine would otherwise never hear of: it gets a ReadFailed
+    # (rescan). Copies of one frame share its SEQ, so a bad copy of a frame already taken,
+    # or a further bad copy of one already reported, is only counted; a good copy after a
+    # bad one is the valid read that satisfies the rescan.
+
+    def _settle(self, frame: DecodedFrame, at: float, out: list[DecodedFrame]) -> None:
+        raw = frame.raw
+        if frame.rejected is not None:
+            if len(raw) >= 3 and raw[0] == ENQ and raw[2] == ord("D"):
+                seq = raw[1]
+                if seq != self._last_seq and seq not in self._failed_seqs:
+                    self._failed_seqs.add(seq)
+                    reason = f"card frame refused: {frame.rejected}"
+                    frame = replace(frame, rescan=self._lost(at, reason, raw))
+            out.append(frame)
+            return
+        if frame.input is not None and not frame.duplicate:
+            seq = raw[1]
+            skipped = [] if raw[2:3] == b"S" else self._skipped_marks(seq)
+            if skipped:
+                marks = "".join(skipped)
+                reason = f"sequence mark(s) {marks!r} skipped: frame(s) lost on the line"
+                out.append(DecodedFrame(raw=b"", rejected=reason, rescan=self._lost(at, reason, b"")))
+            self._last_seq = seq
+            self._failed_seqs.clear()
+        out.append(frame)
+
+    def _skipped_marks(self, seq: int) -> list[str]:
+        marks, last = self.settings.sequence_marks, self._last_seq
+        if last is None or chr(last) not in marks or chr(seq) not in marks:
+            return []
+        start = marks.index(chr(last))
+        distance = (marks.index(chr(seq)) - start) % len(marks)
+        if distance <= 1 or distance - 1 > self.settings.max_sequence_gap:
+            return []
+        missing = [marks[(start + k) % len(marks)] for k in range(1, distance)]
+        return [m for m in missing if ord(m) not in self._failed_seqs]
+
+    def _lost(self, at: float, reason: str, raw: bytes) -> ReadFailed:
+        return ReadFailed(
+            at=at, source=Source.READER, reason=reason, raw=hex_raw(raw) if raw else None, device=self.device
+        )
 
     def _cut_reason(self) -> str:
         if self._state is _State.NAK_CODE:

@@ -49,6 +49,11 @@ class DecodedFrame:
     valid frame with no engine input: drivers log and count it (no current
     decoder has such a frame; an Angel Eye ``d`` card drawn outside the game
     flow is an ``OutsideGameCard`` input). ``raw`` holds the bytes the frame was made of.
+
+    ``rescan`` goes with ``rejected`` when the refused bytes stood for a dealt card (an
+    Angel Eye ``D`` frame with a bad BCC or an invalid target/card byte, or a skipped
+    sequence mark): drivers forward it, so the engine asks for a rescan instead of
+    silently missing a card.
     """
 
     raw: bytes
@@ -57,6 +62,7 @@ class DecodedFrame:
     reply: CommandReply | None = None
     notice: str | None = None
     duplicate: bool = False
+    rescan: ReadFailed | None = None
 
     @property
     def status(self) -> str:
@@ -74,6 +80,8 @@ class DecodedFrame:
         out: dict[str, Any] = {"status": self.status, "raw": self.raw.hex(" ")}
         if self.rejected is not None:
             out["reason"] = self.rejected
+        if self.rescan is not None:
+            out["rescan"] = input_to_dict(self.rescan)
         if self.reply is not None:
             out["reply"] = self.reply.to_dict()
         if self.notice is not None:

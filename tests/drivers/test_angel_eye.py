@@ -353,3 +353,103 @@ def test_fuzz_no_card_from_a_corrupted_frame(items) -> None:
             assert raw[2:3] == b"D"
             assert len(raw) == 8
             assert decode_card(raw[4]) == decoded.input.card
+
+
+# -- cards lost on the wire: a refused card frame or a skipped mark asks the engine for a rescan --
+
+
+def _corrupt(frame: bytes) -> bytes:
+    return frame[:-1] + (b"0" if frame[-1:] != b"0" else b"1")
+
+
+def test_a_card_frame_with_a_bad_bcc_asks_for_a_rescan_once_per_frame() -> None:
+    good = encode_frame(ord("4"), "D", bytes([0x91, 0xB8]))
+    frames = decode(_corrupt(good) * 3)
+    assert [f.status for f in frames] == ["rejected"] * 3
+    rescans = [f.rescan for f in frames if f.rescan is not None]
+    assert len(rescans) == 1  # every copy is corrupted: one lost card, one rescan
+    assert isinstance(rescans[0], ReadFailed)
+    assert rescans[0].reason.startswith("card frame refused: bad BCC")
+    assert rescans[0].raw == _corrupt(good).hex(" ")
+    assert frames[0].to_dict()["rescan"]["type"] == "ReadFailed"
+
+
+def test_a_bad_copy_then_good_copies_reports_the_rescan_then_the_card() -> None:
+    good = encode_frame(ord("4"), "D", bytes([0x91, 0xB8]))
+    frames = decode(_corrupt(good) + good * 2)
+    assert [(f.status, f.rescan is not None) for f in frames] == [
+        ("rejected", True),
+        ("input", False),
+        ("duplicate", False),
+    ]
+
+
+def test_a_bad_copy_after_a_good_copy_is_only_counted() -> None:
+    good = encode_frame(ord("4"), "D", bytes([0x91, 0xB8]))
+    frames = decode(good + _corrupt(good) + good)
+    assert [(f.status, f.rescan is not None) for f in frames] == [
+        ("input", False),
+        ("rejected", False),
+        ("duplicate", False),
+    ]
+
+
+def test_invalid_card_and_target_bytes_in_a_d_frame_ask_for_a_rescan_but_other_frames_do_not() -> None:
+    bad_card = encode_frame(ord("5"), "D", bytes([0x81, 0x8E]))  # suit 0
+    bad_target = encode_frame(ord("6"), "D", bytes([0xB1, 0xB8]))  # target 3
+    bad_verdict = encode_frame(ord("7"), "G", b"\xd0")
+    bad_outside = encode_frame(ord("8"), "d", bytes([0x80, 0x8E]))
+    frames = decode(bad_card + bad_target + bad_verdict + bad_outside)
+    assert [(f.status, f.rescan is not None) for f in frames] == [
+        ("rejected", True),
+        ("rejected", True),
+        ("rejected", False),
+        ("rejected", False),
+    ]
+
+
+def test_a_skipped_sequence_mark_asks_for_a_rescan_repeats_are_no_gap() -> None:
+    def card(seq: str) -> bytes:
+        return encode_frame(ord(seq), "D", bytes([0x81, 0xB8]))
+
+    frames = decode(card("1") * 3 + card("2") * 3 + card("4") * 3)
+    gaps = [f for f in frames if f.rescan is not None]
+    assert len(gaps) == 1
+    assert gaps[0].raw == b""
+    assert gaps[0].rejected == "sequence mark(s) '3' skipped: frame(s) lost on the line"
+    assert frames.index(gaps[0]) == 6  # reported before the card that revealed it
+    assert [f.status for f in frames].count("input") == 3
+
+
+def test_sequence_wrap_start_frames_and_long_jumps_are_no_gap() -> None:
+    def frame(seq: str, code: str = "D") -> bytes:
+        return encode_frame(ord(seq), code, bytes([0x81, 0xB8]) if code == "D" else b"")
+
+    wrap = frame("Y") + frame("Z") + frame("1")
+    assert not [f for f in decode(wrap) if f.rescan is not None]
+    restart = frame("7") + frame("3", "S") + frame("4")
+    assert not [f for f in decode(restart) if f.rescan is not None]
+    jump = frame("1") + frame("K")  # far beyond max_sequence_gap: taken as the shoe renumbering
+    assert not [f for f in decode(jump) if f.rescan is not None]
+    wrapped_gap = frame("Z") + frame("2")  # '1' lost across the wrap
+    assert [f.rejected for f in decode(wrapped_gap) if f.rescan is not None] == [
+        "sequence mark(s) '1' skipped: frame(s) lost on the line"
+    ]
+    off = AngelEyeSettings(sequence_marks="")
+    assert not [f for f in decode(frame("1") + frame("3"), off) if f.rescan is not None]
+
+
+def test_a_lost_card_frame_is_not_reported_again_as_a_gap() -> None:
+    lost = encode_frame(ord("2"), "D", bytes([0x91, 0xB8]))
+    data = encode_frame(ord("1"), "D", bytes([0x81, 0xB8])) + _corrupt(lost) * 3
+    data += encode_frame(ord("3"), "D", bytes([0x82, 0xB1]))
+    frames = decode(data)
+    assert len([f for f in frames if f.rescan is not None]) == 1
+
+
+def test_sequence_marks_setting_is_validated() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="distinct printable"):
+        AngelEyeSettings(sequence_marks="1123")
