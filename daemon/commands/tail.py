@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,30 +28,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "deduplicates by event_id, reports seq gaps, prints events."
         ),
     )
-    parser.add_argument("--table", help="table id (default: table_id of --config)")
-    parser.add_argument(
-        "--broker",
-        help="mqtt://host:port or mqtts://host:port (default: mqtt://localhost:1883, or --config's)",
-    )
-    parser.add_argument(
-        "--config", type=Path, help="take broker, TLS, table and events key from this daemon config"
-    )
-    parser.add_argument("--ca-file", type=Path, help="CA bundle for mqtts:// (system store when unset)")
-    parser.add_argument("--cert-file", type=Path, help="client certificate (PEM) for mqtts://")
-    parser.add_argument("--key-file", type=Path, help="client key (PEM) for mqtts://")
-    parser.add_argument("--username", help="broker user name")
-    parser.add_argument("--password-file", type=Path, help="file holding the broker password")
-    parser.add_argument(
-        "--password-env", metavar="VAR", help="environment variable holding the broker password"
-    )
-    parser.add_argument("--events-key-file", type=Path, help="file holding the table's events HMAC key")
-    parser.add_argument("--events-key-env", metavar="VAR", help="environment variable holding the events key")
-    parser.add_argument(
-        "--allow-unsigned",
-        action="store_true",
-        help="accept events without a signature even though a key is given",
-    )
-    parser.add_argument("--mqtt", choices=["3.1.1", "5"], default="5", help="MQTT protocol version")
+    from daemon.mqtt.client_options import add_connection_arguments
+
+    add_connection_arguments(parser, events_key=True)
     parser.add_argument(
         "--all", action="store_true", help="also print status, state, health, alerts, replies"
     )
@@ -64,94 +40,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
-def _connection(args: argparse.Namespace) -> dict[str, Any] | str:
-    """Host, port, TLS, credentials, table and events key from the flags or the config."""
-    from daemon.mqtt.secrets import SecretError, SecretSource
-
-    conn: dict[str, Any] = {
-        "host": "localhost",
-        "port": 1883,
-        "tls": False,
-        "ca_file": args.ca_file,
-        "cert_file": args.cert_file,
-        "key_file": args.key_file,
-        "username": args.username,
-        "password": None,
-        "mqtt5": args.mqtt == "5",
-        "table": args.table,
-        "key": None,
-    }
-    if args.config is not None:
-        from daemon.service.config import load_config
-        from daemon.service.configfile import ConfigError
-
-        try:
-            cfg = load_config(args.config).config
-        except ConfigError as exc:
-            return str(exc)
-        broker = cfg.broker
-        conn.update(
-            host=broker.host,
-            port=broker.effective_port,
-            tls=broker.tls.enabled,
-            ca_file=args.ca_file or broker.tls.ca_file,
-            cert_file=args.cert_file or broker.tls.cert_file,
-            key_file=args.key_file or broker.tls.key_file,
-            mqtt5=broker.protocol.value == "mqtt5",
-            table=args.table or cfg.table_id,
-        )
-        try:
-            if broker.auth is not None and args.username is None:
-                conn["username"] = broker.auth.username
-                if broker.auth.password is not None:
-                    conn["password"] = broker.auth.password.load().reveal_text()
-            if broker.signing.events_key is not None:
-                conn["key"] = broker.signing.events_key.load()
-        except SecretError as exc:
-            return str(exc)
-    if args.broker is not None:
-        url = urlsplit(args.broker if "://" in args.broker else f"mqtt://{args.broker}")
-        if url.scheme not in ("mqtt", "mqtts"):
-            return f"--broker {args.broker!r}: the scheme must be mqtt:// or mqtts://"
-        conn["tls"] = url.scheme == "mqtts"
-        conn["host"] = url.hostname or "localhost"
-        try:
-            conn["port"] = url.port or (8883 if conn["tls"] else 1883)
-        except ValueError:
-            return f"--broker {args.broker!r}: the port is not a number"
-    try:
-        if args.password_file is not None:
-            conn["password"] = SecretSource(file=args.password_file).load().reveal_text()
-        elif args.password_env is not None:
-            conn["password"] = SecretSource(env=args.password_env).load().reveal_text()
-        if args.events_key_file is not None:
-            conn["key"] = SecretSource(file=args.events_key_file).load()
-        elif args.events_key_env is not None:
-            conn["key"] = SecretSource(env=args.events_key_env).load()
-    except SecretError as exc:
-        return str(exc)
-    if not conn["table"]:
-        return "give --table ID (or --config FILE with a table_id)"
-    from daemon.mqtt.topics import TopicError, validate_table_id
-
-    try:
-        validate_table_id(conn["table"])
-    except TopicError as exc:
-        return str(exc)
-    return conn
-
-
 class Tail:
     """Feeds received payloads to the consumer and prints what they turned out to be."""
 
-    def __init__(
-        self, table: str, key: Any, require_signature: bool, args: argparse.Namespace, out: TextIO
-    ) -> None:
+    def __init__(self, table: str, key: Any, args: argparse.Namespace, out: TextIO) -> None:
         from daemon.mqtt.consumer import EventConsumer
         from daemon.mqtt.topics import TableTopics
 
         self.topics = TableTopics(table)
-        self.consumer = EventConsumer(table, key=key, require_signature=require_signature)
+        # With a key every event must carry a valid signature (EventConsumer's rule).
+        self.consumer = EventConsumer(table, key=key)
         self.args = args
         self.out = out
         self.lock = threading.Lock()
@@ -254,41 +152,19 @@ def _ranges(seqs: Any) -> str:
 
 def run(args: argparse.Namespace) -> int:
     import paho.mqtt.client as mqtt
-    from paho.mqtt.enums import CallbackAPIVersion
 
-    from daemon.mqtt.settings import TlsSettings
-    from daemon.mqtt.tls import tls_context
+    from daemon.mqtt.client_options import build_client, resolve
 
-    conn = _connection(args)
+    conn = resolve(args)
     if isinstance(conn, str):
         print(f"tail: {conn}", file=sys.stderr)
         return 2
-    key = conn["key"]
-    tail = Tail(
-        conn["table"],
-        key,
-        require_signature=key is not None and not args.allow_unsigned,
-        args=args,
-        out=sys.stdout,
-    )
-    protocol = mqtt.MQTTv5 if conn["mqtt5"] else mqtt.MQTTv311
-    client = mqtt.Client(
-        CallbackAPIVersion.VERSION2, client_id=f"baccarat-edge-tail-{secrets.token_hex(4)}", protocol=protocol
-    )
-    if conn["tls"]:
-        try:
-            client.tls_set_context(
-                tls_context(
-                    TlsSettings(
-                        ca_file=conn["ca_file"], cert_file=conn["cert_file"], key_file=conn["key_file"]
-                    )
-                )
-            )
-        except (OSError, ValueError) as exc:
-            print(f"tail: TLS set-up failed: {exc}", file=sys.stderr)
-            return 2
-    if conn["username"]:
-        client.username_pw_set(conn["username"], conn["password"])
+    tail = Tail(conn.table, conn.events_key, args=args, out=sys.stdout)
+    try:
+        client = build_client(conn, "tail")
+    except (OSError, ValueError) as exc:
+        print(f"tail: TLS set-up failed: {exc}", file=sys.stderr)
+        return 2
     topic = tail.topics.all if args.all else tail.topics.events
     connected = threading.Event()
     failure: list[str] = []
@@ -311,9 +187,9 @@ def run(args: argparse.Namespace) -> int:
     client.on_message = on_message
     client.on_subscribe = on_subscribe
     try:
-        client.connect(conn["host"], conn["port"], keepalive=30)
+        client.connect(conn.host, conn.port, keepalive=30)
     except (OSError, ValueError) as exc:
-        print(f"tail: cannot connect to {conn['host']}:{conn['port']}: {exc}", file=sys.stderr)
+        print(f"tail: cannot connect to {conn.host}:{conn.port}: {exc}", file=sys.stderr)
         return 2
     client.loop_start()
     try:

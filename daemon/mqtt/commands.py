@@ -41,12 +41,11 @@ from daemon.mqtt.signing import verify
 MAX_COMMAND_BYTES = 16 * 1024
 MAX_ARGS_BYTES = 4 * 1024
 
-ENGINE_ACTIONS: frozenset[str] = frozenset(ACTIONS)
+ENGINE_ACTIONS: frozenset[str] = frozenset(ACTIONS) | SERVICE_ACTIONS
 """Actions handed to the engine (it validates their arguments and accepts or refuses them);
-the engine's own list, so a new engine action is accepted here without a change."""
-
-READER_ACTIONS: frozenset[str] = SERVICE_ACTIONS
-"""Actions forwarded to the card reader (Angel Eye lock/unlock)."""
+the engine's own list, so a new engine action is accepted here without a change. ``lock``/
+``unlock`` go the same way: the engine journals them and asks the service to send them to the
+reader."""
 
 _NONCE = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
 _HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
@@ -103,6 +102,7 @@ class Refusal:
     reason: str
     command_id: str | None = None
     action: str | None = None
+    actor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +111,6 @@ class Verified:
 
     command: SupervisorCommand
     request: CommandRequest
-
-    @property
-    def for_reader(self) -> bool:
-        return self.command.action in READER_ACTIONS
 
 
 class CommandVerifier:
@@ -127,7 +123,7 @@ class CommandVerifier:
         settings: SigningSettings,
         journal: Journal,
         clock: Callable[[], float],
-        actions: frozenset[str] = ENGINE_ACTIONS | READER_ACTIONS,
+        actions: frozenset[str] = ENGINE_ACTIONS,
     ) -> None:
         self.table_id = table_id
         self._key = key
@@ -148,21 +144,25 @@ class CommandVerifier:
             return Refusal("malformed", f"command must be a JSON object, got {type(raw).__name__}")
         command_id = raw.get("command_id") if isinstance(raw.get("command_id"), str) else None
         action = raw.get("action") if isinstance(raw.get("action"), str) else None
+        # Who claims to send it (unauthenticated until the signature checked): for the audit.
+        claimed_actor = raw.get("actor")
+        actor = claimed_actor[:128] if isinstance(claimed_actor, str) else None
         try:
             request = CommandRequest.model_validate(raw)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(command)'}: {err['msg']}" for err in exc.errors()
             )
-            return Refusal("malformed", problems, command_id, action)
+            return Refusal("malformed", problems, command_id, action, actor)
         except ValueError as exc:  # e.g. args holding NaN
-            return Refusal("malformed", str(exc), command_id, action)
+            return Refusal("malformed", str(exc), command_id, action, actor)
         if request.table_id != self.table_id:
             return Refusal(
                 "wrong_table",
                 f"command is for table {request.table_id!r}, this is {self.table_id!r}",
                 command_id,
                 action,
+                actor,
             )
         if request.action not in self.actions:
             return Refusal(
@@ -170,16 +170,23 @@ class CommandVerifier:
                 f"unknown action {request.action!r}; accepted: {', '.join(sorted(self.actions))}",
                 command_id,
                 action,
+                actor,
             )
         if self._key is None:
-            return Refusal("bad_signature", "this table has no command key configured", command_id, action)
+            return Refusal(
+                "bad_signature", "this table has no command key configured", command_id, action, actor
+            )
         if not verify(raw, self._key):
-            return Refusal("bad_signature", "signature does not match the command", command_id, action)
+            return Refusal("bad_signature", "signature does not match the command", command_id, action, actor)
         now = self._clock()
         skew = self._settings.command_max_skew_s
         if request.ts < now - skew:
             return Refusal(
-                "stale", f"command ts is {now - request.ts:.1f}s old (limit {skew:g}s)", command_id, action
+                "stale",
+                f"command ts is {now - request.ts:.1f}s old (limit {skew:g}s)",
+                command_id,
+                action,
+                actor,
             )
         if request.ts > now + skew:
             return Refusal(
@@ -187,14 +194,17 @@ class CommandVerifier:
                 f"command ts is {request.ts - now:.1f}s in the future (limit {skew:g}s)",
                 command_id,
                 action,
+                actor,
             )
         verdict = self._journal.remember_nonce(
             request.nonce, request.ts, now, 2 * skew, self._settings.nonce_cache_max
         )
         if verdict is NonceVerdict.REUSED:
-            return Refusal("replayed", "nonce already used", command_id, action)
+            return Refusal("replayed", "nonce already used", command_id, action, actor)
         if verdict is NonceVerdict.CACHE_FULL:
-            return Refusal("nonce_cache_full", "too many commands in the replay window", command_id, action)
+            return Refusal(
+                "nonce_cache_full", "too many commands in the replay window", command_id, action, actor
+            )
         command = SupervisorCommand(
             action=request.action,
             at=now,

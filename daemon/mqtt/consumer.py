@@ -7,7 +7,9 @@ payloads (:meth:`EventConsumer.feed`) from any MQTT client.
 Rules (also in ``daemon/mqtt/README.md``):
 
 * A payload that is not a valid envelope, is for another table, or whose signature does not
-  verify (when a key is configured) is **rejected** and does not advance anything.
+  verify is **rejected** and does not advance anything. With a key, every event must carry a
+  signature that verifies (a stripped signature is rejected); without one, signatures cannot
+  be checked (``require_signature`` then rejects everything).
 * An ``event_id`` already seen is a **duplicate** (at-least-once delivery): drop it.
 * ``seq`` is gapless per table. A ``seq`` above the next expected one opens a **gap** for the
   seqs in between; a late arrival fills it. A dead-letter alert (``alert_raised`` with code
@@ -73,9 +75,9 @@ class ConsumerStats:
 class EventConsumer:
     """Dedup/gap/verify state for one table's event stream.
 
-    ``require_signature``: reject unsigned events (set it whenever ``key`` is given in
-    production, so a stripped signature is not accepted). ``remember`` bounds the
-    ``event_id`` memory.
+    With a ``key`` every event must be signed with it. ``require_signature`` without a key
+    rejects every event (a consumer configured to verify but missing its key). ``remember``
+    bounds the ``event_id`` memory.
     """
 
     table_id: str
@@ -160,12 +162,11 @@ class EventConsumer:
             return None, "seq must be >= 1"
         if envelope["table_id"] != self.table_id:
             return None, f"event of table {envelope['table_id']!r}, expected {self.table_id!r}"
-        if "sig" in envelope or self.require_signature:
-            if self.key is None:
-                if self.require_signature:
-                    return None, "signature required but no key configured"
-            elif "sig" not in envelope:
-                return None, "unsigned event (signature required)"
-            elif not verify(envelope, self.key, UNSIGNED_EVENT_FIELDS):
-                return None, "signature does not verify"
+        if self.key is None:
+            if self.require_signature:
+                return None, "signature required but no key configured"
+        elif "sig" not in envelope:
+            return None, "unsigned event (a key is configured: a signature is required)"
+        elif not verify(envelope, self.key, UNSIGNED_EVENT_FIELDS):
+            return None, "signature does not verify"
         return envelope, ""

@@ -7,8 +7,9 @@ Threads
   with jitter, then runs ``client.loop()``; paho callbacks run here.
 * **drain**: the only owner of the in-flight map (paho ``mid`` -> ``seq``). It publishes
   undelivered events while fewer than ``inflight_window`` are unacknowledged, turns PUBACKs
-  into :meth:`Journal.mark_delivered`, dead-letters broker rejections, publishes health,
-  compacts the journal and raises/clears the journal-full alert.
+  into :meth:`Journal.mark_delivered`, dead-letters permanent broker rejections, retries
+  transient ones with backoff, publishes state and health, compacts the journal and
+  raises/clears the journal-full and delivery-failing alerts.
 
 Callbacks only append to a deque and set an event, so no lock of ours is ever taken while
 paho holds its own (paho calls ``on_publish`` under its message mutex).
@@ -21,9 +22,22 @@ in order, after the reconnect; everything else stays in the journal until there 
 After a restart the drain starts again at the first undelivered event. Delivery is
 therefore at-least-once, in ``seq`` order; consumers deduplicate by ``event_id``.
 
+A PUBACK with a failure reason code is either **permanent** (:data:`PERMANENT_REASON_CODES`:
+not authorized, topic name invalid, payload format invalid, packet too large): the event is
+dead-lettered (kept in the journal for audit, an ``mqtt_dead_letter`` alert names it); or
+**transient** (any other failure, e.g. 0x80 unspecified, 0x83 implementation specific, 0x91
+packet id in use, 0x97 quota exceeded): the event stays undelivered and is published again
+after a backoff, before anything newer; an ``mqtt_delivery_failing`` alert is open from the
+first transient failure until a retried event is acknowledged. Events already in flight when
+a transient failure arrives may be acknowledged before the retried one: consumers then see a
+gap that the retry fills (``seq`` order of first arrival is not guaranteed in that case).
+
 On every (re)connect, in this order: ``status`` = online (retained), subscribe to ``cmd``,
-republish the retained ``state``, then resume draining. :meth:`stop` publishes
-``status`` = offline before disconnecting (the Last Will only covers unclean exits).
+republish the retained ``state``, then resume draining. :attr:`Publisher.subscribed` is set
+when the broker acknowledged the ``cmd`` subscription. The retained ``state`` is published
+at most every ``delivery.state_interval_s``, at once after a round or shoe boundary event was
+published, on every connect, and by :meth:`Publisher.stop` before ``status`` = offline (the
+Last Will only covers unclean exits).
 """
 
 from __future__ import annotations
@@ -36,7 +50,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -67,13 +81,21 @@ CommandHandler = Callable[[SupervisorCommand, ReplyFn], None]
 """Receives a verified engine command and the function to answer it with. Must return
 quickly (hand the command to the engine's queue); reply when the engine has decided."""
 
-ReaderCommandHandler = Callable[[str, dict[str, Any]], tuple[bool, str]]
-"""Forwards ``lock``/``unlock`` (with the command's args) to the card reader; returns
-``(sent, detail)``."""
-
 DEAD_LETTER_ALERT = "mqtt_dead_letter"
+DELIVERY_FAILING_ALERT = "mqtt_delivery_failing"
 JOURNAL_FULL_ALERT = "journal_full"
 ALERT_KIND_PREFIX = "alert"
+COMMAND_REFUSED_KIND = "command_refused"
+
+PERMANENT_REASON_CODES: frozenset[int] = frozenset({0x87, 0x90, 0x95, 0x99})
+"""PUBACK reason codes after which publishing the same event again cannot succeed: not
+authorized (ACL), topic name invalid, packet too large, payload format invalid. Every other
+failure code is retried."""
+
+ROUND_BOUNDARY_KINDS: frozenset[str] = frozenset(
+    {"round_opened", "round_completed", "round_voided", "shoe_started", "shoe_ended", "shoe_voided"}
+)
+"""Publishing one of these makes the retained state due at once (not after the interval)."""
 
 
 @dataclass
@@ -85,6 +107,7 @@ class Counters:
     dead_lettered: int = 0
     connects: int = 0
     connection_failures: int = 0
+    delivery_retries: int = 0
     commands_accepted: int = 0
     commands_refused: int = 0
 
@@ -95,16 +118,9 @@ class Counters:
 @dataclass
 class _Ack:
     mid: int
+    code: int
     failed: bool
     reason: str
-
-
-@dataclass
-class _ConnectionInfo:
-    connected: bool = False
-    last_error: str | None = None
-    connected_since: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _reason_text(reason: ReasonCode | int) -> str:
@@ -122,7 +138,6 @@ class Publisher:
         table_id: str,
         journal: Journal,
         on_command: CommandHandler | None = None,
-        on_reader_command: ReaderCommandHandler | None = None,
         snapshot: Callable[[], dict[str, Any] | None] | None = None,
         health_extra: Callable[[], dict[str, Any]] | None = None,
         clock: Callable[[], float] = time.time,
@@ -132,13 +147,11 @@ class Publisher:
         self.topics = TableTopics(table_id)
         self.journal = journal
         self.on_command = on_command
-        self.on_reader_command = on_reader_command
         self._health_extra = health_extra
         self._snapshot = snapshot
-        self._published_state: dict[str, Any] | None = None
         self._clock = clock
         self.counters = Counters()
-        self._conn = _ConnectionInfo()
+        self._last_error: str | None = None
         signing = settings.signing
         self._events_key: Secret | None = signing.events_key.load() if signing.events_key else None
         command_key = signing.command_key.load() if signing.command_key else None
@@ -147,18 +160,28 @@ class Publisher:
             settings.auth.password.load() if settings.auth and settings.auth.password else None
         )
         self._backoff = Backoff(settings.delivery.backoff_initial_s, settings.delivery.backoff_max_s)
+        self._retry_backoff = Backoff(settings.delivery.backoff_initial_s, settings.delivery.backoff_max_s)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._connected = threading.Event()
+        self.subscribed = threading.Event()
+        """Set once the broker acknowledged the ``cmd`` subscription (SUBACK) on the current
+        connection; cleared on disconnect. Commands sent before it may be lost."""
+        self._cmd_sub_mid: int | None = None
         self._acks: deque[_Ack] = deque()
-        self._state: dict[str, Any] | None = None
-        self._state_lock = threading.Lock()
         self._inflight: dict[int, JournaledEvent] = {}
         self._sent_through = 0
+        # Transiently refused events (seq -> event), published again once _retry_at passed.
+        self._retry: dict[int, JournaledEvent] = {}
+        self._retry_at = 0.0
+        self._failing_alert: str | None = None
         self._journal_full_alert: str | None = None
+        # Drain thread only: the last snapshot object published, and when the next may go.
+        self._state_due = threading.Event()
+        self._last_state: object = None
+        self._next_state_at = 0.0
         self._offline_mid: int | None = None
         self._refusal: str | None = None
-        self._health_reentry = threading.local()
         self._offline_acked = threading.Event()
         self._threads: list[threading.Thread] = []
         self._client = self._build_client()
@@ -193,22 +216,19 @@ class Publisher:
         """New rows were appended to the journal: drain them now."""
         self._wake.set()
 
-    def set_state(self, snapshot: dict[str, Any]) -> None:
-        """Publish a new retained state snapshot (kept and republished on every reconnect).
-
-        With a ``snapshot`` provider this is optional: the publisher polls the provider on
-        every connect and after every batch of events it publishes."""
-        with self._state_lock:
-            self._state = snapshot
-        if self._connected.is_set():
-            self._publish_state(force=True)
-
     def stop(self, timeout: float = 5.0) -> None:
-        """Flush delivery marks, publish ``offline`` (retained) and disconnect cleanly."""
+        """Publish the latest state and ``offline`` (both retained), flush delivery marks and
+        disconnect cleanly."""
         if not self._threads:
             return
         deadline = time.monotonic() + timeout
         if self._connected.is_set():
+            # The final snapshot (the drain thread may publish one at the same moment: a
+            # duplicate retained message is harmless). Never let it prevent the clean stop.
+            try:
+                self._publish_state(force=True)
+            except Exception:
+                log.exception("final state could not be published")
             info = self._client.publish(
                 self.topics.status,
                 encode(self._status_payload("offline")),
@@ -236,7 +256,7 @@ class Publisher:
             "ts": now,
             "running": self.running,
             "connected": self._connected.is_set(),
-            "last_error": self._conn.last_error,
+            "last_error": self._last_error,
             "queue_depth": capacity.undelivered,
             "inflight": len(self._inflight),
             "oldest_undelivered_age_s": oldest_age,
@@ -250,16 +270,13 @@ class Publisher:
                 "admits_new_round": self.journal.admits_new_round(),
             },
         }
-        if self._health_extra is not None and not getattr(self._health_reentry, "active", False):
-            # The provider may ask a watchdog that asks this method again: include the
-            # devices only at the outer call instead of recursing.
-            self._health_reentry.active = True
+        if self._failing_alert is not None:
+            report["delivery_failing"] = {"alert_id": self._failing_alert, "events_waiting": len(self._retry)}
+        if self._health_extra is not None:
             try:
                 report["devices"] = self._health_extra()
             except Exception as exc:  # a broken provider must not stop health reports
                 report["devices"] = {"error": f"health provider failed: {exc}"}
-            finally:
-                self._health_reentry.active = False
         return report
 
     @property
@@ -312,6 +329,7 @@ class Publisher:
         client.on_disconnect = self._on_disconnect
         client.on_publish = self._on_publish
         client.on_message = self._on_message
+        client.on_subscribe = self._on_subscribe
         return client
 
     def _tls_context(self) -> ssl.SSLContext:
@@ -368,7 +386,8 @@ class Publisher:
 
     def _connection_failed(self, message: str) -> None:
         self._connected.clear()
-        self._conn.last_error = message
+        self.subscribed.clear()
+        self._last_error = message
         self.counters.connection_failures += 1
         delay = self._backoff.next_delay()
         log.warning("broker unavailable (%s); retrying in %.1fs", message, delay)
@@ -392,16 +411,34 @@ class Publisher:
         self._refusal = None
         self._backoff.reset()
         self.counters.connects += 1
-        self._conn.last_error = None
-        self._conn.connected_since = self._clock()
+        self._last_error = None
         props = self._json_properties()
         client.publish(
             self.topics.status, encode(self._status_payload("online")), qos=1, retain=True, properties=props
         )
-        client.subscribe(self.topics.cmd, qos=1)
-        self._publish_state(force=True)
+        _, self._cmd_sub_mid = client.subscribe(self.topics.cmd, qos=1)
+        # The drain thread republishes the state before it resumes draining.
+        self._state_due.set()
         self._connected.set()
         self._wake.set()
+
+    def _on_subscribe(
+        self,
+        client: mqtt.Client,
+        userdata: Any,
+        mid: int,
+        reason_codes: list[ReasonCode],
+        properties: Properties | None,
+    ) -> None:
+        if mid != self._cmd_sub_mid:
+            return
+        if any(code.is_failure for code in reason_codes):
+            self._last_error = "broker refused the cmd subscription: " + ", ".join(
+                _reason_text(code) for code in reason_codes
+            )
+            log.error("%s", self._last_error)
+            return
+        self.subscribed.set()
 
     def _on_disconnect(
         self,
@@ -412,8 +449,9 @@ class Publisher:
         properties: Properties | None,
     ) -> None:
         self._connected.clear()
+        self.subscribed.clear()
         if not self._stopping.is_set():
-            self._conn.last_error = f"disconnected: {_reason_text(reason_code)}"
+            self._last_error = f"disconnected: {_reason_text(reason_code)}"
 
     def _on_publish(
         self,
@@ -425,7 +463,7 @@ class Publisher:
     ) -> None:
         if mid == self._offline_mid:
             self._offline_acked.set()
-        self._acks.append(_Ack(mid, reason_code.is_failure, _reason_text(reason_code)))
+        self._acks.append(_Ack(mid, reason_code.value, reason_code.is_failure, _reason_text(reason_code)))
         self._wake.set()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
@@ -453,11 +491,37 @@ class Publisher:
                 outcome.reason,
                 response_topic,
                 correlation,
+                self._journal_refusal(outcome),
             )
             return
         self._dispatch(outcome, response_topic, correlation)
 
     # -- commands ---------------------------------------------------------------------------
+
+    def _journal_refusal(self, refusal: Refusal) -> dict[str, Any]:
+        """Record a command refused before the engine (bad signature, replay, stale, unknown
+        action, malformed) as a ``command_refused`` event on the events stream: an auditor
+        sees every attempt, not only the log. Returns the reply's ``event_id``/``seq``."""
+        try:
+            event = self.journal.append_delivery_event(
+                DeliveryEvent(
+                    kind=COMMAND_REFUSED_KIND,
+                    at=self._clock(),
+                    data={
+                        "command_id": refusal.command_id,
+                        "action": refusal.action,
+                        "actor": refusal.actor,
+                        "code": refusal.code,
+                        "reason": refusal.reason,
+                        "refused_by": "edge",
+                    },
+                )
+            )
+        except Exception:  # the reply still goes out; the failure is in the log
+            log.exception("refused command could not be journaled")
+            return {}
+        self._wake.set()
+        return {"event_id": event.event_id, "seq": event.seq}
 
     def _dispatch(self, verified: Verified, response_topic: str | None, correlation: bytes | None) -> None:
         command = verified.command
@@ -493,13 +557,7 @@ class Publisher:
             )
 
         try:
-            if verified.for_reader:
-                if self.on_reader_command is None:
-                    reply(False, "no card reader is attached to handle lock/unlock")
-                    return
-                sent, detail = self.on_reader_command(command.action, dict(command.args))
-                reply(sent, detail)
-            elif self.on_command is None:
+            if self.on_command is None:
                 reply(False, f"no table engine is attached to handle {command.action!r}")
             else:
                 self.on_command(command, reply)
@@ -547,12 +605,18 @@ class Publisher:
         next_health = 0.0
         next_compact = time.monotonic() + 5.0
         while not self._stopping.is_set():
-            self._wake.wait(timeout=0.5)
+            self._wake.wait(timeout=self._drain_wait())
             self._wake.clear()
+            if self._stopping.is_set():
+                break
             try:
                 self._process_acks()
-                if self._connected.is_set() and self._fill_window():
-                    self._publish_state()
+                if self._connected.is_set():
+                    if self._state_due.is_set():
+                        self._publish_state(force=True)
+                    self._fill_window()
+                    if time.monotonic() >= self._next_state_at:
+                        self._publish_state()
                 now = time.monotonic()
                 if now >= next_health:
                     next_health = now + interval
@@ -567,6 +631,16 @@ class Publisher:
                 log.exception("publisher drain step failed")
                 self._stopping.wait(0.5)
 
+    def _drain_wait(self) -> float:
+        """How long the drain thread may sleep: until a retry or the state is due."""
+        wait = 0.5
+        now = time.monotonic()
+        if self._retry:
+            wait = min(wait, max(0.0, self._retry_at - now))
+        if self._last_state is not self._peek_state():
+            wait = min(wait, max(0.0, self._next_state_at - now))
+        return max(wait, 0.005)
+
     def _process_acks(self) -> None:
         delivered: list[int] = []
         while self._acks:
@@ -574,19 +648,54 @@ class Publisher:
             event = self._inflight.pop(ack.mid, None)
             if event is None:
                 continue  # status, state, health, a reply or an alerts-topic copy
-            if ack.failed:
+            if not ack.failed:
+                delivered.append(event.seq)
+            elif ack.code in PERMANENT_REASON_CODES:
                 self._dead_letter(event, f"rejected by the broker: {ack.reason}")
             else:
-                delivered.append(event.seq)
+                self._retry_later(event, ack.reason)
         if delivered:
             self.journal.mark_delivered(delivered)
             self.counters.acknowledged += len(delivered)
+            if self._failing_alert is not None and not self._retry:
+                self._retry_backoff.reset()
+                self._clear_delivery_alert(
+                    self._failing_alert, DELIVERY_FAILING_ALERT, "the broker acknowledges events again"
+                )
+                self._failing_alert = None
+
+    def _retry_later(self, event: JournaledEvent, reason: str) -> None:
+        """A transient broker failure: keep the event undelivered and publish it again later."""
+        self._retry[event.seq] = event
+        delay = self._retry_backoff.next_delay()
+        self._retry_at = time.monotonic() + delay
+        self.counters.delivery_retries += 1
+        log.warning("event seq=%d refused by the broker (%s); retrying in %.1fs", event.seq, reason, delay)
+        if self._failing_alert is None:
+            self._failing_alert = self._raise_delivery_alert(
+                DELIVERY_FAILING_ALERT,
+                "critical",
+                f"the broker refuses events for now ({reason}); they stay in the journal and are "
+                "published again with backoff",
+                {"seq": event.seq, "event_id": event.event_id, "reason": reason},
+            )
 
     def _fill_window(self) -> bool:
-        """Publish pending events while the window has room; True if any went out."""
+        """Publish pending events while the window has room; True if any went out.
+
+        Events waiting for a retry go first once their backoff passed; until then nothing
+        newer is published (the broker said it cannot take more now)."""
         room = self.settings.delivery.inflight_window - len(self._inflight)
         if room <= 0:
             return False
+        if self._retry:
+            if time.monotonic() < self._retry_at:
+                return False
+            for seq in sorted(self._retry)[:room]:
+                if not self._connected.is_set():
+                    return True
+                self._publish_event(self._retry.pop(seq))
+            return True
         sent = False
         for event in self.journal.pending(after_seq=self._sent_through, limit=room):
             if not self._connected.is_set():
@@ -602,12 +711,14 @@ class Publisher:
             props = self._event_props
             info = self._client.publish(self.topics.events, payload, qos=1, properties=props)
         except ValueError as exc:  # payload too large or not encodable: it can never go out
-            self._sent_through = event.seq
+            self._sent_through = max(self._sent_through, event.seq)
             self._dead_letter(event, f"cannot be published: {exc}")
             return
         self._inflight[info.mid] = event
-        self._sent_through = event.seq
+        self._sent_through = max(self._sent_through, event.seq)
         self.counters.published += 1
+        if event.kind in ROUND_BOUNDARY_KINDS:
+            self._next_state_at = 0.0
         if event.kind.startswith(ALERT_KIND_PREFIX):
             self._client.publish(self.topics.alerts, payload, qos=1, properties=props)
 
@@ -661,22 +772,25 @@ class Publisher:
             )
             self._journal_full_alert = None
 
+    def _peek_state(self) -> object:
+        if self._snapshot is None:
+            return None
+        try:
+            return self._snapshot()
+        except Exception:
+            log.exception("state snapshot provider failed")
+            return None
+
     def _publish_state(self, force: bool = False) -> None:
-        """Publish the retained state: on connect (``force``), else only when it changed."""
-        if self._snapshot is not None:
-            try:
-                provided = self._snapshot()
-            except Exception:
-                log.exception("state snapshot provider failed")
-                provided = None
-            if provided is not None:
-                with self._state_lock:
-                    self._state = provided
-        with self._state_lock:
-            state = self._state
-            if state is None or (not force and state == self._published_state):
-                return
-            self._published_state = state
+        """Publish the retained state: on connect and stop (``force``), else only when the
+        provider hands a new snapshot object and the interval passed. The provider returns a
+        new object when the state changes (the runner does), so no deep comparison is needed."""
+        self._state_due.clear()
+        state = self._peek_state()
+        if state is None or (not force and state is self._last_state):
+            return
+        self._last_state = state
+        self._next_state_at = time.monotonic() + self.settings.delivery.state_interval_s
         body = {
             "table_id": self.table_id,
             "ts": self._clock(),

@@ -75,6 +75,13 @@ class DeliverySettings(BaseModel):
         default=None, ge=1, description="MQTT 5 message expiry for events; unset = never expire."
     )
     compact_interval_s: float = Field(default=3600.0, gt=0)
+    state_interval_s: float = Field(
+        default=0.5,
+        gt=0,
+        le=60,
+        description="The retained state is published at most this often (and at once after a "
+        "round or shoe boundary, on connect and at shutdown).",
+    )
 
     @model_validator(mode="after")
     def _backoff_order(self) -> DeliverySettings:

@@ -1,6 +1,7 @@
-"""The command channel end to end through a real mosquitto: authenticated commands reach
-the engine handler, everything else is refused with the reason, replies are signed and
-honour the MQTT 5 response topic and correlation data."""
+"""The command channel end to end through a real mosquitto: authenticated commands (lock and
+unlock included) reach the engine handler, everything else is refused with the reason and
+journaled as a ``command_refused`` event, replies are signed and honour the MQTT 5 response
+topic and correlation data."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from daemon.engine.inputs import SupervisorCommand
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.publisher import Publisher, ReplyFn
 from daemon.mqtt.secrets import Secret
-from daemon.mqtt.signing import verify
+from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, verify
 from tests.mqtt.conftest import TABLE, make_settings
 from tests.mqtt.support import Subscriber, signed_command, validate_payload
 from tests.support.broker import MosquittoBroker
@@ -61,7 +62,6 @@ class EngineDouble:
 
     def __init__(self) -> None:
         self.commands: list[SupervisorCommand] = []
-        self.reader_actions: list[tuple[str, dict[str, Any]]] = []
 
     def on_command(self, command: SupervisorCommand, reply: ReplyFn) -> None:
         self.commands.append(command)
@@ -70,9 +70,12 @@ class EngineDouble:
         else:
             reply({"accepted": True, "reason": None, "event_id": "e-2", "seq": 8})
 
-    def on_reader(self, action: str, args: dict[str, Any]) -> tuple[bool, str]:
-        self.reader_actions.append((action, args))
-        return True, "sent to reader"
+
+def wait_until_delivered(journal: Journal, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while journal.pending():
+        assert time.monotonic() < deadline, "journal not drained"
+        time.sleep(0.02)
 
 
 @pytest.fixture
@@ -94,13 +97,8 @@ def start(
         TABLE,
         journal,
         on_command=engine.on_command,
-        on_reader_command=engine.on_reader,
     )
-    deadline = time.monotonic() + 10
-    while not publisher.connected:
-        assert time.monotonic() < deadline, "publisher did not connect"
-        time.sleep(0.02)
-    time.sleep(0.1)  # let the cmd subscription settle
+    assert publisher.subscribed.wait(10), "the broker did not acknowledge the cmd subscription"
     return publisher
 
 
@@ -183,13 +181,55 @@ def test_commands_accepted_refused_and_replayed(
     lock = signed_command(command_key, TABLE, "lock", command_id="lock")
     supervisor.send(lock)
     assert supervisor.reply_to("lock")[0]["status"] == "accepted"
-    assert engine.reader_actions == [("lock", {})]
 
-    # Only the authenticated, fresh commands reached the engine.
-    assert [c.command_id for c in engine.commands] == ["good", "engine-no"]
+    # Only the authenticated, fresh commands reached the engine; lock goes the same way.
+    assert [c.command_id for c in engine.commands] == ["good", "engine-no", "lock"]
+    assert engine.commands[2].action == "lock"
     for message in supervisor.replies.messages:
         body = validate_payload(message.topic, message.payload)
         assert verify(body, events_key), "replies are signed with the table's key"
+
+    # Every refusal before the engine is journaled for audit and named in its reply.
+    refusals = [e for e in journal.events(origin=None) if e.kind == "command_refused"]
+    assert [(e.data["command_id"], e.data["code"]) for e in refusals] == [
+        ("good", "replayed"),
+        ("tampered", "bad_signature"),
+        ("wrong-key", "bad_signature"),
+        ("old", "stale"),
+        ("future", "future"),
+        ("unknown", "unknown_action"),
+        ("other-table", "wrong_table"),
+        ("extra", "malformed"),
+        (None, "malformed"),
+    ]
+    assert refusals[3].data["actor"] == "supervisor:test"
+    assert refusals[3].data["reason"].startswith("command ts is")
+    assert supervisor.reply_to("tampered")[0]["seq"] == refusals[1].seq
+    assert supervisor.reply_to("tampered")[0]["event_id"] == refusals[1].event_id
+
+
+def test_refused_commands_reach_the_events_stream(
+    mosquitto: MosquittoBroker,
+    supervisor: Supervisor,
+    keys: dict[str, Path],
+    events_key: Secret,
+    command_key: Secret,
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    events = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/events"])
+    start(make_publisher, mosquitto.port, keys, journal, EngineDouble())
+    forged = {**signed_command(command_key, TABLE, "void_shoe", command_id="forged"), "sig": "0" * 64}
+    supervisor.send(forged)
+    [message] = events.wait_for(lambda msgs: len(msgs) >= 1)
+    events.close()
+    envelope = validate_payload(message.topic, message.payload)
+    assert verify(envelope, events_key, UNSIGNED_EVENT_FIELDS)
+    assert envelope["kind"] == "command_refused"
+    assert envelope["data"]["command_id"] == "forged"
+    assert envelope["data"]["code"] == "bad_signature"
+    assert envelope["data"]["refused_by"] == "edge"
+    wait_until_delivered(journal)
 
 
 def test_mqtt5_response_topic_and_correlation_data(
@@ -232,11 +272,12 @@ def test_nonce_memory_survives_a_restart(
 
     second_journal = Journal(settings, TABLE)
     engine = EngineDouble()
-    start(make_publisher, mosquitto.port, keys, second_journal, engine)
+    second = start(make_publisher, mosquitto.port, keys, second_journal, engine)
     supervisor.send(command)  # replayed after the daemon restarted
     replies = supervisor.reply_to("once", count=2)
     assert replies[1]["code"] == "replayed"
     assert engine.commands == []
+    second.stop()
     second_journal.close()
 
 
@@ -254,11 +295,7 @@ def test_no_command_key_refuses_everything(
     )
     engine = EngineDouble()
     publisher = make_publisher(settings, TABLE, journal, on_command=engine.on_command)
-    deadline = time.monotonic() + 10
-    while not publisher.connected:
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    time.sleep(0.1)
+    assert publisher.subscribed.wait(10)
     supervisor.send(signed_command(command_key, TABLE, "new_shoe", command_id="nokey"))
     reply = supervisor.reply_to("nokey")[0]
     assert reply["code"] == "bad_signature"

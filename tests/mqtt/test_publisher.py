@@ -19,6 +19,7 @@ from daemon.journal import Journal
 from daemon.mqtt.consumer import EventConsumer, Verdict
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret
+from daemon.mqtt.signing import verify
 from tests.mqtt.conftest import TABLE, card_event, make_settings
 from tests.mqtt.support import Subscriber, topic_count, validate_payload
 from tests.support.broker import MosquittoBroker
@@ -216,8 +217,7 @@ def test_a_broken_snapshot_or_command_handler_never_stops_delivery(
         snapshot=lambda: {"bad": float("nan")},  # not JSON: cannot be published
         on_command=bad_handler,
     )
-    wait_until(lambda: publisher.connected, what="connection")
-    time.sleep(0.1)
+    assert publisher.subscribed.wait(10), "cmd subscription not acknowledged"
 
     sender = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="sender")
     sender.connect("127.0.0.1", mosquitto.port)
@@ -237,21 +237,43 @@ def test_a_broken_snapshot_or_command_handler_never_stops_delivery(
     sub.close()
 
 
-def test_health_provider_that_asks_for_health_again_does_not_recurse(
-    keys: dict[str, Path], journal: Journal
+def test_state_is_published_on_connect_at_round_boundaries_and_at_stop_only(
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    events_key: Secret,
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
 ) -> None:
-    calls: list[int] = []
+    from daemon.journal import DeliveryEvent
 
-    def devices() -> dict[str, Any]:
-        calls.append(1)
-        inner = publisher.health()  # e.g. a watchdog probe inside the daemon's health
-        return {"reader": {"connected": True}, "publisher_running": inner["running"]}
+    snapshots = {"n": 0}
 
-    from tests.support.broker import free_port
+    def snapshot() -> dict[str, Any]:
+        # A new object on every call: to the publisher the state changed every time.
+        snapshots["n"] += 1
+        return {"shoe_id": "S1", "version": snapshots["n"]}
 
-    publisher = Publisher(make_settings(free_port(), keys), TABLE, journal, health_extra=devices)
-    report = publisher.health()
-    assert calls == [1]
-    assert report["devices"]["reader"] == {"connected": True}
-    assert report["running"] is False  # not started
-    validate_payload("x/health", json.dumps({"schema_version": 1, **report}).encode())
+    sub = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/state", f"baccarat/v1/{TABLE}/status"])
+    publisher = make_publisher(
+        make_settings(mosquitto.port, keys, state_interval_s=60.0), TABLE, journal, snapshot=snapshot
+    )
+    sub.wait_for(topic_count("state", 1))  # on connect
+    journal.append([], [card_event(n) for n in range(20)])  # no boundary: no state
+    publisher.notify()
+    wait_until(lambda: not journal.pending(), what="cards delivered")
+    boundary = DeliveryEvent(kind="round_completed", at=1.0, data={}, shoe_id="S1", hand=4, source="system")
+    journal.append([], [boundary])
+    publisher.notify()
+    sub.wait_for(topic_count("state", 2))  # at once after the boundary
+    publisher.stop()
+    messages = sub.wait_for(lambda msgs: any(b'"offline"' in m.payload for m in msgs))
+    sub.close()
+    states = [m for m in messages if m.topic.endswith("/state")]
+    assert len(states) == 3  # connect, round boundary, stop: nothing for the 20 cards
+    for message in states:
+        validate_payload(message.topic, message.payload)
+    last_state = states[-1].json()
+    assert last_state["last_seq"] == 21
+    assert verify(last_state, events_key)
+    after_offline = [m.topic for m in messages[messages.index(states[-1]) :]]
+    assert after_offline[-1].endswith("/status")  # the final state went out before offline

@@ -101,7 +101,20 @@ def test_verifier_accepts_a_good_command(verifier: CommandVerifier) -> None:
     outcome = check(verifier, command)
     assert isinstance(outcome, Verified)
     assert outcome.command.args == {"slot": "P3", "card": "8s"}
-    assert not outcome.for_reader
+
+
+def test_lock_and_unlock_are_engine_commands(verifier: CommandVerifier) -> None:
+    for action in ("lock", "unlock"):
+        outcome = check(verifier, signed_command(KEY, "T1", action))
+        assert isinstance(outcome, Verified)
+        assert outcome.command.action == action
+
+
+def test_a_refusal_names_the_claimed_actor(verifier: CommandVerifier) -> None:
+    forged = {**signed_command(KEY, "T1", "void_round"), "sig": "0" * 64}
+    outcome = check(verifier, forged)
+    assert isinstance(outcome, Refusal)
+    assert (outcome.code, outcome.actor, outcome.action) == ("bad_signature", "supervisor:test", "void_round")
 
 
 @pytest.mark.parametrize(
@@ -139,8 +152,8 @@ def test_oversized_payload(verifier: CommandVerifier) -> None:
 
 
 def test_command_schema_lists_exactly_the_accepted_actions() -> None:
-    from daemon.mqtt.commands import ENGINE_ACTIONS, READER_ACTIONS
+    from daemon.mqtt.commands import ENGINE_ACTIONS
     from daemon.mqtt.contract import load_schema
 
     schema_actions = set(load_schema("command")["properties"]["action"]["enum"])
-    assert schema_actions == ENGINE_ACTIONS | READER_ACTIONS
+    assert schema_actions == ENGINE_ACTIONS

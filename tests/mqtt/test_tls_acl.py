@@ -165,19 +165,32 @@ def test_a_table_cannot_publish_into_another_tables_topics(tls_broker: Mosquitto
     assert acks[forged[0].mid].value == 0x87  # Not authorized
     assert acks[forged[1].mid].value == 0x87
     assert acks[forged[2].mid].value == 0
+    # The broker handles one connection's packets in order and delivers to the server in
+    # order: once T1's own event (sent last) arrived, the forged ones would have too.
     server.wait_for(lambda msgs: any(m.topic == "baccarat/v1/T1/events" for m in msgs))
-    time.sleep(0.3)
     assert not [m for m in server.messages if m.topic.startswith("baccarat/v1/T2/")]
 
     # Nor read another table's commands (mosquitto grants the subscription but never delivers).
     t1_got: list[str] = []
-    t1.on_message = lambda c, u, msg: t1_got.append(msg.topic)
-    t1.subscribe("baccarat/v1/T2/cmd", qos=1)
+    marker = threading.Event()
+    subscribed = threading.Event()
+
+    def on_message(client: Any, userdata: Any, msg: Any) -> None:
+        t1_got.append(msg.topic)
+        if msg.topic == "baccarat/v1/T1/cmd":
+            marker.set()
+
+    t1.on_message = on_message
+    t1.on_subscribe = lambda *a: subscribed.set()
+    t1.subscribe([("baccarat/v1/T2/cmd", 1), ("baccarat/v1/T1/cmd", 1)])
+    assert subscribed.wait(10)
     t2 = Subscriber(tls_broker.port, ["baccarat/v1/T2/cmd"], configure=tls_for(pki, "T2"), client_id="T2-sub")
     server.client.publish("baccarat/v1/T2/cmd", b'{"for": "T2"}', qos=1).wait_for_publish(5)
+    # A message T1 may read, sent after the forbidden one: when it arrives, the other would have.
+    server.client.publish("baccarat/v1/T1/cmd", b'{"for": "T1"}', qos=1).wait_for_publish(5)
     t2.wait_for(lambda msgs: len(msgs) >= 1)
-    time.sleep(0.3)
-    assert t1_got == []
+    assert marker.wait(10)
+    assert t1_got == ["baccarat/v1/T1/cmd"]
     t2.close()
     t1.disconnect()
     t1.loop_stop()
@@ -194,18 +207,26 @@ def test_broker_rejection_is_dead_lettered_with_an_alert_not_retried(
     publisher.start()
     try:
         wait_until(lambda: len(journal.dead_letters()) >= 6, what="dead letters")
-        time.sleep(0.5)  # nothing more may happen: no retry loop, no alert about the alerts
+        # A marker card after them: a retry or an alert about the alerts would be journaled
+        # (and processed) before the marker's own dead letter and alert.
+        journal.append([], [card_event(99)])
+        publisher.notify()
+        wait_until(lambda: len(journal.dead_letters()) >= 8, what="the marker's dead letter")
         dead = journal.dead_letters()
         health = publisher.health()
     finally:
         publisher.stop()
-    assert [e.kind for e in dead] == ["card_dealt"] * 3 + ["alert_raised"] * 3
+    assert [e.kind for e in dead] == ["card_dealt"] * 3 + ["alert_raised"] * 3 + [
+        "card_dealt",
+        "alert_raised",
+    ]
     assert all("Not authorized" in (e.dead_letter or "") for e in dead)
     alerts = [e.data for e in dead if e.kind == "alert_raised"]
-    assert [a["seq"] for a in alerts] == [1, 2, 3]
+    assert [a["seq"] for a in alerts] == [1, 2, 3, 7]
     assert {a["code"] for a in alerts} == {"mqtt_dead_letter"}
     assert journal.pending() == []
-    assert health["counters"]["dead_lettered"] == 6
+    assert health["counters"]["dead_lettered"] == 8
+    assert health["counters"]["delivery_retries"] == 0
     journal.close()
 
 

@@ -1,0 +1,135 @@
+"""Broker refusals of events: transient reason codes are retried with backoff (an alert open
+while it fails, cleared when delivery resumes), permanent ones are dead-lettered.
+
+A real mosquitto behind :class:`tests.mqtt.puback_proxy.PubackProxy`, which changes the
+reason code of chosen PUBACKs (mosquitto cannot be made to refuse transiently). The ACL
+denial (0x87) from mosquitto itself is in ``test_tls_acl.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from daemon.journal import Journal
+from daemon.mqtt.consumer import EventConsumer, Verdict
+from daemon.mqtt.publisher import DEAD_LETTER_ALERT, DELIVERY_FAILING_ALERT, Publisher
+from daemon.mqtt.secrets import Secret
+from tests.mqtt.conftest import TABLE, card_event, make_settings
+from tests.mqtt.puback_proxy import PubackProxy
+from tests.mqtt.support import Subscriber, validate_payload
+from tests.support.broker import MosquittoBroker
+
+pytestmark = pytest.mark.mosquitto
+
+EVENTS = f"baccarat/v1/{TABLE}/events"
+
+
+@pytest.fixture
+def proxy(mosquitto: MosquittoBroker) -> Iterator[PubackProxy]:
+    p = PubackProxy(mosquitto.port)
+    yield p
+    p.close()
+
+
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def delivery_alerts(journal: Journal) -> list[tuple[str, str, str]]:
+    """(kind, code, alert_id) of the delivery side's alerts, in order."""
+    return [
+        (e.kind, e.data.get("code", ""), e.data["alert_id"])
+        for e in journal.events(origin=None)
+        if e.kind.startswith("alert")
+    ]
+
+
+@pytest.mark.parametrize("code", [0x97, 0x80, 0x83, 0x91])
+def test_a_transient_refusal_is_retried_and_alerted_until_delivery_resumes(
+    code: int,
+    mosquitto: MosquittoBroker,
+    proxy: PubackProxy,
+    keys: dict[str, Path],
+    events_key: Secret,
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    sub = Subscriber(mosquitto.port, [EVENTS])
+    proxy.fail_next(3, code, lambda topic: topic == EVENTS)
+    publisher = make_publisher(make_settings(proxy.port, keys, inflight_window=1), TABLE, journal)
+    journal.append([], [card_event(n) for n in range(6)])
+    publisher.notify()
+    wait_until(lambda: not journal.pending(), "every event and alert delivered")
+
+    assert proxy.failed == 3
+    assert publisher.counters.delivery_retries == 3
+    assert publisher.counters.dead_lettered == 0
+    assert journal.dead_letters() == []
+    [raised, cleared] = delivery_alerts(journal)
+    assert raised[:2] == ("alert_raised", DELIVERY_FAILING_ALERT)
+    assert cleared[0] == "alert_cleared"
+    assert cleared[2] == raised[2]
+    assert "delivery_failing" not in publisher.health()
+
+    last = journal.last_seq()
+    messages = sub.wait_for(lambda msgs: {m.json()["seq"] for m in msgs} >= set(range(1, last + 1)))
+    sub.close()
+    consumer = EventConsumer(TABLE, key=events_key)
+    for message in messages:
+        validate_payload(message.topic, message.payload)
+        assert consumer.feed(message.payload).verdict in (Verdict.NEW, Verdict.DUPLICATE)
+    assert consumer.unexplained_gaps == []
+    assert consumer.highest_seq == last
+    # The broker had each refused copy (only its PUBACK said otherwise): seq 1 went out
+    # four times, three refused and one acknowledged, before anything newer (window of one).
+    arrivals = [m.json()["seq"] for m in messages]
+    assert arrivals[:4] == [1, 1, 1, 1]
+
+
+def test_the_alert_stays_open_while_the_broker_keeps_refusing(
+    mosquitto: MosquittoBroker,
+    proxy: PubackProxy,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    proxy.fail_next(1_000_000, 0x97, lambda topic: topic == EVENTS)
+    publisher = make_publisher(make_settings(proxy.port, keys, inflight_window=4), TABLE, journal)
+    journal.append([], [card_event(n) for n in range(3)])
+    publisher.notify()
+    wait_until(lambda: publisher.counters.delivery_retries >= 8, "several retries")
+    assert [(kind, code) for kind, code, _ in delivery_alerts(journal)] == [
+        ("alert_raised", DELIVERY_FAILING_ALERT)
+    ]
+    health = publisher.health()
+    assert health["delivery_failing"]["events_waiting"] >= 1
+    assert health["queue_depth"] == 4  # three cards and the alert, none lost, none dead-lettered
+    assert journal.dead_letters() == []
+
+
+@pytest.mark.parametrize("code", [0x90, 0x99])
+def test_a_permanent_refusal_is_dead_lettered_once(
+    code: int,
+    mosquitto: MosquittoBroker,
+    proxy: PubackProxy,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    proxy.fail_next(1, code, lambda topic: topic == EVENTS)
+    publisher = make_publisher(make_settings(proxy.port, keys), TABLE, journal)
+    journal.append([], [card_event(n) for n in range(3)])
+    publisher.notify()
+    wait_until(lambda: not journal.pending(), "the rest delivered")
+    [dead] = journal.dead_letters()
+    assert f"0x{code:02x}" in (dead.dead_letter or "")
+    assert publisher.counters.delivery_retries == 0
+    [(kind, alert_code, _)] = delivery_alerts(journal)
+    assert (kind, alert_code) == ("alert_raised", DEAD_LETTER_ALERT)
