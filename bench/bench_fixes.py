@@ -7,20 +7,21 @@ what it is worth.
               instead of one Python state-machine step per byte; then also a memo so the
               shoe's two repeat transmissions of a frame are not interpreted again. Output
               checked identical frame by frame on every transmission before timing.
-``idle``      the daemon's publisher liveness probe: stock it calls ``Publisher.health()``,
-              whose health_extra calls ``Liveness.states()`` again, which calls the probe
-              again ... until RecursionError (caught), every watchdog turn (~1 s). Fixed: a
-              probe that reads the publisher's threads only. CPU% of an idle in-process
-              daemon, each variant in its own child process.
-``drain``     the publisher draining a journal of pending events to mosquitto: stock
-              (every PUBACK batch is a ``synchronous=FULL`` commit, i.e. an fsync) vs
-              ``mark_delivered`` committed with ``synchronous=NORMAL`` (durable at the next
-              engine commit; a lost mark only means a republish, which consumers dedupe).
+``idle``      the daemon's publisher liveness probe re-registered as a cheap thread check
+              (before 302d958 the probe called ``Publisher.health()``, which recursed through
+              ``Liveness.states()`` to RecursionError every watchdog turn: 2.25% idle CPU).
+              Since 302d958 stock has the fix, so both variants should now agree; kept as a
+              check, not in ``all``.
+``drain``     the publisher draining a journal of pending events to mosquitto, by
+              ``broker.delivery.inflight_window`` (16, 32 = the default since 51d3c8b, 64,
+              256); ``--marks-fsync`` adds the pre-51d3c8b variant (delivery marks committed
+              with an fsync).
 
-``capacity``  what the runner pays per admitted card for the journal-full check
-              (``Journal.admits_new_round`` counts the undelivered rows) as a backlog grows.
+``capacity``  what the runner pays per admitted card for the journal-full check as a
+              backlog grows (before 403f933 it counted the undelivered rows: 6.6 ms at
+              20,000 and 46 ms at 100,000 undelivered; since then a counter).
 
-    .venv/bin/python -m bench.bench_fixes [decoder|idle|drain|capacity|all] [--json]
+    .venv/bin/python -m bench.bench_fixes [decoder|idle|drain|capacity|all] [--marks-fsync] [--json]
 """
 
 from __future__ import annotations
@@ -197,7 +198,7 @@ def idle_figures(seconds: float, repeats: int) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- drain
-def _drain_once(tmp: Path, port: int, events: int, normal_marks: bool, window: int) -> float:
+def _drain_once(tmp: Path, port: int, events: int, fsync_marks: bool, window: int) -> float:
     """Seconds for a Publisher to get every pending event of a fresh journal acknowledged."""
     from daemon.engine.events import Event
     from daemon.journal.settings import JournalSettings
@@ -205,25 +206,29 @@ def _drain_once(tmp: Path, port: int, events: int, normal_marks: bool, window: i
     from daemon.mqtt.publisher import Publisher
     from daemon.mqtt.settings import BrokerSettings
 
-    path = tmp / f"drain-{normal_marks}-{window}-{time.monotonic_ns()}.sqlite3"
+    path = tmp / f"drain-{fsync_marks}-{window}-{time.monotonic_ns()}.sqlite3"
     journal = Journal(JournalSettings(path=path), "DRAIN-1")
     body = {"card": "8s", "slot": "P1", "round": 1, "read": {"raw": "05 31 44 81 b8 03 34 36"}}
     for first in range(0, events, 500):
         batch = [Event("card_dealt", 1.0, "shoe", 1, "reader", body) for _ in range(min(500, events - first))]
         journal.append([], batch)
-    if normal_marks:
-        stock_mark = journal.mark_delivered
+    if fsync_marks:  # the journal before 51d3c8b: every delivery mark commits with an fsync
         db = journal._db
 
-        def mark_without_fsync(seqs: Any, at: float | None = None) -> None:
+        def mark_with_fsync(seqs: Any, at: float | None = None) -> None:
+            stamp = time.time() if at is None else at
             with journal._lock:
-                db.execute("PRAGMA synchronous=NORMAL")
-                try:
-                    stock_mark(seqs, at)
-                finally:
-                    db.execute("PRAGMA synchronous=FULL")
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany(
+                    "UPDATE events SET delivered_at = ? WHERE seq = ? AND delivered_at IS NULL",
+                    [(stamp, int(s)) for s in seqs],
+                )
+                db.execute("COMMIT")
+                journal._undelivered = db.execute(
+                    "SELECT count(*) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
+                ).fetchone()[0]
 
-        journal.mark_delivered = mark_without_fsync  # type: ignore[method-assign]
+        journal.mark_delivered = mark_with_fsync  # type: ignore[method-assign]
     settings = BrokerSettings.model_validate(
         {"host": "127.0.0.1", "port": port, "tls": {"enabled": False},
          "client_id": f"drain-{time.monotonic_ns()}", "delivery": {"inflight_window": window}}
@@ -242,14 +247,10 @@ def _drain_once(tmp: Path, port: int, events: int, normal_marks: bool, window: i
         journal.close()
 
 
-def drain_figures(events: int, repeats: int) -> dict[str, Any]:
-    variants = {
-        "stock (window 16, fsync per ack batch)": (False, 16),
-        "marks without fsync (window 16)": (True, 16),
-        "stock, window 64": (False, 64),
-        "marks without fsync, window 64": (True, 64),
-        "stock, window 256": (False, 256),
-    }
+def drain_figures(events: int, repeats: int, fsync_marks: bool) -> dict[str, Any]:
+    variants = {f"window {w}": (False, w) for w in (16, 32, 64, 256)}
+    if fsync_marks:
+        variants["window 16, marks with fsync (before 51d3c8b)"] = (True, 16)
     times: dict[str, list[float]] = {name: [] for name in variants}
     with tempfile.TemporaryDirectory(prefix="bench-fix-drain-") as tmp_name:
         tmp = Path(tmp_name)
@@ -313,12 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     figures: dict[str, Any] = {}
     if args.which in ("decoder", "all"):
         figures["decoder_fast_path"] = decoder_figures(10, args.repeats)
-    if args.which in ("idle", "all"):
+    if args.which == "idle":
         figures["publisher_probe_recursion"] = idle_figures(args.seconds, args.repeats)
     if args.which in ("capacity", "all"):
         figures["capacity_check_per_card"] = capacity_figures([0, 5_000, 20_000, 100_000])
     if args.which in ("drain", "all"):
-        figures["drain_delivery_marks"] = drain_figures(args.events, args.repeats)
+        figures["drain_by_inflight_window"] = drain_figures(args.events, args.repeats, args.marks_fsync)
     report("proposed fixes, measured against stock in the same run", figures, args.json)
     return 0
 

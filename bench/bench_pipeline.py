@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.common import Summary, report
-from bench.rig import shoe_stream
+from bench.rig import forwarded, shoe_stream
 from daemon.cards import Card
 from daemon.engine.inputs import CardRead
 from daemon.engine.settings import TableSettings
@@ -82,10 +82,9 @@ def pipeline_pass(
     for at, data in work.transmissions:
         start = clock()
         card = False
-        for frame in decoder.feed(data, at):
-            if frame.input is not None and not frame.duplicate:
-                engine.handle(frame.input)
-                card = card or isinstance(frame.input, CardRead)
+        for inp in forwarded(decoder.feed(data, at)):
+            engine.handle(inp)
+            card = card or isinstance(inp, CardRead)
         pending += clock() - start
         if card:
             per_card.append(pending)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import ms, report
-from bench.rig import Broker, DaemonProcess, NotifySocket, TimedPty, shoe_stream, write_config
+from bench.rig import Broker, DaemonProcess, NotifySocket, TimedPty, forwarded, shoe_stream, write_config
 from daemon.engine.events import Event
 from daemon.engine.inputs import EngineInput
 from daemon.engine.settings import TableSettings
@@ -56,11 +56,9 @@ def build_journal(path: Path, shoes: int, seed: int) -> tuple[int, int, float]:
     try:
         for step in shoe_stream(shoes, seed).steps:
             assert step.data is not None
-            for frame in decoder.feed(step.data, 1_700_000_000.0 + step.t):
-                if frame.input is None or frame.duplicate:
-                    continue
-                inputs.append(frame.input)
-                events.extend(engine.handle(frame.input))
+            for inp in forwarded(decoder.feed(step.data, 1_700_000_000.0 + step.t)):
+                inputs.append(inp)
+                events.extend(engine.handle(inp))
             if len(inputs) >= BATCH_INPUTS:
                 journal.append(inputs, events)
                 count_inputs += len(inputs)

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,7 +67,9 @@ def shoe_stream(shoes: int, seed: int = 1, decks: int = 8) -> ShoeStream:
     for n in range(shoes):
         deal = DealSettings(decks=decks, seed=seed + n)
         steps = encode_plan(plan_shoe(deal), "angel_eye", seed=seed + n)
-        renumbered: dict[bytes, bytes] = {}
+        # A frame's repeats follow it closely; the same bytes further on are a new frame (the
+        # simulator's 35 marks wrap, so e.g. two equal verdicts can share bytes in one shoe).
+        recent: deque[tuple[bytes, bytes]] = deque(maxlen=4)
         for step in steps:
             if step.data is None:
                 continue
@@ -76,11 +79,13 @@ def shoe_stream(shoes: int, seed: int = 1, decks: int = 8) -> ShoeStream:
             code = chr(frame[2])
             if code == "S" and n > 0:
                 continue
-            if frame not in renumbered:
-                renumbered[frame] = encode_frame(SEQ_MARKS[mark % len(SEQ_MARKS)], code, frame[3:-3])
+            sent = next((new for old, new in recent if old == frame), None)
+            if sent is None:
+                sent = encode_frame(SEQ_MARKS[mark % len(SEQ_MARKS)], code, frame[3:-3])
                 mark += 1
                 card_frames += code == "D"
-            out.append(FixtureStep(t=round(offset_t + step.t, 6), data=renumbered[frame]))
+                recent.append((frame, sent))
+            out.append(FixtureStep(t=round(offset_t + step.t, 6), data=sent))
         offset_t += steps[-1].t + SHOE_CHANGE_S
     return ShoeStream(out, shoes, card_frames)
 
@@ -435,3 +440,17 @@ def journal_last_seq(state_dir: Path) -> int:
         return int(row[0]) - 1
     finally:
         db.close()
+
+
+def forwarded(frames: Sequence[Any]) -> list[Any]:
+    """The engine inputs a driver forwards from decoded frames (``drivers.base`` ``_deliver``):
+    new inputs, and the rescan a refused card frame stands for; repeats and notices dropped."""
+    out: list[Any] = []
+    for frame in frames:
+        if frame.rejected is not None:
+            rescan = getattr(frame, "rescan", None)
+            if rescan is not None:
+                out.append(rescan)
+        elif not frame.duplicate and frame.reply is None and frame.notice is None and frame.input is not None:
+            out.append(frame.input)
+    return out
