@@ -191,6 +191,20 @@ def load_fixture(path: Path) -> Fixture:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise FixtureError(f"{path}: cannot read: {exc}") from None
+    return parse_fixture(text, path)
+
+
+def is_fixture_header(line: bytes | str) -> bool:
+    """Whether one line is a fixture header (a JSON object naming the fixture format)."""
+    try:
+        record = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    return isinstance(record, dict) and record.get("format") == FORMAT
+
+
+def parse_fixture(text: str, path: Path | str) -> Fixture:
+    """Validate fixture text read from ``path`` (a file, or a name such as "<stdin>" for messages)."""
     lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
     if not lines:
         raise FixtureError(f"{path}: empty file, expected a header line")
@@ -227,7 +241,7 @@ def load_fixture(path: Path) -> Fixture:
             )
         previous = step.t
         steps.append(step)
-    return Fixture(header=header, steps=tuple(steps), path=path)
+    return Fixture(header=header, steps=tuple(steps), path=path if isinstance(path, Path) else None)
 
 
 def strip_volatile(event: dict[str, Any]) -> dict[str, Any]:

@@ -75,6 +75,55 @@ def test_decode_a_fixture_file() -> None:
     assert "is a usb_hid fixture" in wrong.stderr.decode()
 
 
+def test_decode_recognises_a_fixture_by_its_header_and_takes_its_protocol() -> None:
+    path = REPO_ROOT / "hw-fixtures" / "angel_eye-corrupt-card-frame.fixture.jsonl"
+    explicit = cli("decode", "--protocol", "angel_eye", "--fixture", str(path))
+    detected = cli("decode", str(path))
+    assert detected.returncode == 0, detected.stderr
+    assert detected.stdout == explicit.stdout
+    lines = [json.loads(line) for line in detected.stdout.decode().splitlines()]
+    assert sum(line["status"] == "input" for line in lines) > 20
+    assert not [line for line in lines if line.get("reason") == "bytes outside any frame"]
+    assert sum("rescan" in line for line in lines) == 1  # the card frame whose every copy is corrupted
+    piped = cli("decode", "-", stdin=path.read_bytes())
+    assert piped.stdout == explicit.stdout
+
+
+def test_decode_refuses_json_that_is_not_a_fixture_and_raw_bytes_without_a_protocol() -> None:
+    expected = REPO_ROOT / "hw-fixtures" / "angel_eye-clean.expected.jsonl"
+    result = cli("decode", "--protocol", "angel_eye", str(expected))
+    assert result.returncode == 2
+    assert "is JSON text, not reader bytes" in result.stderr.decode()
+    assert result.stdout == b""
+    raw = cli("decode", "-", stdin=P1_8S)
+    assert raw.returncode == 2
+    assert "--protocol is required for raw reader bytes" in raw.stderr.decode()
+    broken = cli("decode", "--fixture", "-", stdin=b'{"format": "baccarat-edge-fixture", "name": "x"}\n')
+    assert broken.returncode == 2
+    assert "<stdin>:1: header:" in broken.stderr.decode()
+
+
+def test_decode_hints_on_stderr_when_stdin_is_a_terminal() -> None:
+    import os
+
+    controller, terminal = os.openpty()
+    try:
+        command = [sys.executable, "-m", "daemon.cli", "decode", "--protocol", "angel_eye"]
+        process = subprocess.Popen(
+            command, cwd=REPO_ROOT, stdin=terminal, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        assert process.stderr is not None
+        hint = process.stderr.readline().decode()  # printed before the first read
+        assert "reading reader bytes from the terminal" in hint
+        os.write(controller, b"\x04")  # Ctrl-D at the start of a line: end of input
+        out, _ = process.communicate(timeout=60)
+        assert process.returncode == 0
+        assert out == b""
+    finally:
+        os.close(controller)
+        os.close(terminal)
+
+
 def test_simulate_writes_a_fixture_and_replay_checks_it(tmp_path: Path) -> None:
     out = tmp_path / "lines.fixture.jsonl"
     assert main(["simulate", "--protocol", "ascii_lines", "--hands", "3", "--seed", "4",
