@@ -182,6 +182,8 @@ class Publisher:
         self._next_state_at = 0.0
         self._offline_mid: int | None = None
         self._refusal: str | None = None
+        self._broker_max_packet: int | None = None
+        self._event_topic_bytes = len(self.topics.events.encode("utf-8"))
         self._offline_acked = threading.Event()
         self._threads: list[threading.Thread] = []
         self._client = self._build_client()
@@ -191,6 +193,9 @@ class Publisher:
             self._event_props.UserProperty = [("contract", "baccarat/v1"), ("schema_version", "1")]
             if settings.delivery.message_expiry_s is not None:
                 self._event_props.MessageExpiryInterval = settings.delivery.message_expiry_s
+        self._event_props_bytes = (
+            len(self._event_props.pack()) if self._event_props is not None else 0  # type: ignore[no-untyped-call]
+        )
 
     # -- public runtime contract ------------------------------------------------------------
 
@@ -409,6 +414,10 @@ class Publisher:
             client.disconnect()
             return
         self._refusal = None
+        # The broker's limit (MQTT 5 CONNACK): paho does not check it, and the broker answers
+        # an oversized PUBLISH by dropping the connection, so it is checked before sending.
+        limit = getattr(properties, "MaximumPacketSize", None) if properties is not None else None
+        self._broker_max_packet = limit if isinstance(limit, int) and limit > 0 else None
         self._backoff.reset()
         self.counters.connects += 1
         self._last_error = None
@@ -709,6 +718,11 @@ class Publisher:
         try:
             payload = encode(envelope)
             props = self._event_props
+            too_large = self._too_large(len(payload))
+            if too_large is not None:
+                self._sent_through = max(self._sent_through, event.seq)
+                self._dead_letter(event, too_large)
+                return
             info = self._client.publish(self.topics.events, payload, qos=1, properties=props)
         except ValueError as exc:  # payload too large or not encodable: it can never go out
             self._sent_through = max(self._sent_through, event.seq)
@@ -721,6 +735,17 @@ class Publisher:
             self._next_state_at = 0.0
         if event.kind.startswith(ALERT_KIND_PREFIX):
             self._client.publish(self.topics.alerts, payload, qos=1, properties=props)
+
+    def _too_large(self, payload_bytes: int) -> str | None:
+        """Why an event PUBLISH exceeds the broker's Maximum Packet Size (0x95), else None."""
+        limit = self._broker_max_packet
+        if limit is None:
+            return None
+        remaining = 2 + self._event_topic_bytes + 2 + self._event_props_bytes + payload_bytes
+        size = 1 + _varint_length(remaining) + remaining
+        if size <= limit:
+            return None
+        return f"packet too large (0x95): {size} bytes, the broker accepts at most {limit}"
 
     def _dead_letter(self, event: JournaledEvent, reason: str) -> None:
         self.journal.mark_dead_letter(event.seq, reason)
@@ -815,6 +840,15 @@ class Publisher:
 
 def _writes_happen_in_loop(client: mqtt.Client, userdata: Any, sock: Any) -> None:
     """Marker callback: see :meth:`Publisher._build_client`."""
+
+
+def _varint_length(value: int) -> int:
+    """Bytes of an MQTT variable byte integer."""
+    length = 1
+    while value >= 128:
+        value //= 128
+        length += 1
+    return length
 
 
 def _valid_publish_topic(topic: str) -> bool:

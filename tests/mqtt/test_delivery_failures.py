@@ -133,3 +133,35 @@ def test_a_permanent_refusal_is_dead_lettered_once(
     assert publisher.counters.delivery_retries == 0
     [(kind, alert_code, _)] = delivery_alerts(journal)
     assert (kind, alert_code) == ("alert_raised", DEAD_LETTER_ALERT)
+
+
+def test_an_event_above_the_brokers_packet_limit_is_dead_lettered_before_sending(
+    tmp_path: Path,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    from daemon.journal import DeliveryEvent
+
+    # mosquitto announces max_packet_size in its CONNACK and drops the connection of a client
+    # that exceeds it (no PUBACK 0x95): the publisher must not send such an event at all.
+    broker = MosquittoBroker(tmp_path / "broker", extra_config="max_packet_size 4096\n")
+    broker.start()
+    try:
+        sub = Subscriber(broker.port, [EVENTS])
+        huge = DeliveryEvent(kind="card_dealt", at=1.0, data={"pad": "x" * 6000}, source="reader")
+        journal.append([], [card_event(0), huge, card_event(2)])
+        publisher = make_publisher(make_settings(broker.port, keys), TABLE, journal)
+        wait_until(lambda: not journal.pending(), "the others and the alert delivered")
+        messages = sub.wait_for(lambda msgs: len(msgs) >= 3)
+        sub.close()
+        health = publisher.health()
+    finally:
+        broker.stop()
+    [dead] = journal.dead_letters()
+    assert dead.seq == 2
+    assert "packet too large (0x95)" in (dead.dead_letter or "")
+    assert "at most 4096" in (dead.dead_letter or "")
+    assert [m.json()["seq"] for m in messages] == [1, 3, 4]  # the dead-letter alert is seq 4
+    assert messages[2].json()["data"]["code"] == DEAD_LETTER_ALERT
+    assert health["counters"]["connects"] == 1  # never disconnected by the broker
