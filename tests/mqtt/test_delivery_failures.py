@@ -8,6 +8,7 @@ denial (0x87) from mosquitto itself is in ``test_tls_acl.py``.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -109,6 +110,7 @@ def test_the_alert_stays_open_while_the_broker_keeps_refusing(
         ("alert_raised", DELIVERY_FAILING_ALERT)
     ]
     health = publisher.health()
+    validate_payload("x/health", json.dumps({"schema_version": 1, **health}).encode())
     assert health["delivery_failing"]["events_waiting"] >= 1
     assert health["queue_depth"] == 4  # three cards and the alert, none lost, none dead-lettered
     assert journal.dead_letters() == []
