@@ -3,8 +3,11 @@
 It shares nothing with the engine's state machine: it walks a shuffled shoe with
 its own third-card rule (written from the table in RULES.md, not from
 ``daemon.rules.tableau``), produces the inputs a clean table would send, and the
-events a correct engine must answer with. Bet resolution and the outcome summary
-come from the rules core (tested on their own in tests/rules).
+events a correct engine must answer with. For the standard variant the outcome summary
+and every bet are worked out here too, by hand from RULES.md (Banker 19/20, Player 1,
+Tie 8, pairs 11), so an outcome or settlement bug in the engine shows up as a
+difference; other variants' bets come from the rules core (tested on their own in
+tests/rules).
 """
 
 from __future__ import annotations
@@ -39,12 +42,68 @@ BANKER_DRAWS = {
     7: set(),
 }
 
+# The standard variant's bets as RULES.md states them: (name, pays on a win as "n" or "n/d").
+STANDARD_BETS = (
+    ("Player", "1"),
+    ("Banker", "19/20"),
+    ("Tie", "8"),
+    ("Player Pair", "11"),
+    ("Banker Pair", "11"),
+)
+
 CARD_GAP = 1.0  # seconds between two cards of a round
 ROUND_GAP = 20.0  # seconds between rounds (betting time)
 
 
-def total(cards: list[Card]) -> int:
+def total(cards: list[Card] | tuple[Card, ...]) -> int:
     return sum(c.rank if c.rank < 10 else 0 for c in cards) % 10
+
+
+def outcome_of(player: tuple[Card, ...], banker: tuple[Card, ...]) -> dict[str, Any]:
+    """The round's outcome summary, worked out here (the form of ``RoundOutcome.to_dict()``)."""
+    pt, bt = total(player), total(banker)
+    winner = "player" if pt > bt else "banker" if bt > pt else "tie"
+    first = int(banker[0].rank) - int(player[0].rank)
+    return {
+        "player": [c.code for c in player],
+        "banker": [c.code for c in banker],
+        "player_total": pt,
+        "banker_total": bt,
+        "winner": winner,
+        "margin": abs(pt - bt),
+        "player_natural": total(player[:2]) in (8, 9),
+        "banker_natural": total(banker[:2]) in (8, 9),
+        "player_pair": player[0].rank == player[1].rank,
+        "banker_pair": banker[0].rank == banker[1].rank,
+        "player_suited_pair": player[0].rank == player[1].rank and player[0].suit == player[1].suit,
+        "banker_suited_pair": banker[0].rank == banker[1].rank and banker[0].suit == banker[1].suit,
+        "cards": len(player) + len(banker),
+        "first_card": "dragon" if first > 0 else "tiger" if first < 0 else "tie",
+    }
+
+
+def standard_bets(outcome: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every standard-variant bet settled by hand: win pays its odds, a Player/Banker bet on a
+    tie is returned (push), anything else loses its stake."""
+    winner = outcome["winner"]
+    won = {
+        "Player": winner == "player",
+        "Banker": winner == "banker",
+        "Tie": winner == "tie",
+        "Player Pair": outcome["player_pair"],
+        "Banker Pair": outcome["banker_pair"],
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for name, pays in STANDARD_BETS:
+        if won[name]:
+            numerator, _, denominator = pays.partition("/")
+            value = int(numerator) / int(denominator or "1")
+            out[name] = {"outcome": "win", "multiplier": pays, "multiplier_float": value}
+        elif winner == "tie" and name in ("Player", "Banker"):
+            out[name] = {"outcome": "push", "multiplier": "0", "multiplier_float": 0.0}
+        else:
+            out[name] = {"outcome": "lose", "multiplier": "-1", "multiplier_float": -1.0}
+    return out
 
 
 def deal_round(cards: list[Card]) -> list[tuple[str, Card]]:
@@ -180,15 +239,21 @@ def deal_shoe(
         out.rounds.append(dealt)
         player = tuple(c for s, c in dealt if s[0] == "P")
         banker = tuple(c for s, c in dealt if s[0] == "B")
-        outcome = RoundOutcome(player, banker)
         offered = set(variant.offered_bets(hand))
+        if variant.name == "standard":
+            summary = outcome_of(player, banker)
+            bets = {k: r for k, r in standard_bets(summary).items() if k in offered}
+        else:
+            outcome = RoundOutcome(player, banker)
+            summary = outcome.to_dict()
+            bets = {k: r.to_dict() for k, r in resolve_bets(variant, outcome, die).items() if k in offered}
         slots = {s: c.code for s, c in sorted(dealt, key=lambda sc: "P1B1P2B2P3B3".index(sc[0]))}
         completed: dict[str, Any] = {
             "hand": hand,
             "cards": slots,
             "sources": dict.fromkeys(slots, "reader"),
-            "outcome": outcome.to_dict(),
-            "bets": {k: r.to_dict() for k, r in resolve_bets(variant, outcome, die).items() if k in offered},
+            "outcome": summary,
+            "bets": bets,
             "super_round_die": die,
             "corrected": False,
             "decided_at": decided_at,
@@ -213,8 +278,9 @@ def deal_shoe(
         else:
             ev("bets_offered", hand + 1, hand=hand + 1, bets=variant.offered_bets(hand + 1))
         if awaiting:
-            verdict = VerdictOutcome(outcome.winner.value)
-            out.inputs.append(ShoeVerdict(verdict, outcome.player_pair, outcome.banker_pair, t + 0.5))
+            verdict = VerdictOutcome(summary["winner"])
+            ppair, bpair = summary["player_pair"], summary["banker_pair"]
+            out.inputs.append(ShoeVerdict(verdict, ppair, bpair, t + 0.5))
             ev(
                 "verdict_checked",
                 hand,
@@ -222,8 +288,8 @@ def deal_shoe(
                 agrees=True,
                 verdict={
                     "outcome": verdict.value,
-                    "player_pair": outcome.player_pair,
-                    "banker_pair": outcome.banker_pair,
+                    "player_pair": ppair,
+                    "banker_pair": bpair,
                     "raw": None,
                     "device": "reader",
                 },

@@ -186,3 +186,33 @@ def test_pulls_from_a_reader_naming_slots_are_ordered_by_target_and_give_the_ref
     assert [_without_timing(e) for e in game] == [_without_timing(e) for e in dealt.expected]
     assert_legal(events, cfg.decks)
     assert_restores(eng, events)
+
+
+def test_the_reference_settles_the_standard_variant_by_itself_and_catches_a_settlement_bug(
+    monkeypatch: Any,
+) -> None:
+    """The reference works out outcomes and standard bets on its own: a wrong payout in the rules
+    core (here Banker paid even money, no commission) makes the engine differ from it."""
+    from daemon.rules.bets import Resolution, resolve_bets
+    from daemon.rules.variants import load_variant_by_name
+
+    cfg = TableSettings()
+    dealt = _deal(cfg, "standard", 7)
+    real = resolve_bets
+
+    def banker_pays_even_money(*args: Any, **kwargs: Any) -> dict[str, Resolution]:
+        resolved = dict(real(*args, **kwargs))
+        if resolved["Banker"].outcome == "win":
+            resolved["Banker"] = real(variant("no-commission"), *args[1:], **kwargs)["Banker"]
+        return resolved
+
+    monkeypatch.setattr("daemon.engine.settle.resolve_bets", banker_pays_even_money)
+    eng = Engine(cfg, load_variant_by_name("standard"))  # a fresh variant: no settlement memoised yet
+    events = [e for inp in dealt.inputs for e in eng.handle(inp)]
+    differing = [
+        (got["data"]["bets"]["Banker"], want["data"]["bets"]["Banker"])
+        for got, want in zip([project(e) for e in events], dealt.expected, strict=True)
+        if got != want
+    ]
+    assert differing  # caught
+    assert all(want["multiplier"] == "19/20" for _, want in differing)
