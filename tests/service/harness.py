@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import secrets
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -118,10 +121,46 @@ class DaemonProcess:
             self._log.close()
 
     def kill(self) -> None:
+        """SIGKILL (no clean-up at all: a power cut or an OOM kill) and reap the process."""
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait(10)
         self._log.close()
+
+    def count_log(self, event: str) -> int:
+        return sum(1 for line in self.log_lines() if line.get("event") == event)
+
+
+def pty_pending(shoe: PtyDevice) -> int:
+    """Bytes written into the pty that the daemon's reader has not read yet (FIONREAD on the slave)."""
+    slave = shoe._slave  # the test's own handle on the slave side: the queue the reader reads from
+    assert slave is not None, "the shoe is unplugged"
+    raw = fcntl.ioctl(slave, termios.FIONREAD, b"\0\0\0\0")
+    return int(struct.unpack("i", raw)[0])
+
+
+def wait_until_idle(shoe: PtyDevice, subscriber: TableSubscriber, timeout: float = 20.0) -> None:
+    """The daemon read every byte written and its engine handled every input it queued.
+
+    Condition, not a sleep: the pty is drained, then two consecutive health reports, both
+    published after that, show an empty input queue and the same processed-input count.
+    """
+    deadline = time.monotonic() + timeout
+    while pty_pending(shoe):
+        assert time.monotonic() < deadline, "the daemon does not read the shoe"
+        time.sleep(0.01)
+    drained_at = time.time()
+
+    def quiet(s: TableSubscriber) -> bool:
+        engines = [h["devices"]["engine"] for h in s.healths if h["ts"] > drained_at and "devices" in h]
+        return (
+            len(engines) >= 2
+            and engines[-1]["queue_depth"] == 0
+            and engines[-2]["queue_depth"] == 0
+            and engines[-1]["processed"] == engines[-2]["processed"]
+        )
+
+    assert subscriber.wait_for(quiet, max(0.1, deadline - time.monotonic())), "the daemon never went idle"
 
 
 class TableSubscriber:
@@ -134,6 +173,7 @@ class TableSubscriber:
         self.rejected: list[str] = []
         self.status: list[str] = []
         self.health: dict[str, Any] | None = None
+        self.healths: list[dict[str, Any]] = []  # every health report, oldest first
         self.payloads: list[tuple[str, Any]] = []  # (schema name, parsed payload) of every message
         self._cond = threading.Condition()
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"test-sub-{secrets.token_hex(3)}",
@@ -176,6 +216,7 @@ class TableSubscriber:
                 self.status.append(json.loads(payload)["status"])
             elif msg.topic == self.topics.health:
                 self.health = json.loads(payload)
+                self.healths.append(self.health)
             self._cond.notify_all()
 
     def wait_for(self, predicate: Callable[[TableSubscriber], bool], timeout: float = 30.0) -> bool:
