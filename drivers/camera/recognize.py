@@ -33,6 +33,8 @@ from drivers.camera.templates import SUIT_ORDER, DeckTemplates
 _LABEL_SLOTS = 14
 """Label values are ranks 1..13 or suit indexes 0..3: one array slot per possible label."""
 _RED_SUITS = frozenset({Suit.DIAMONDS, Suit.HEARTS})
+_RED = frozenset({SUIT_ORDER.index("d"), SUIT_ORDER.index("h")})
+_BLACK = frozenset({SUIT_ORDER.index("c"), SUIT_ORDER.index("s")})
 _SAME_COLOUR = {
     SUIT_ORDER.index(a): SUIT_ORDER.index(b) for a, b in (("c", "s"), ("s", "c"), ("d", "h"), ("h", "d"))
 }
@@ -55,6 +57,8 @@ class RecognitionParams:
     """...and leads its runner-up by at least this much."""
     max_aspect_error: float = 0.35
     """Relative glyph height/width difference beyond which a template is not compared."""
+    colour_shape_gap: float = 0.08
+    """A suit shape matching the other colour's suits better by more than this vetoes the corner."""
     red_min: float = 35.0
     """Print redness (R - max(G, B)) above which print is red."""
     black_max: float = 20.0
@@ -106,12 +110,19 @@ def _best(
     labels: NDArray[Any],
     aspects: NDArray[Any],
     vector: NDArray[Any],
-    aspect: float,
+    aspect: float | None,
     max_aspect_error: float,
+    allowed: frozenset[int] | None = None,
 ) -> LabelMatch | None:
     """Best label for ``vector`` (max correlation over its templates) and its lead over the
-    runner-up label. Templates of a very different glyph aspect are not compared."""
-    comparable = np.abs(aspects - aspect) <= max_aspect_error * aspects
+    runner-up label. Templates of a very different glyph aspect, or of labels not
+    ``allowed``, are not compared."""
+    if aspect is None:
+        comparable = np.ones(len(aspects), dtype=bool)
+    else:
+        comparable = np.abs(aspects - aspect) <= max_aspect_error * aspects
+    if allowed is not None:
+        comparable &= np.isin(labels, list(allowed))
     if not comparable.any():
         return None
     scores = vectors[comparable] @ vector
@@ -214,11 +225,17 @@ class Recognizer:
         return Recognition(outline=outline, card=card, confidence=confidence, reason=reason, corners=readings)
 
     def _match(
-        self, glyph: Glyph, banks: list[_Bank], size: tuple[int, int], partner: dict[int, int] | None = None
+        self,
+        glyph: Glyph,
+        banks: list[_Bank],
+        size: tuple[int, int],
+        partner: dict[int, int] | None = None,
+        allowed: frozenset[int] | None = None,
     ) -> LabelMatch | None:
         """Match against the rendering (sharp, blurred, aliased) the glyph resembles most."""
         vector = glyph_vector(glyph, size)
-        aspect = box_aspect(glyph.box)
+        # A glyph cut out by its expected box has that box's shape, not its own.
+        aspect = None if glyph.windowed else box_aspect(glyph.box)
         match: LabelMatch | None = None
         bank = banks[0]
         for candidate in banks:
@@ -229,6 +246,7 @@ class Recognizer:
                 vector,
                 aspect,
                 self.params.max_aspect_error,
+                allowed,
             )
             if found is not None and (match is None or found.score > match.score):
                 match, bank = found, candidate
@@ -255,9 +273,6 @@ class Recognizer:
         suit_glyph = find_glyph(corner, self.templates.index.suit)
         tangled = bool((rank_glyph and rank_glyph.windowed) or (suit_glyph and suit_glyph.windowed))
         rank = self._match(rank_glyph, self._rank_banks[scale], RANK_SIZE) if rank_glyph else None
-        suit = (
-            self._match(suit_glyph, self._suit_banks[scale], SUIT_SIZE, _SAME_COLOUR) if suit_glyph else None
-        )
         red: bool | None = None
         if rank_glyph and suit_glyph:
             level = min(redness(view, rank_glyph), redness(view, suit_glyph))
@@ -266,7 +281,25 @@ class Recognizer:
                 red = True
             elif top <= p.black_max:
                 red = False
-        if rank is None or suit is None:
+        if rank is None or suit_glyph is None:
+            return CornerReading(rank, None, red, None, 0.0, "index glyphs not found", tangled)
+        banks = self._suit_banks[scale]
+        shape = self._match(suit_glyph, banks, SUIT_SIZE, _SAME_COLOUR)
+        suit = shape
+        if red is not None:
+            # Blurred, a diamond's outline is a spade's: the colour, measured apart, picks the
+            # pair of suits and the shape only chooses within it...
+            suit = self._match(suit_glyph, banks, SUIT_SIZE, _SAME_COLOUR, _RED if red else _BLACK)
+            # ...unless the shape plainly belongs to the other colour: then nothing is sure.
+            if (
+                suit is not None
+                and shape is not None
+                and shape.label != suit.label
+                and shape.score - suit.score > p.colour_shape_gap
+            ):
+                reason = "suit shape contradicts print colour"
+                return CornerReading(rank, suit, red, None, 0.0, reason, tangled)
+        if suit is None:
             return CornerReading(rank, suit, red, None, 0.0, "index glyphs not found", tangled)
         if rank.score < p.min_score or suit.score < p.min_score:
             return CornerReading(rank, suit, red, None, 0.0, "weak template match", tangled)

@@ -1,13 +1,22 @@
-"""Camera test fixtures: real card art fetched once (npm, cached), templates learned once."""
+"""Camera test fixtures: real card art fetched once (npm, cached), each deck calibrated once.
+
+Calibration runs through the real CLI (`baccarat-edge camera calibrate`), so every test
+that uses templates also exercises the command that makes them.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from daemon.cli import main
 from drivers.camera.recognize import Recognizer
-from drivers.camera.templates import DeckTemplates, learn_templates, save_templates
+from drivers.camera.templates import DeckTemplates, load_templates
 from tests.camera.fetch_art import ArtFetchError, ensure_decks
 
 
@@ -21,9 +30,25 @@ def decks() -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def deck_templates(decks: dict[str, Path]) -> dict[str, DeckTemplates]:
-    """Templates learned from each deck's own faces (as `camera calibrate` does)."""
-    return {name: learn_templates(folder, name) for name, folder in decks.items()}
+def calibrated(
+    decks: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[Path, Any]]:
+    """``{deck: (templates file, JSON summary printed)}`` from `camera calibrate` per deck."""
+    out_dir = tmp_path_factory.mktemp("templates")
+    results: dict[str, tuple[Path, Any]] = {}
+    for name, folder in decks.items():
+        out = out_dir / f"{name}.npz"
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            status = main(["camera", "calibrate", "--faces", str(folder), "--out", str(out), "--deck", name])
+        assert status == 0, f"calibrate {name} failed"
+        results[name] = (out, json.loads(printed.getvalue()))
+    return results
+
+
+@pytest.fixture(scope="session")
+def deck_templates(calibrated: dict[str, tuple[Path, Any]]) -> dict[str, DeckTemplates]:
+    return {name: load_templates(path) for name, (path, _) in calibrated.items()}
 
 
 @pytest.fixture(scope="session")
@@ -32,10 +57,6 @@ def recognizers(deck_templates: dict[str, DeckTemplates]) -> dict[str, Recognize
 
 
 @pytest.fixture(scope="session")
-def templates_file(
-    deck_templates: dict[str, DeckTemplates], tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    """The svg-cards templates saved to a file."""
-    path = tmp_path_factory.mktemp("templates") / "svg-cards.npz"
-    save_templates(deck_templates["svg-cards"], path)
-    return path
+def templates_file(calibrated: dict[str, tuple[Path, Any]]) -> Path:
+    """The svg-cards templates file written by `camera calibrate`."""
+    return calibrated["svg-cards"][0]
