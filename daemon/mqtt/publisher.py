@@ -646,8 +646,13 @@ class Publisher:
         now = time.monotonic()
         if self._retry:
             wait = min(wait, max(0.0, self._retry_at - now))
-        if self._last_state is not self._peek_state():
-            wait = min(wait, max(0.0, self._next_state_at - now))
+        if self._snapshot is not None:
+            try:
+                changed = self._snapshot() is not self._last_state
+            except Exception:  # logged when the state is published, not on every wait
+                changed = False
+            if changed:
+                wait = min(wait, max(0.0, self._next_state_at - now))
         return max(wait, 0.005)
 
     def _process_acks(self) -> None:
