@@ -28,7 +28,7 @@ dead-lettered (kept in the journal for audit, an ``mqtt_dead_letter`` alert name
 **transient** (any other failure, e.g. 0x80 unspecified, 0x83 implementation specific, 0x91
 packet id in use, 0x97 quota exceeded): the event stays undelivered and is published again
 after a backoff, before anything newer; an ``mqtt_delivery_failing`` alert is open from the
-first transient failure until a retried event is acknowledged. Events already in flight when
+first transient failure until every retried event was acknowledged. Events already in flight when
 a transient failure arrives may be acknowledged before the retried one: consumers then see a
 gap that the retry fills (``seq`` order of first arrival is not guaranteed in that case).
 
@@ -174,6 +174,7 @@ class Publisher:
         # Transiently refused events (seq -> event), published again once _retry_at passed.
         self._retry: dict[int, JournaledEvent] = {}
         self._retry_at = 0.0
+        self._retried_in_flight: set[int] = set()
         self._failing_alert: str | None = None
         self._journal_full_alert: str | None = None
         # Drain thread only: the last snapshot object published, and when the next may go.
@@ -643,6 +644,8 @@ class Publisher:
     def _drain_wait(self) -> float:
         """How long the drain thread may sleep: until a retry or the state is due."""
         wait = 0.5
+        if not self._connected.is_set():
+            return wait  # nothing is published until the connect wakes this thread
         now = time.monotonic()
         if self._retry:
             wait = min(wait, max(0.0, self._retry_at - now))
@@ -662,6 +665,7 @@ class Publisher:
             event = self._inflight.pop(ack.mid, None)
             if event is None:
                 continue  # status, state, health, a reply or an alerts-topic copy
+            self._retried_in_flight.discard(event.seq)
             if not ack.failed:
                 delivered.append(event.seq)
             elif ack.code in PERMANENT_REASON_CODES:
@@ -671,7 +675,7 @@ class Publisher:
         if delivered:
             self.journal.mark_delivered(delivered)
             self.counters.acknowledged += len(delivered)
-            if self._failing_alert is not None and not self._retry:
+            if self._failing_alert is not None and not self._retry and not self._retried_in_flight:
                 self._retry_backoff.reset()
                 self._clear_delivery_alert(
                     self._failing_alert, DELIVERY_FAILING_ALERT, "the broker acknowledges events again"
@@ -708,6 +712,7 @@ class Publisher:
             for seq in sorted(self._retry)[:room]:
                 if not self._connected.is_set():
                     return True
+                self._retried_in_flight.add(seq)
                 self._publish_event(self._retry.pop(seq))
             return True
         sent = False
