@@ -8,7 +8,7 @@ a ``CardRead(source=CAMERA, target=<slot>, position=<order in this batch>)``.
 Watchdog: no frame for ``watchdog_s`` (a hung capture call) or byte-identical
 frames for ``stale_frame_s`` (a frozen stream) count as the camera going away: a
 ``DeviceConnection(connected=False)`` is sent, the capture is abandoned and
-reopened with exponential backoff plus jitter, and ``DeviceConnection(True)``
+reopened with exponential backoff plus jitter (``daemon.backoff``), and ``DeviceConnection(True)``
 follows when frames flow again. A replay that ends sends ``connected=False`` with
 detail "end of replay" and the driver stops.
 """
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import random
 import threading
 import time
 import zlib
@@ -26,6 +25,7 @@ from typing import Any
 
 import structlog
 
+from daemon.backoff import Backoff
 from daemon.engine.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
 from drivers.camera.capture import CaptureError, EndOfReplay, FrameSource, make_source
 from drivers.camera.geometry import Image
@@ -155,7 +155,10 @@ class CameraSource:
         )
 
     def _run(self) -> None:
-        delay = self.settings.reconnect_initial_s
+        # delays in [0.5, 1.5] x a ceiling doubling from reconnect_initial_s up to reconnect_max_s
+        backoff = Backoff.symmetric(
+            self.settings.reconnect_initial_s, self.settings.reconnect_max_s, jitter=0.5
+        )
         while not self._stop.is_set():
             capture = _Capture(self.source_factory(self.settings))
             capture.thread.start()
@@ -170,12 +173,10 @@ class CameraSource:
                 return
             if outcome == "lost":
                 self._connection(False, self.health()["last_error"])
-                delay = self.settings.reconnect_initial_s
+                backoff.reset()
             self._count("reconnects")
-            sleep = delay * (0.5 + random.random())
-            if self._stop.wait(sleep):
+            if self._stop.wait(backoff.next_delay()):
                 return
-            delay = min(delay * 2, self.settings.reconnect_max_s)
 
     def _next_frame(self, capture: _Capture, limit: float) -> Image | BaseException | None:
         """The next frame or capture error; None after ``limit`` seconds or on stop."""
