@@ -50,7 +50,8 @@ def write_config(
         "table_id": TABLE_ID,
         "state_dir": str(tmp / "state"),
         "log": {"level": "info", "format": "json"},
-        "service": {"tick_interval_s": 0.1, "health_interval_s": 1.0},
+        # health logged 4 times a second: wait_until_idle() reads it
+        "service": {"tick_interval_s": 0.1, "health_interval_s": 0.25},
         "table": table,
         "readers": [{"driver": "angel_eye", "settings": {"url": device, "device_name": "reader"}}],
         "broker": {
@@ -139,28 +140,38 @@ def pty_pending(shoe: PtyDevice) -> int:
     return int(struct.unpack("i", raw)[0])
 
 
-def wait_until_idle(shoe: PtyDevice, subscriber: TableSubscriber, timeout: float = 20.0) -> None:
+def wait_until_idle(daemon: DaemonProcess, shoe: PtyDevice, timeout: float = 20.0) -> None:
     """The daemon read every byte written and its engine handled every input it queued.
 
-    Condition, not a sleep: the pty is drained, then two consecutive health reports, both
-    published after that, show an empty input queue and the same processed-input count.
+    A condition, not a sleep: the pty is drained, then the daemon's own health log lines
+    (every ``service.health_interval_s``), two in a row written after that, show an empty
+    input queue and the same processed-input count. Needs no broker.
     """
     deadline = time.monotonic() + timeout
     while pty_pending(shoe):
         assert time.monotonic() < deadline, "the daemon does not read the shoe"
         time.sleep(0.01)
-    drained_at = time.time()
-
-    def quiet(s: TableSubscriber) -> bool:
-        engines = [h["devices"]["engine"] for h in s.healths if h["ts"] > drained_at and "devices" in h]
-        return (
+    seen = len(daemon.log_lines())
+    while True:
+        engines = [line["engine"] for line in daemon.log_lines()[seen:] if line.get("event") == "health"]
+        if (
             len(engines) >= 2
             and engines[-1]["queue_depth"] == 0
             and engines[-2]["queue_depth"] == 0
             and engines[-1]["processed"] == engines[-2]["processed"]
-        )
+        ):
+            return
+        assert time.monotonic() < deadline, f"the daemon never went idle: {daemon.log_path}"
+        assert daemon.proc.poll() is None, f"daemon exited: {daemon.log_path.read_text()}"
+        time.sleep(0.05)
 
-    assert subscriber.wait_for(quiet, max(0.1, deadline - time.monotonic())), "the daemon never went idle"
+
+def device_health(subscriber: TableSubscriber, device: str) -> dict[str, Any]:
+    """One device's part of the last published health report ({} before there is one)."""
+    health = subscriber.health or {}
+    devices = health.get("devices") or {}
+    part = devices.get(device)
+    return part if isinstance(part, dict) else {}
 
 
 class TableSubscriber:

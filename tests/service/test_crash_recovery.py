@@ -94,8 +94,6 @@ def _run_table(
     shoe = PtyDevice(tmp / "baccarat-shoe")
     deal, _plan, _steps = dealt_shoe(seed=SEED, max_hands=HANDS)
     config, events_key, command_key = write_config(tmp, shoe.path, port, deal)
-    text = config.read_text().replace('"health_interval_s": 1.0', '"health_interval_s": 0.2')
-    config.write_text(text)
     subscriber = TableSubscriber(port, events_key, command_key).start()
     refused: list[str] = []
     bounds = [0, *(k + 1 for k in kill_after), len(steps)]
@@ -111,7 +109,7 @@ def _run_table(
             if part % 2 == 1 and last.data is not None:
                 _wait_journaled(daemon, shoe, last.data)
             else:
-                wait_until_idle(shoe, subscriber)
+                wait_until_idle(daemon, shoe)
             if part < len(bounds) - 2:
                 daemon.kill()
                 subscriber.status.append("killed")  # the broker's will says offline later, or not

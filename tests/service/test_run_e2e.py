@@ -28,11 +28,13 @@ from tests.service.harness import (
     TcpForwarder,
     contract_violations,
     dealt_shoe,
+    device_health,
     expected_cards,
     expected_winners,
     play,
     received_cards,
     received_winners,
+    wait_until_idle,
     write_config,
 )
 from tests.support.broker import MosquittoBroker
@@ -93,9 +95,8 @@ def test_full_shoe_arrives_as_dealt_with_sd_notify_and_clean_stop(
         play(steps, shoe, subscriber, refused)
         assert refused == []
         assert subscriber.wait_for(lambda s: "shoe_ended" in s.kinds(), 30)
-        time.sleep(0.5)  # the reader's last verdict frame
-        assert subscriber.health is not None
-        assert subscriber.health["devices"]["reader"]["connected"] is True
+        wait_until_idle(daemon, shoe)  # the reader's last verdict frame handled too
+        assert subscriber.wait_for(lambda s: device_health(s, "reader").get("connected") is True, 10)
         assert daemon.terminate() == 0
     finally:
         daemon.kill()
@@ -140,7 +141,7 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
         daemon.wait_for_log("device connected")
         play(part1, shoe, subscriber, refused)
         assert subscriber.wait_for(lambda s: len(received_winners(s.sorted_events())) == 12, 30)
-        time.sleep(0.5)
+        wait_until_idle(daemon, shoe)
         assert daemon.terminate() == 0
     finally:
         daemon.kill()
@@ -154,7 +155,7 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
         daemon.wait_for_log("device connected")
         play(part2, shoe, subscriber, refused)
         assert subscriber.wait_for(lambda s: len(received_winners(s.sorted_events())) == 24, 30)
-        time.sleep(0.5)
+        wait_until_idle(daemon, shoe)
         assert daemon.terminate() == 0
     finally:
         daemon.kill()
@@ -167,6 +168,12 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
     hands = [e["data"]["hand"] for e in events if e["kind"] == "round_completed"]
     assert hands == list(range(1, 25))
     assert len({e["shoe_id"] for e in events if e["kind"] == "card_dealt"}) == 1  # the same shoe
+
+
+def _alert_codes(path: Path) -> set[str]:
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT body FROM events WHERE kind = 'alert_raised'").fetchall()
+    return {json.loads(body)["data"]["code"] for (body,) in rows}
 
 
 def _journal_events(path: Path) -> int:
@@ -191,7 +198,7 @@ def test_unreachable_broker_keeps_dealing_into_the_journal_and_catches_up(
     try:
         daemon.wait_for_log("daemon_ready")
         play(steps, shoe, subscriber=None, refused=[])
-        time.sleep(1.0)
+        wait_until_idle(daemon, shoe)  # everything dealt is in the journal
         assert subscriber.events == []
         assert daemon.proc.poll() is None
         journaled = _journal_events(tmp_path / "state" / "journal.sqlite3")
@@ -224,7 +231,7 @@ def test_full_journal_raises_alerts_and_the_daemon_keeps_running(
     tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
     network = TcpForwarder(mosquitto.port)  # the broker is unreachable until network.open()
-    deal, _plan, steps = dealt_shoe(seed=4, max_hands=3)
+    deal, plan, steps = dealt_shoe(seed=4, max_hands=3)
     shoe = PtyDevice(tmp_path / "baccarat-shoe")
     config, events_key, command_key = write_config(
         tmp_path,
@@ -241,14 +248,18 @@ def test_full_journal_raises_alerts_and_the_daemon_keeps_running(
     try:
         daemon.wait_for_log("daemon_ready")
         play(steps, shoe, subscriber=None, refused=[])
-        refused = daemon.wait_for_log("alert_raised")
-        assert refused["code"] in ("journal_full", "journal_full_card_refused")
-        time.sleep(1.5)  # the publisher's capacity check runs with its health interval
-        assert daemon.proc.poll() is None
-        journaled = _journal_events(tmp_path / "state" / "journal.sqlite3")
+        wait_until_idle(daemon, shoe)
+        journal = tmp_path / "state" / "journal.sqlite3"
+        # the publisher's own alert comes with its capacity check (its health interval)
+        deadline = time.monotonic() + 15
+        while not {"journal_full", "journal_full_card_refused"} <= _alert_codes(journal):
+            assert time.monotonic() < deadline, _alert_codes(journal)
+            time.sleep(0.05)
+        journaled = _journal_events(journal)
         network.open()
         assert subscriber.wait_for(lambda s: len(s.events) >= journaled, 30)
-        assert subscriber.wait_for(lambda s: "alert_cleared" in s.kinds(), 30), "journal-full clears"
+        # both alerts clear once the backlog drains: the publisher's and the engine's
+        assert subscriber.wait_for(lambda s: s.kinds().count("alert_cleared") >= 2, 30), "journal-full clears"
         assert daemon.proc.poll() is None
         assert daemon.terminate() == 0
     finally:
@@ -262,6 +273,14 @@ def test_full_journal_raises_alerts_and_the_daemon_keeps_running(
     assert "journal_full_card_refused" in codes
     refused_alert = next(e for e in events if e["data"].get("code") == "journal_full_card_refused")
     assert "stop dealing" in refused_alert["data"]["message"]
+    # nothing silently dropped: every card the shoe gave out was dealt or refused, in order
+    handled = [e["data"]["card"] for e in events if e["kind"] in ("card_dealt", "card_refused")]
+    assert handled == [card for _slot, card, _round in expected_cards(plan)]
+    refused_cards = [e for e in events if e["kind"] == "card_refused"]
+    assert refused_cards
+    assert all(e["data"]["reason"] == "journal_full" for e in refused_cards)
+    cleared = {e["data"]["code"] for e in events if e["kind"] == "alert_cleared"}
+    assert {"journal_full", "journal_full_card_refused"} <= cleared
     assert contract_violations(subscriber.payloads) == []
 
 
@@ -282,9 +301,7 @@ def test_missing_device_is_an_alert_and_the_daemon_waits_for_it(
         assert daemon.proc.poll() is None
         shoe = PtyDevice(link)  # plugged in later
         assert subscriber.wait_for(lambda s: "alert_cleared" in s.kinds(), 30)
-        assert subscriber.wait_for(
-            lambda s: s.health is not None and s.health["devices"]["reader"]["connected"] is True, 30
-        )
+        assert subscriber.wait_for(lambda s: device_health(s, "reader").get("connected") is True, 30)
         assert daemon.terminate() == 0
     finally:
         daemon.kill()
@@ -322,10 +339,13 @@ def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
         assert reply["status"] == "accepted", (reply, received)
         answering = threading.Thread(target=shoe_side, args=(b"\x1521",), daemon=True)  # NAK: busy
         answering.start()
-        reply = subscriber.sender.send("unlock", {})
+        unlock = subscriber.sender.send("unlock", {})
         answering.join(10)
-        assert reply["status"] == "refused", reply
-        assert "refused" in reply["reason"]
+        assert unlock["status"] == "refused", unlock
+        assert "refused" in unlock["reason"]
+        assert subscriber.wait_for(
+            lambda s: any(e["data"].get("code") == "reader_command_refused" for e in s.events), 10
+        )
         assert daemon.terminate() == 0
     finally:
         daemon.kill()
@@ -333,3 +353,15 @@ def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
         shoe.close()
     assert received[0].startswith(encode_command("LK", 2))
     assert received[1].startswith(encode_command("LK", 1))
+    # the audit trail: each request journaled before the shoe was told, then its result
+    events = subscriber.sorted_events()
+    requested = [e["data"] for e in events if e["kind"] == "reader_command_requested"]
+    assert [(d["action"], d["command_id"]) for d in requested] == [
+        ("lock", reply["command_id"]),
+        ("unlock", unlock["command_id"]),
+    ]
+    [locked] = [e["data"] for e in events if e["kind"] == "reader_status" and e["data"]["kind"] == "locked"]
+    assert locked["command_id"] == reply["command_id"]
+    [alert] = [e["data"] for e in events if e["data"].get("code") == "reader_command_refused"]
+    assert alert["details"]["command_id"] == unlock["command_id"]
+    assert alert["details"]["reader_code"] == 21  # the NAK's reason code
