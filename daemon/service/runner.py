@@ -103,6 +103,7 @@ class RunnerStats:
     journal_errors: int = 0
     engine_errors: int = 0
     storage_transitions: int = 0
+    inputs_not_stored: int = 0  # only at shutdown with a failing journal, each one logged
     queue_depth_warnings: int = 0
     started_at: float = 0.0
     events_by_kind: dict[str, int] = field(default_factory=dict)
@@ -146,6 +147,7 @@ class Daemon:
         self._storage_checked = 0.0
         self._stopping = threading.Event()
         self._give_up_at = float("inf")
+        self._abandoned = False  # shutdown gave up on a failing journal: nothing more is stored
 
     # ------------------------------------------------------------------ set-up
     def start(self) -> None:
@@ -295,6 +297,12 @@ class Daemon:
     def _step(self, item: EngineInput | _Command) -> None:
         assert self.journal is not None
         inp: EngineInput = item.command if isinstance(item, _Command) else item
+        if self._abandoned:
+            if not isinstance(inp, Tick):
+                self._not_stored(inp, "an earlier input could not be stored")
+            if isinstance(item, _Command):
+                item.reply(False, "the journal could not store the command (daemon stopping)")
+            return
         try:
             events: list[Event] = self.engine.handle(inp)
         except Exception as exc:
@@ -359,7 +367,10 @@ class Daemon:
                             hint="inputs wait in memory and are retried; free disk space",
                         )
                 if time.monotonic() >= self._give_up_at:
-                    log.error("input_not_stored", input=type(inp).__name__, body=repr(inp), error=str(exc))
+                    # the engine moved on by this input: storing any later one would journal
+                    # events the journal cannot explain, so every later one is refused too
+                    self._abandoned = True
+                    self._not_stored(inp, str(exc))
                     return None
                 self._engine_beat()  # retrying is progress: a restart would lose the queue
                 self._stopping.wait(min(backoff.next_delay(), max(0.0, self._give_up_at - time.monotonic())))
@@ -373,6 +384,11 @@ class Daemon:
                 self._journal_failing_since = None
             return journaled
 
+    def _not_stored(self, inp: EngineInput, why: str) -> None:
+        """Shutdown with a failing journal: the input is lost, so the log keeps all of it."""
+        self.stats.inputs_not_stored += 1
+        log.error("input_not_stored", input=type(inp).__name__, body=repr(inp), reason=why)
+
     def _update_storage_state(self, item: QueueItem) -> None:
         """Tell the engine when the journal filled up or has room again.
 
@@ -381,6 +397,8 @@ class Daemon:
         believes the journal full; on idle ticks at most every STORAGE_CHECK_INTERVAL_S.
         """
         assert self.journal is not None
+        if self._abandoned:
+            return
         if isinstance(item, CardRead):
             if not self._storage_full and _mid_round(self.engine):
                 return
@@ -494,6 +512,7 @@ class Daemon:
             # the input being retried plus those queued behind it
             "inputs_waiting": depth + (1 if failing_since is not None else 0),
             "storage_full": self._storage_full,
+            "inputs_not_stored": self.stats.inputs_not_stored,
             "queue_depth_warnings": self.stats.queue_depth_warnings,
             "reader_commands": self.reader_commands.health(),
             "stalled_workers": [s.name for s in self.liveness.states() if s.stalled],

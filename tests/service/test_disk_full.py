@@ -9,6 +9,7 @@ the order it arrived and the engine holds exactly what the journal holds.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -84,3 +85,39 @@ def test_full_disk_holds_every_input_until_the_journal_takes_it(
         daemon.stop()
         subscriber.stop()
         shoe.close()
+
+
+@pytest.mark.mosquitto
+def test_stopping_with_a_failing_journal_logs_every_input_it_could_not_store(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    deal, _plan, _steps = dealt_shoe(seed=2, max_hands=1)
+    shoe = PtyDevice(tmp_path / "baccarat-shoe")
+    config, _events_key, _command_key = write_config(tmp_path, shoe.path, mosquitto.port, deal)
+    loaded = load_config(config, environ={}, overrides={("service", "shutdown_timeout_s"): 1.0})
+    daemon = Daemon(loaded)
+    daemon.start()
+    try:
+        daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1"))
+        assert daemon.wait_until_processed(10)
+        assert daemon.journal is not None
+        inputs_before = daemon.journal.input_count()
+        db = daemon.journal._db
+        (pages,) = db.execute("PRAGMA page_count").fetchone()
+        db.execute(f"PRAGMA max_page_count = {pages}")
+        for index in range(CARDS):
+            daemon.submit(CardRead(ALL_CARDS[(index * 7) % 52], time.time()))
+        _until(lambda: daemon.health()["engine"]["journal_failing"], 30, "the journal to fail")
+        stored_then = daemon.journal.input_count() - inputs_before
+    finally:
+        daemon.stop()  # retries for half the shutdown timeout, then gives up, loudly
+        shoe.close()
+    assert daemon.engine_done.is_set()
+    # the failing journal stored nothing more; every other card is counted (and logged) as lost
+    db = sqlite3.connect(f"file:{loaded.config.journal.path}?mode=ro", uri=True)
+    try:
+        (stored,) = db.execute("SELECT count(*) FROM inputs").fetchone()
+    finally:
+        db.close()
+    assert stored - inputs_before == stored_then
+    assert daemon.stats.inputs_not_stored == CARDS - stored_then

@@ -343,8 +343,11 @@ def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
         answering.join(10)
         assert unlock["status"] == "refused", unlock
         assert "refused" in unlock["reason"]
+        silent = subscriber.sender.send("lock", {})  # the shoe does not answer this time
+        assert silent["status"] == "refused", silent
+        assert "no answer" in silent["reason"]
         assert subscriber.wait_for(
-            lambda s: any(e["data"].get("code") == "reader_command_refused" for e in s.events), 10
+            lambda s: [e["data"].get("code") for e in s.events].count("reader_command_refused") == 2, 10
         )
         assert daemon.terminate() == 0
     finally:
@@ -359,9 +362,12 @@ def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
     assert [(d["action"], d["command_id"]) for d in requested] == [
         ("lock", reply["command_id"]),
         ("unlock", unlock["command_id"]),
+        ("lock", silent["command_id"]),
     ]
     [locked] = [e["data"] for e in events if e["kind"] == "reader_status" and e["data"]["kind"] == "locked"]
     assert locked["command_id"] == reply["command_id"]
-    [alert] = [e["data"] for e in events if e["data"].get("code") == "reader_command_refused"]
-    assert alert["details"]["command_id"] == unlock["command_id"]
-    assert alert["details"]["reader_code"] == 21  # the NAK's reason code
+    nak, no_answer = [e["data"] for e in events if e["data"].get("code") == "reader_command_refused"]
+    assert nak["details"]["command_id"] == unlock["command_id"]
+    assert nak["details"]["reader_code"] == 21  # the NAK's reason code
+    assert no_answer["details"]["command_id"] == silent["command_id"]
+    assert "no answer" in no_answer["details"]["detail"]
