@@ -392,14 +392,18 @@ class Daemon:
     def _update_storage_state(self, item: QueueItem) -> None:
         """Tell the engine when the journal filled up or has room again.
 
-        Checked before a card only when it could open a round (mid-round cards are
-        admitted anyway, and the check must not cost every card) or while the engine
-        believes the journal full; on idle ticks at most every STORAGE_CHECK_INTERVAL_S.
+        Checked before a card (a read, or a supervisor's ``assign_card``) only when it could
+        open a round (mid-round cards are admitted anyway, and the check must not cost every
+        card) or while the engine believes the journal full; on idle ticks at most every
+        STORAGE_CHECK_INTERVAL_S.
         """
         assert self.journal is not None
         if self._abandoned:
             return
-        if isinstance(item, CardRead):
+        places_card = isinstance(item, CardRead) or (
+            isinstance(item, _Command) and item.command.action == "assign_card"
+        )
+        if places_card:
             if not self._storage_full and _mid_round(self.engine):
                 return
         elif isinstance(item, Tick):
