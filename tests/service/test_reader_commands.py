@@ -1,0 +1,60 @@
+"""lock/unlock on a table whose reader takes no host commands (an ASCII line reader).
+
+The request is still journaled (the audit trail), the refusal comes back as a journaled
+``reader_command_refused`` alert, and the supervisor's reply says why. In-process daemon,
+real pty and mosquitto; the Angel Eye ACK/NAK/no-answer paths run in test_run_e2e.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.engine.inputs import SupervisorCommand
+from daemon.service.config import load_config
+from daemon.service.runner import Daemon
+from drivers.pty_device import PtyDevice
+from tests.service.harness import dealt_shoe, write_config
+from tests.support.broker import MosquittoBroker
+
+
+@pytest.mark.mosquitto
+def test_lock_without_a_commandable_reader_is_journaled_refused_and_alerted(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    deal, _plan, _steps = dealt_shoe(seed=2, max_hands=1)
+    shoe = PtyDevice(tmp_path / "baccarat-shoe")
+    config, _ek, _ck = write_config(tmp_path, shoe.path, mosquitto.port, deal)
+    config.write_text(config.read_text().replace('"driver": "angel_eye"', '"driver": "ascii_lines"'))
+    daemon = Daemon(load_config(config, environ={}))
+    daemon.start()
+    replies: list[tuple[Any, Any]] = []
+    answered = threading.Event()
+
+    def reply(result: Any, reason: Any = None) -> None:
+        replies.append((result, reason))
+        answered.set()
+
+    try:
+        daemon.submit_command(SupervisorCommand("lock", time.time(), "supervisor:test", "c-lock"), reply)
+        assert answered.wait(10)
+        assert replies == [(False, "no configured reader accepts host commands")]
+        assert daemon.wait_until_processed(10)  # the refusal input queued before the reply
+        assert daemon.journal is not None
+        events = [(e.kind, e.data) for e in daemon.journal.events()]
+    finally:
+        daemon.stop()
+        shoe.close()
+    kinds = [kind for kind, _ in events]
+    assert kinds.index("command_accepted") < kinds.index("reader_command_requested")
+    [requested] = [data for kind, data in events if kind == "reader_command_requested"]
+    assert requested["command_id"] == "c-lock"
+    assert requested["actor"] == "supervisor:test"
+    [alert] = [data for kind, data in events if data.get("code") == "reader_command_refused"]
+    assert alert["details"]["command_id"] == "c-lock"
+    assert "no configured reader accepts host commands" in alert["details"]["detail"]
+    assert daemon.reader_commands.health()["running"] is False  # stopped with the daemon
