@@ -55,6 +55,9 @@ class RecognitionParams:
     """A second corner whose best other label scores this well vetoes the first corner."""
     contradiction_margin: float = 0.03
     """...and leads its runner-up by at least this much."""
+    contradiction_shape_score: float = 0.70
+    """A second corner whose suit scores this well and whose shape lies on the look-alike's
+    side (club/spade, diamond/heart) by at least ``min_margin`` vetoes the first corner."""
     max_aspect_error: float = 0.35
     """Relative glyph height/width difference beyond which a template is not compared."""
     colour_shape_gap: float = 0.08
@@ -345,6 +348,16 @@ class Recognizer:
             and suit.score >= threshold
             and suit.margin >= lead
             and SUIT_ORDER[suit.label] != card.suit.value
+        ):
+            return True
+        # A suit's margin is its lead over its same-colour look-alike along the axis that
+        # separates them: a corner correlating best with clubs but shaped like a spade as
+        # clearly as a read requires is spade evidence, not club evidence.
+        if (
+            suit is not None
+            and suit.score >= self.params.contradiction_shape_score
+            and suit.margin <= -self.params.min_margin
+            and SUIT_ORDER[suit.label] == card.suit.value
         ):
             return True
         return reading.red is not None and reading.red != (card.suit in _RED_SUITS)

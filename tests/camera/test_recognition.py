@@ -132,3 +132,15 @@ def test_a_card_of_another_deck_is_never_named_wrong(faces, recognizers) -> None
     for frame in frame_set(faces["younestouati"], "clean", frames=6, seed=21):
         total.add(score_frame(frame, recognizers["svg-cards"].recognize_frame(frame.image)))
     assert total.wrong == 0, total.wrong_examples
+
+
+def test_other_corner_shaped_like_the_look_alike_vetoes_a_one_corner_read(faces, recognizers) -> None:
+    # Seed 1106 ("small", bench seed 11) frames 10 and 14: one svg-cards index corner read A♣
+    # and 2♣ while the other corner correlated best with clubs but was shaped like a spade
+    # (the cards were A♠ and 2♠). Such a corner is spade evidence: the card must not be named.
+    frames = frame_set(faces["svg-cards"], "small", frames=15, seed=1106)
+    total = Score()
+    for frame in (frames[10], frames[14]):
+        total.add(score_frame(frame, recognizers["svg-cards"].recognize_frame(frame.image)))
+    assert total.wrong == 0, total.wrong_examples
+    assert total.cards == 8
