@@ -180,7 +180,7 @@ def _run_on(
 
     half = len(rss_mb) // 2
     figures: dict[str, Any] = {
-        "inflight_window": inflight_window or "default (16)",
+        "inflight_window": inflight_window or "the daemon's default (broker.delivery.inflight_window)",
         "backlog_events": backlog,
         "delivered_before_broker_up": delivered,
         "shoes_written": shoes,

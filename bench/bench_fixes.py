@@ -302,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "which", nargs="?", default="all", choices=("decoder", "idle", "drain", "capacity", "all")
     )
+    parser.add_argument("--marks-fsync", action="store_true", help="drain: add the fsync-per-mark variant")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10.0, help="idle window per run")
     parser.add_argument("--events", type=int, default=4000, help="pending events per drain run")
