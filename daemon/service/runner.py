@@ -519,6 +519,8 @@ class Daemon:
             "inputs_not_stored": self.stats.inputs_not_stored,
             "queue_depth_warnings": self.stats.queue_depth_warnings,
             "reader_commands": self.reader_commands.health(),
+            # the broker acknowledged the command subscription: supervisor commands can arrive
+            "command_channel_ready": _command_channel_ready(self.publisher),
             "stalled_workers": [s.name for s in self.liveness.states() if s.stalled],
         }
 
@@ -682,6 +684,11 @@ def _mid_round(engine: Any) -> bool:
 
     state = engine.state
     return state.round is not None or state.phase in (INDICATOR, BURNING)
+
+
+def _command_channel_ready(publisher: Any) -> bool:
+    subscribed = getattr(publisher, "subscribed", None)
+    return isinstance(subscribed, threading.Event) and subscribed.is_set()
 
 
 def _safe_health(worker: Any) -> dict[str, Any]:

@@ -166,6 +166,22 @@ def wait_until_idle(daemon: DaemonProcess, shoe: PtyDevice, timeout: float = 20.
         time.sleep(0.05)
 
 
+def wait_until_commandable(daemon: DaemonProcess, timeout: float = 30.0) -> None:
+    """The daemon's broker acknowledged its command subscription (a command sent now arrives).
+
+    ``online`` is published before the subscription is acknowledged: a command sent on seeing
+    it may reach the broker first and be dropped (nobody subscribed yet).
+    """
+    deadline = time.monotonic() + timeout
+    while not any(
+        line.get("event") == "health" and line["engine"].get("command_channel_ready")
+        for line in daemon.log_lines()
+    ):
+        assert time.monotonic() < deadline, f"no command subscription: {daemon.log_path}"
+        assert daemon.proc.poll() is None, f"daemon exited: {daemon.log_path.read_text()}"
+        time.sleep(0.05)
+
+
 def device_health(subscriber: TableSubscriber, device: str) -> dict[str, Any]:
     """One device's part of the last published health report ({} before there is one)."""
     health = subscriber.health or {}

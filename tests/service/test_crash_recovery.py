@@ -39,6 +39,7 @@ from tests.service.harness import (
     pty_pending,
     received_cards,
     received_winners,
+    wait_until_commandable,
     wait_until_idle,
     write_config,
 )
@@ -104,6 +105,7 @@ def _run_table(
             # a command needs the daemon subscribed to its command topic
             daemon.wait_for_log("device connected")
             assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+            wait_until_commandable(daemon)
             _deal(steps[start:end], shoe, subscriber, refused)
             last = steps[end - 1]
             if part % 2 == 1 and last.data is not None:

@@ -34,6 +34,7 @@ from tests.service.harness import (
     play,
     received_cards,
     received_winners,
+    wait_until_commandable,
     wait_until_idle,
     write_config,
 )
@@ -91,6 +92,7 @@ def test_full_shoe_arrives_as_dealt_with_sd_notify_and_clean_stop(
     )
     try:
         assert subscriber.wait_for(lambda s: "online" in s.status, 30), daemon.log_path.read_text()
+        wait_until_commandable(daemon)
         refused: list[str] = []
         play(steps, shoe, subscriber, refused)
         assert refused == []
@@ -137,6 +139,7 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
     daemon = DaemonProcess(config, tmp_path / "daemon-1.log")
     try:
         assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+        wait_until_commandable(daemon)
         # pyserial drops what was written before it opened the pty: deal only once it has
         daemon.wait_for_log("device connected")
         play(part1, shoe, subscriber, refused)
@@ -152,6 +155,7 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
         restored = daemon.wait_for_log("engine_restored")
         assert restored["events"] == before
         assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+        wait_until_commandable(daemon)
         daemon.wait_for_log("device connected")
         play(part2, shoe, subscriber, refused)
         assert subscriber.wait_for(lambda s: len(received_winners(s.sorted_events())) == 24, 30)
@@ -338,6 +342,7 @@ def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
 
     try:
         assert subscriber.wait_for(lambda s: "online" in s.status, 30)
+        wait_until_commandable(daemon)
         answering = threading.Thread(target=shoe_side, args=(b"\x06",), daemon=True)
         answering.start()
         reply = subscriber.sender.send("lock", {})
