@@ -183,7 +183,7 @@ class DemoRun:
                     if reply.get("status") != "accepted":
                         self.result.refused_commands.append(f"{step.action}: {reply.get('reason')}")
 
-                self._await_online(timeout=15.0)
+                self._await_online(daemon, timeout=15.0)
                 reader_open = self._await_readers(daemon, timeout=15.0)
                 virtual = VirtualShoe(
                     steps, shoe, speed=opts.speed, on_supervisor=on_supervisor, ready=reader_open
@@ -264,14 +264,16 @@ class DemoRun:
             )
         self._printed_rounds = len(view.results)
 
-    def _await_online(self, timeout: float) -> None:
-        """The daemon's publisher is connected and subscribed to commands (status online)."""
+    def _await_online(self, daemon: Daemon, timeout: float) -> None:
+        """The view saw ``online`` and the broker acknowledged the daemon's command subscription
+        (``online`` comes first: a command sent on it alone could be dropped by the broker)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             with self._view_lock:
                 assert self._view is not None
-                if self._view.status == "online":
-                    return
+                online = self._view.status == "online"
+            if online and daemon.publisher.subscribed.wait(max(0.0, deadline - time.monotonic())):
+                return
             time.sleep(0.05)
         raise RuntimeError(f"the daemon did not come online on the embedded broker within {timeout:.0f} s")
 
