@@ -213,6 +213,16 @@ def _window(corner: CornerInk, expected: Box, min_area: int) -> Glyph | None:
     return Glyph(box=expected, ink=ink, mask=own, windowed=True)
 
 
+def boxes_joined(corner: CornerInk, first: Box, second: Box) -> bool:
+    """True when one piece of print reaches into both boxes (rank and suit run together)."""
+
+    def labels_in(box: Box) -> set[int]:
+        x0, y0, x1, y1 = box
+        return set(np.unique(corner.labels[y0:y1, x0:x1]).tolist()) - {0}
+
+    return bool(labels_in(first) & labels_in(second))
+
+
 def ink_levels(view: Image) -> NDArray[Any]:
     """Ink-ness of the corner region in 0..1 (1 = full print), stretched to its own contrast."""
     green = index_channel(view).astype(np.float32)

@@ -23,6 +23,7 @@ from drivers.camera.glyphs import (
     SUIT_SIZE,
     Glyph,
     box_aspect,
+    boxes_joined,
     find_glyph,
     glyph_vector,
     read_corner_ink,
@@ -275,6 +276,16 @@ class Recognizer:
         rank_glyph = find_glyph(corner, self.templates.index.rank)
         suit_glyph = find_glyph(corner, self.templates.index.suit)
         tangled = bool((rank_glyph and rank_glyph.windowed) or (suit_glyph and suit_glyph.windowed))
+        if (
+            rank_glyph
+            and suit_glyph
+            and rank_glyph.windowed
+            and suit_glyph.windowed
+            and boxes_joined(corner, self.templates.index.rank, self.templates.index.suit)
+        ):
+            # Blur has run the rank into the suit: cut apart by their boxes, a blurred club
+            # keeps a spade's outline (its lobes merged), so neither glyph is evidence.
+            return CornerReading(None, None, None, None, 0.0, "rank and suit print run together", True)
         rank = self._match(rank_glyph, self._rank_banks[scale], RANK_SIZE) if rank_glyph else None
         red: bool | None = None
         if rank_glyph and suit_glyph:

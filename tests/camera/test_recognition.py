@@ -144,3 +144,14 @@ def test_other_corner_shaped_like_the_look_alike_vetoes_a_one_corner_read(faces,
         total.add(score_frame(frame, recognizers["svg-cards"].recognize_frame(frame.image)))
     assert total.wrong == 0, total.wrong_examples
     assert total.cards == 8
+
+
+def test_rank_run_into_suit_by_blur_is_no_evidence(faces, recognizers) -> None:
+    # Seed 1102 ("blur", bench seed 11) frame 8: younestouati 3♣ blurred until the 3 ran into
+    # the club and the club's lobes merged into a spade's outline; both corners, cut apart by
+    # their boxes, read 3♠. A corner whose rank and suit print run together names nothing.
+    frame = frame_set(faces["younestouati"], "blur", frames=9, seed=1102)[8]
+    recognitions = recognizers["younestouati"].recognize_frame(frame.image)
+    score = score_frame(frame, recognitions)
+    assert score.wrong == 0, score.wrong_examples
+    assert any("run together" in c.reason for r in recognitions for c in r.corners)
