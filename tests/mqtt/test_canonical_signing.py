@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 import math
 import struct
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.mqtt.canonical import CanonicalJsonError, canonical_json, format_number
+from daemon.mqtt.canonical import (
+    _NEEDS_GENERAL,
+    CanonicalJsonError,
+    _encoder_ready,
+    canonical_json,
+    canonical_json_general,
+    format_number,
+)
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, sign, signing_bytes, verify
 
@@ -162,3 +170,55 @@ def test_secret_does_not_print_itself() -> None:
     assert "hunter2" not in repr(secret)
     assert "hunter2" not in str(secret)
     assert "hunter2" not in f"{secret}"
+
+
+# Values that exercise both sides of every fast-path boundary: floats of every magnitude
+# (integral ones, exponent-notation ones), integers around 2**53, keys beyond U+FFFF next to
+# keys in U+E000..U+FFFF (where code point and UTF-16 order differ), tuples, control characters.
+edge_floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+    [0.0, -0.0, 1.0, -5.0, 1e-4, 9.99e-5, 1e-7, 1e16, 9999999999999998.0, 1e15 + 0.5, 1e21, 1764423000.125]
+)
+edge_ints = st.integers(-(2**60), 2**60) | st.sampled_from([2**53, 2**53 + 1, -(2**53), -(2**53) - 1])
+edge_text = st.text(st.characters(codec="utf-8", exclude_categories=["Cs"])) | st.sampled_from(
+    ["\U0001f600", "\ufb33", "\ue000", '\x00\x1f\u2028"\\', ""]
+)
+edge_values = st.recursive(
+    st.none() | st.booleans() | edge_ints | edge_floats | edge_text,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=3).map(tuple)
+        | st.dictionaries(edge_text, inner, max_size=5)
+    ),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=300)
+@given(edge_values)
+def test_fast_path_gives_the_general_algorithms_bytes(value: object) -> None:
+    assert canonical_json(value) == canonical_json_general(value)
+
+
+def test_fast_path_gives_the_general_algorithms_bytes_for_a_published_event() -> None:
+    tie = {"multiplier_float": 8.0}
+    bets = {"Tie": tie, "Player": {"multiplier_float": -1.0}, "Banker": 0.95}
+    data: dict[str, Any] = {"card": "8s", "read": {"raw": "05 31", "at": -0.0}, "bets": bets}
+    message = {**event(), "data": data}
+    assert canonical_json(message) == canonical_json_general(message)
+    assert b'"at":0,' in canonical_json(message)
+    assert b'{"multiplier_float":-1}' in canonical_json(message)
+    ready = _encoder_ready(message)  # integral floats reach the encoder as ints, on a copy
+    assert ready is not message
+    assert ready["data"]["bets"]["Tie"]["multiplier_float"] == 8
+    assert type(tie["multiplier_float"]) is float  # the caller's value is untouched
+    plain = event()
+    assert _encoder_ready(plain) is plain  # nothing to convert: no copy
+    small = {**event(), "data": {"confidence": 1e-5}}  # Python prints 1e-05: general path
+    assert _encoder_ready(small) is _NEEDS_GENERAL
+    assert b'"confidence":0.00001' in canonical_json(small)
+
+
+def test_fast_path_refuses_what_the_general_algorithm_refuses() -> None:
+    for bad in ({"v": math.nan}, {"v": [1, math.inf]}, {1: "x"}, {"v": b"bytes"}, {"v": object()}):
+        with pytest.raises(CanonicalJsonError):
+            canonical_json(bad)
