@@ -14,8 +14,11 @@ target/index or card byte is wrong.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
+from functools import reduce
+from operator import xor
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -176,12 +179,13 @@ def encode_target(target: DeviceTarget, index: int = 1) -> int:
     return 0x80 | code << 4 | (index & 0x0F)
 
 
+_BCC_TEXT = tuple(f"{value:02X}".encode("ascii") for value in range(256))
+_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+
+
 def bcc(data: bytes) -> bytes:
     """Two upper-case ASCII hex characters of the XOR of ``data``."""
-    value = 0
-    for byte in data:
-        value ^= byte
-    return f"{value:02X}".encode("ascii")
+    return _BCC_TEXT[reduce(xor, data, 0)]
 
 
 def encode_frame(seq: int, code: str, data: bytes = b"") -> bytes:
@@ -226,12 +230,43 @@ class _State(Enum):
     NAK_CODE = 3
 
 
+_OUTSIDE, _IN_FRAME, _BCC, _NAK_CODE = _State.OUTSIDE, _State.IN_FRAME, _State.BCC, _State.NAK_CODE
+_ENQ_BYTE, _ETX_BYTE = bytes([ENQ]), bytes([ETX])
+
+PARSED_FRAME_CACHE = 512
+"""How many distinct whole frames (bytes ENQ..BCC) keep their parse; the oldest goes first."""
+
+InputBuilder = Callable[[float], ReaderInput]
+"""Makes a valid frame's engine input for the time it was observed."""
+
+_ParsedFrame = tuple[tuple[int, bytes], InputBuilder, bool] | str
+"""A whole frame's parse: its repeat key, its input builder and whether it is a start (``S``)
+frame; or the reason it is refused. A pure function of the frame's bytes and the settings."""
+
+
+def _builder(template: ReaderInput) -> InputBuilder:
+    """A builder of ``template`` with ``at`` replaced, every other field shared as is."""
+    make: Callable[..., ReaderInput] = type(template)
+    names: tuple[str, ...] = template.__slots__  # every field, in constructor order
+    values = [getattr(template, name) for name in names]
+    split = names.index("at")
+    before, after = tuple(values[:split]), tuple(values[split + 1 :])
+    return lambda at: make(*before, at, *after)
+
+
 class AngelEyeDecoder:
-    """Incremental decoder of the shoe → host byte stream (frames, ACK and NAK replies)."""
+    """Incremental decoder of the shoe → host byte stream (frames, ACK and NAK replies).
+
+    A whole frame met outside any other frame is cut out of the input in one slice; its
+    parse (BCC, length, event code, the input it stands for) is kept per frame bytes, so the
+    shoe's repeat transmissions of a frame cost a dictionary lookup and a repeat check. Any
+    other byte (garbage, replies, a frame split across reads) goes through a per-byte state
+    machine; both paths give exactly the same frames.
+    """
 
     def __init__(self, settings: AngelEyeSettings | None = None, *, device: str = "reader") -> None:
         self.settings = settings or AngelEyeSettings()
-        self.device = device
+        self._device = device
         self._state = _State.OUTSIDE
         self._frame = bytearray()
         self._garbage = bytearray()
@@ -239,12 +274,41 @@ class AngelEyeDecoder:
         self._recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.dedup_window)
         self._last_seq: int | None = None  # SEQ of the last new frame taken
         self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
+        self._parsed: dict[bytes, _ParsedFrame] = {}
+        self._mark_index = {ord(mark): n for n, mark in enumerate(self.settings.sequence_marks)}
+
+    @property
+    def device(self) -> str:
+        """The device name stamped on every input."""
+        return self._device
+
+    @device.setter
+    def device(self, name: str) -> None:
+        self._device = name
+        self._parsed.clear()  # cached inputs carry the old name
 
     def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
         out: list[DecodedFrame] = []
-        for byte in data:
-            self._step(byte, at, out)
+        if type(data) is not bytes:
+            data = bytes(data)
+        i, n = 0, len(data)
+        reach = self.settings.max_frame_length + 1
+        step = self._step
+        while i < n:
+            if data[i] == ENQ and self._state is _OUTSIDE:
+                # The per-byte machine would take exactly this slice as one frame: an ETX within
+                # max_frame_length bytes of the ENQ, two BCC bytes after it, no ENQ in between.
+                etx = data.find(_ETX_BYTE, i + 1, i + reach)
+                end = etx + 3
+                if etx != -1 and end <= n and data.find(_ENQ_BYTE, i + 1, end) == -1:
+                    if self._garbage:
+                        self._flush_garbage(out)
+                    self._settle(self._finish_frame(data[i:end], at), at, out)
+                    i = end
+                    continue
+            step(data[i], at, out)
+            i += 1
         return out
 
     def reset(self, reason: str = "partial frame discarded: device disconnected") -> list[DecodedFrame]:
@@ -326,6 +390,9 @@ class AngelEyeDecoder:
     # bad one is the valid read that satisfies the rescan.
 
     def _settle(self, frame: DecodedFrame, at: float, out: list[DecodedFrame]) -> None:
+        if frame.duplicate:
+            out.append(frame)
+            return
         raw = frame.raw
         if frame.rejected is not None:
             if len(raw) >= 3 and raw[0] == ENQ and raw[2] == ord("D"):
@@ -336,9 +403,9 @@ class AngelEyeDecoder:
                     frame = replace(frame, rescan=self._lost(at, reason, raw))
             out.append(frame)
             return
-        if frame.input is not None and not frame.duplicate:
+        if frame.input is not None:
             seq = raw[1]
-            skipped = [] if raw[2:3] == b"S" else self._skipped_marks(seq)
+            skipped = [] if raw[2] == 0x53 else self._skipped_marks(seq)  # 'S' restarts the marks
             if skipped:
                 marks = "".join(skipped)
                 reason = f"sequence mark(s) {marks!r} skipped: frame(s) lost on the line"
@@ -348,11 +415,15 @@ class AngelEyeDecoder:
         out.append(frame)
 
     def _skipped_marks(self, seq: int) -> list[str]:
-        marks, last = self.settings.sequence_marks, self._last_seq
-        if last is None or chr(last) not in marks or chr(seq) not in marks:
+        last = self._last_seq
+        if last is None:
             return []
-        start = marks.index(chr(last))
-        distance = (marks.index(chr(seq)) - start) % len(marks)
+        start = self._mark_index.get(last)
+        position = self._mark_index.get(seq)
+        if start is None or position is None:
+            return []
+        marks = self.settings.sequence_marks
+        distance = (position - start) % len(marks)
         if distance <= 1 or distance - 1 > self.settings.max_sequence_gap:
             return []
         missing = [marks[(start + k) % len(marks)] for k in range(1, distance)]
@@ -383,32 +454,46 @@ class AngelEyeDecoder:
         return DecodedFrame(raw=raw, reply=CommandReply(ok=False, code=text, meaning=meaning))
 
     def _finish_frame(self, raw: bytes, at: float) -> DecodedFrame:
+        """The frame ``raw`` (ENQ through BCC) stands for; a new valid one enters the repeat memory."""
+        parsed = self._parsed.get(raw)
+        if parsed is None:
+            parsed = self._parse(raw)
+            if len(self._parsed) >= PARSED_FRAME_CACHE:
+                del self._parsed[next(iter(self._parsed))]
+            self._parsed[raw] = parsed
+        if isinstance(parsed, str):
+            return DecodedFrame(raw, None, parsed)
+        key, build, start = parsed
+        recent = self._recent
+        if key in recent:
+            return DecodedFrame(raw, build(at), None, None, None, True)
+        if start:
+            recent.clear()
+        recent.append(key)
+        return DecodedFrame(raw, build(at))
+
+    def _parse(self, raw: bytes) -> _ParsedFrame:
+        """Check a whole frame once: its repeat key and input builder, or why it is refused."""
+        raw = bytes(raw)
         body = raw[1:-2]
         sent = raw[-2:]
-        if not all(chr(c) in "0123456789abcdefABCDEF" for c in sent):
-            return DecodedFrame(raw=raw, rejected=f"BCC {sent!r} is not two hex characters")
-        sent_value = int(sent.decode("ascii"), 16)
-        expected = int(bcc(body), 16)
+        if not (sent[0] in _HEX_DIGITS and sent[1] in _HEX_DIGITS):
+            return f"BCC {sent!r} is not two hex characters"
+        sent_value = int(sent, 16)
+        expected = reduce(xor, body, 0)
         if sent_value != expected:
-            return DecodedFrame(
-                raw=raw, rejected=f"bad BCC: frame says {sent_value:02X}, bytes give {expected:02X}"
-            )
+            return f"bad BCC: frame says {sent_value:02X}, bytes give {expected:02X}"
         if len(body) < 3:
-            return DecodedFrame(raw=raw, rejected="frame has no event code")
+            return "frame has no event code"
         seq = body[0]
         if not 0x20 < seq < 0x7F:
-            return DecodedFrame(raw=raw, rejected=f"sequence byte 0x{seq:02X} is not a printable ASCII mark")
+            return f"sequence byte 0x{seq:02X} is not a printable ASCII mark"
         payload = body[1:-1]
-        interpreted = self._interpret(chr(payload[0]) if payload[0] < 0x80 else "", payload[1:], seq, raw, at)
+        code = chr(payload[0]) if payload[0] < 0x80 else ""
+        interpreted = self._interpret(code, payload[1:], seq, raw, 0.0)
         if isinstance(interpreted, str):
-            return DecodedFrame(raw=raw, rejected=interpreted)
-        key = (seq, bytes(payload))
-        duplicate = key in self._recent
-        if not duplicate:
-            if payload[:1] == b"S":
-                self._recent.clear()
-            self._recent.append(key)
-        return DecodedFrame(raw=raw, input=interpreted, duplicate=duplicate)
+            return interpreted
+        return (seq, payload), _builder(interpreted), payload[:1] == b"S"
 
     def _interpret(self, code: str, data: bytes, seq: int, raw: bytes, at: float) -> ReaderInput | str:
         """The engine input a valid frame stands for, or the reason it is refused."""
