@@ -277,3 +277,29 @@ def test_state_is_published_on_connect_at_round_boundaries_and_at_stop_only(
     assert verify(last_state, events_key)
     after_offline = [m.topic for m in messages[messages.index(states[-1]) :]]
     assert after_offline[-1].endswith("/status")  # the final state went out before offline
+
+
+def test_every_event_carries_the_full_properties_packed_once(
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    # The event properties are packed once at start-up and reused: every copy on the wire,
+    # not only the first, must still carry all of them.
+    sub = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/events"])
+    journal.append([], [card_event(n) for n in range(12)])
+    publisher = make_publisher(
+        make_settings(mosquitto.port, keys, inflight_window=4, message_expiry_s=600), TABLE, journal
+    )
+    publisher.start()
+    messages = sub.wait_for(topic_count("events", 12))
+    sub.close()
+    assert [m.json()["seq"] for m in messages] == list(range(1, 13))
+    for message in messages:
+        props = message.properties
+        assert props is not None
+        assert props.ContentType == "application/json"  # type: ignore[attr-defined]
+        assert props.PayloadFormatIndicator == 1  # type: ignore[attr-defined]
+        assert props.UserProperty == [("contract", "baccarat/v1"), ("schema_version", "1")]  # type: ignore[attr-defined]
+        assert 0 < props.MessageExpiryInterval <= 600  # type: ignore[attr-defined]
