@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from enum import Enum
 from functools import reduce
-from operator import xor
+from operator import attrgetter, xor
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -153,15 +153,26 @@ class CardByteError(ValueError):
     """A card byte that names no card."""
 
 
-def decode_card(byte: int) -> Card:
-    """Card byte (bit 7 ignored): bits 6-4 suit 1♦ 2♣ 3♠ 4♥, bits 3-0 rank 1..13."""
+def _card_of(byte: int) -> Card | str:
     suit = _SUITS.get((byte >> 4) & 0x07)
     rank = byte & 0x0F
     if suit is None:
-        raise CardByteError(f"card byte 0x{byte:02X}: invalid suit {(byte >> 4) & 0x07}")
+        return f"card byte 0x{byte:02X}: invalid suit {(byte >> 4) & 0x07}"
     if not 1 <= rank <= 13:
-        raise CardByteError(f"card byte 0x{byte:02X}: invalid rank {rank}")
+        return f"card byte 0x{byte:02X}: invalid rank {rank}"
     return Card(Rank(rank), suit)
+
+
+_CARD_BYTES: tuple[Card | str, ...] = tuple(_card_of(byte) for byte in range(256))
+"""Every byte value's card, or why it names none (cards are immutable: shared)."""
+
+
+def decode_card(byte: int) -> Card:
+    """Card byte (bit 7 ignored): bits 6-4 suit 1♦ 2♣ 3♠ 4♥, bits 3-0 rank 1..13."""
+    card = _CARD_BYTES[byte & 0xFF] if 0 <= byte <= 0xFF else _card_of(byte)
+    if isinstance(card, str):
+        raise CardByteError(card)
+    return card
 
 
 def encode_card(card: Card) -> int:
@@ -244,13 +255,19 @@ _ParsedFrame = tuple[tuple[int, bytes], InputBuilder, bool] | str
 frame; or the reason it is refused. A pure function of the frame's bytes and the settings."""
 
 
+_FIELDS: dict[type, tuple[Callable[[ReaderInput], tuple[object, ...]], int]] = {}
+"""Per input class: a getter of every field in constructor order, and where ``at`` is."""
+
+
 def _builder(template: ReaderInput) -> InputBuilder:
     """A builder of ``template`` with ``at`` replaced, every other field shared as is."""
     make: Callable[..., ReaderInput] = type(template)
-    names: tuple[str, ...] = template.__slots__  # every field, in constructor order
-    values = [getattr(template, name) for name in names]
-    split = names.index("at")
-    before, after = tuple(values[:split]), tuple(values[split + 1 :])
+    fields = _FIELDS.get(make)  # type: ignore[call-overload]
+    if fields is None:
+        names: tuple[str, ...] = template.__slots__  # every field, in constructor order
+        fields = _FIELDS[make] = (attrgetter(*names), names.index("at"))  # type: ignore[index]
+    values, split = fields[0](template), fields[1]
+    before, after = values[:split], values[split + 1 :]
     return lambda at: make(*before, at, *after)
 
 
@@ -456,25 +473,33 @@ class AngelEyeDecoder:
     def _finish_frame(self, raw: bytes, at: float) -> DecodedFrame:
         """The frame ``raw`` (ENQ through BCC) stands for; a new valid one enters the repeat memory."""
         parsed = self._parsed.get(raw)
-        if parsed is None:
-            parsed = self._parse(raw)
+        inp: ReaderInput | None = None
+        if parsed is None:  # first copy: check it, then remember how to rebuild its input
+            raw = bytes(raw)
+            checked = self._check(raw, at)
+            if isinstance(checked, str):
+                parsed = checked
+            else:
+                inp, payload = checked, raw[2:-3]
+                parsed = (raw[1], payload), _builder(inp), payload[:1] == b"S"
             if len(self._parsed) >= PARSED_FRAME_CACHE:
                 del self._parsed[next(iter(self._parsed))]
             self._parsed[raw] = parsed
         if isinstance(parsed, str):
             return DecodedFrame(raw, None, parsed)
         key, build, start = parsed
+        if inp is None:
+            inp = build(at)
         recent = self._recent
         if key in recent:
-            return DecodedFrame(raw, build(at), None, None, None, True)
+            return DecodedFrame(raw, inp, None, None, None, True)
         if start:
             recent.clear()
         recent.append(key)
-        return DecodedFrame(raw, build(at))
+        return DecodedFrame(raw, inp)
 
-    def _parse(self, raw: bytes) -> _ParsedFrame:
-        """Check a whole frame once: its repeat key and input builder, or why it is refused."""
-        raw = bytes(raw)
+    def _check(self, raw: bytes, at: float) -> ReaderInput | str:
+        """The input a whole frame (ENQ through BCC) stands for, or why it is refused."""
         body = raw[1:-2]
         sent = raw[-2:]
         if not (sent[0] in _HEX_DIGITS and sent[1] in _HEX_DIGITS):
@@ -490,10 +515,7 @@ class AngelEyeDecoder:
             return f"sequence byte 0x{seq:02X} is not a printable ASCII mark"
         payload = body[1:-1]
         code = chr(payload[0]) if payload[0] < 0x80 else ""
-        interpreted = self._interpret(code, payload[1:], seq, raw, 0.0)
-        if isinstance(interpreted, str):
-            return interpreted
-        return (seq, payload), _builder(interpreted), payload[:1] == b"S"
+        return self._interpret(code, payload[1:], seq, raw, at)
 
     def _interpret(self, code: str, data: bytes, seq: int, raw: bytes, at: float) -> ReaderInput | str:
         """The engine input a valid frame stands for, or the reason it is refused."""
