@@ -241,7 +241,7 @@ class _State(Enum):
     NAK_CODE = 3
 
 
-_OUTSIDE, _IN_FRAME, _BCC, _NAK_CODE = _State.OUTSIDE, _State.IN_FRAME, _State.BCC, _State.NAK_CODE
+_OUTSIDE = _State.OUTSIDE
 _ENQ_BYTE, _ETX_BYTE = bytes([ENQ]), bytes([ETX])
 
 PARSED_FRAME_CACHE = 512
