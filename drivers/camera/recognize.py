@@ -56,6 +56,9 @@ class RecognitionParams:
     """A second corner whose best other label scores this well vetoes the first corner."""
     contradiction_margin: float = 0.03
     """...and leads its runner-up by at least this much."""
+    contradiction_suit_margin: float = 0.0
+    """...for a suit, any lead at all: a suit's margin is its position between it and its
+    look-alike, so >= 0 means the shape lies on the other suit's side of the midpoint."""
     contradiction_shape_score: float = 0.70
     """A second corner whose suit scores this well and whose shape lies on the look-alike's
     side (club/spade, diamond/heart) by at least ``min_margin`` vetoes the first corner."""
@@ -357,7 +360,7 @@ class Recognizer:
         if (
             suit is not None
             and suit.score >= threshold
-            and suit.margin >= lead
+            and suit.margin >= self.params.contradiction_suit_margin
             and SUIT_ORDER[suit.label] != card.suit.value
         ):
             return True
