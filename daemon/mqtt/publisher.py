@@ -64,7 +64,7 @@ from daemon.engine.inputs import SupervisorCommand
 from daemon.journal.records import ORIGIN_DELIVERY, DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
-from daemon.mqtt.envelope import encode, event_envelope, signed_message
+from daemon.mqtt.envelope import encode, event_payload, signed_message
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import BrokerSettings, Protocol
 from daemon.mqtt.tls import tls_context
@@ -480,7 +480,9 @@ class Publisher:
     ) -> None:
         if mid == self._offline_mid:
             self._offline_acked.set()
-        self._acks.append(_Ack(mid, reason_code.value, reason_code.is_failure, _reason_text(reason_code)))
+        failed = reason_code.is_failure
+        reason = _reason_text(reason_code) if failed else ""  # named only when someone reads it
+        self._acks.append(_Ack(mid, reason_code.value, failed, reason))
         self._wake.set()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
@@ -731,9 +733,8 @@ class Publisher:
         return sent
 
     def _publish_event(self, event: JournaledEvent) -> None:
-        envelope = event_envelope(event, self.table_id, self._clock(), self._events_key)
         try:
-            payload = encode(envelope)
+            payload = event_payload(event, self.table_id, self._clock(), self._events_key)
             props = self._event_props
             too_large = self._too_large(len(payload))
             if too_large is not None:

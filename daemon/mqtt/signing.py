@@ -28,7 +28,12 @@ def signing_bytes(message: Mapping[str, Any], unsigned: Iterable[str] = ()) -> b
 
 def sign(message: Mapping[str, Any], key: Secret, unsigned: Iterable[str] = ()) -> str:
     """Hex HMAC-SHA256 of the message's signing bytes."""
-    return hmac.new(key.reveal(), signing_bytes(message, unsigned), hashlib.sha256).hexdigest()
+    return sign_bytes(signing_bytes(message, unsigned), key)
+
+
+def sign_bytes(data: bytes, key: Secret) -> str:
+    """Hex HMAC-SHA256 of signing bytes already computed (see :func:`signing_bytes`)."""
+    return hmac.new(key.reveal(), data, hashlib.sha256).hexdigest()
 
 
 def verify(message: Mapping[str, Any], key: Secret, unsigned: Iterable[str] = ()) -> bool:

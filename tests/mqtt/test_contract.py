@@ -13,7 +13,7 @@ from daemon.engine import Engine, TableSettings
 from daemon.engine.inputs import EngineInput
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.contract import SCHEMA_NAMES, asyncapi_text, load_schema
-from daemon.mqtt.envelope import encode, event_envelope
+from daemon.mqtt.envelope import event_payload
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.topics import TableTopics
 from daemon.rules.variants import load_variant_by_name
@@ -68,7 +68,7 @@ def test_real_engine_events_of_a_faulty_shoe_fit_the_event_schema(tmp_path: Path
     key = Secret(b"k", "test")
     for inp in inputs:
         for journaled in journal.append([inp], engine.handle(inp)):
-            payload = encode(event_envelope(journaled, "T1", 1.0, key))
+            payload = event_payload(journaled, "T1", 1_764_400_000.5, key)  # as published
             validate_payload("baccarat/v1/T1/events", payload)
             kinds.add(journaled.kind)
     journal.close()
