@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from daemon.engine.alerts import ALERTS, AlertCode
-from daemon.engine.events import Event
+from daemon.engine.events import Event, new_event
 from daemon.engine.inputs import (
     DeviceTarget,
     SupervisorCommand,
@@ -125,7 +125,7 @@ class EngineCore:
         hand: int | None = None,
         shoe_id: str | None = None,
     ) -> Event:
-        event = Event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
+        event = new_event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
         self.state.apply(event)
         self._out.append(event)
         return event

@@ -100,7 +100,7 @@ class ReadSequencer(EngineCore):
                 self._take_read(read)
             return
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source.value, {"read": fields})
+        self._emit("read_held", read.at, read.source._value_, {"read": fields})
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         run: list[dict[str, Any]] = []
         expect = base
@@ -134,7 +134,7 @@ class ReadSequencer(EngineCore):
             ):
                 # A card from under the misread one in the same pull: it waits for the rescan.
                 fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-                self._emit("read_held", read.at, read.source.value, {"read": fields})
+                self._emit("read_held", read.at, read.source._value_, {"read": fields})
                 return
             expected = self._expected_round_slot(read.at, during_rescan=True)
             if (
@@ -156,7 +156,7 @@ class ReadSequencer(EngineCore):
                 if expected is not None and self._names_later_slot(read, expected):
                     self._hold_for_target(read, expected)
                     return
-                in_pull = read.target.value == expected and self._target_held(read.device)
+                in_pull = read.target._value_ == expected and self._target_held(read.device)
             if st.held_reads and not in_pull:
                 self._release_all(read.device, "interleaved")
             self._take_read(read)
@@ -187,7 +187,7 @@ class ReadSequencer(EngineCore):
 
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
-        target = read.target.value if read.target is not None else None
+        target = read.target._value_ if read.target is not None else None
         return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
@@ -198,7 +198,7 @@ class ReadSequencer(EngineCore):
         if any(r["device"] == read.device and r["position"] is not None for r in st.held_reads):
             self._release_all(read.device, "interleaved")  # never mix a positioned pull with this one
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source.value, {"read": fields, "expected_slot": expected})
+        self._emit("read_held", read.at, read.source._value_, {"read": fields, "expected_slot": expected})
 
     def _release_by_target(self, device: str) -> None:
         """Place held cards whose target is now the expected slot, one by one in draw order."""
@@ -238,13 +238,13 @@ class ReadSequencer(EngineCore):
         st = self.state
         fields = read_fields(read)
         if st.phase in (NO_SHOE, OVER):
-            self._refuse_outside_shoe(read.at, read.source.value, fields)
+            self._refuse_outside_shoe(read.at, read.source._value_, fields)
         elif st.rescan_alert is None:
             hand = st.round.hand if st.round is not None else None
             self._alert(
                 AlertCode.RESCAN_NEEDED,
                 read.at,
-                read.source.value,
+                read.source._value_,
                 hand=hand,
                 device=read.device,
                 read=fields,
@@ -270,7 +270,7 @@ class ReadSequencer(EngineCore):
             and fill["card"] == fields["card"]
             and read.at - fill["at"] <= self.settings.camera.fill_confirm_window_s
         ):
-            if read.target is not None and read.target.value == fill["slot"]:
+            if read.target is not None and read.target._value_ == fill["slot"]:
                 self._emit(
                     "card_confirmed",
                     read.at,
@@ -328,8 +328,8 @@ class ReadSequencer(EngineCore):
         st = self.state
         code = read.card.code
         fields = read_fields(read)
-        source = read.source.value
-        slot = read.target.value if read.target is not None and read.target.value in ROUND_SLOTS else None
+        source = read.source._value_
+        slot = read.target._value_ if read.target is not None and read.target._value_ in ROUND_SLOTS else None
         ref_hand: int | None = None
         ref_cards: dict[str, str] = {}
         if st.round is not None and st.round.cards:

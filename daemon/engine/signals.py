@@ -19,13 +19,15 @@ from daemon.engine.inputs import (
     VerdictOutcome,
 )
 from daemon.engine.reads import card_code, outside_read_fields
+from daemon.engine.settle import round_facts
 from daemon.engine.state import (
     NO_SHOE,
     OVER,
     ROUND,
-    RoundState,
+    side_codes,
 )
-from daemon.rules.outcome import RoundOutcome
+
+_READER: str = Source.READER.value
 
 
 class DeviceSignals(EngineCore):
@@ -51,7 +53,7 @@ class DeviceSignals(EngineCore):
             )
         else:
             not_counted = None
-        source = Source.READER.value
+        source = _READER
         fields = outside_read_fields(inp)
         data: dict[str, Any] = {
             "card": code,
@@ -92,13 +94,13 @@ class DeviceSignals(EngineCore):
     def _on_verdict(self, inp: ShoeVerdict) -> None:
         st = self.state
         verdict = {
-            "outcome": inp.outcome.value,
+            "outcome": inp.outcome._value_,
             "player_pair": inp.player_pair,
             "banker_pair": inp.banker_pair,
             "raw": inp.raw,
             "device": inp.device,
         }
-        source = Source.READER.value
+        source = _READER
         if inp.outcome is VerdictOutcome.FORCED_QUIT:
             hand = st.round.hand if st.round is not None else None
             self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
@@ -126,9 +128,10 @@ class DeviceSignals(EngineCore):
 
     def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
         st = self.state
-        source = Source.READER.value
-        probe = RoundState(hand=hand, opened_at=at, cards=dict(cards))
-        outcome = RoundOutcome(*probe.sides())
+        source = _READER
+        # The round's facts from lookup tables (settle.round_facts, checked against the rules
+        # core in tests/engine/test_settle.py): a verdict comes with every round.
+        outcome = round_facts(*side_codes(cards))
         agrees = (
             verdict["outcome"] == outcome.winner.value
             and verdict["player_pair"] == outcome.player_pair
@@ -159,7 +162,7 @@ class DeviceSignals(EngineCore):
 
     def _on_reader_signal(self, inp: ReaderSignal) -> None:
         st = self.state
-        source = Source.READER.value
+        source = _READER
         self._emit(
             "reader_status",
             inp.at,

@@ -48,6 +48,11 @@ def result_line(hand: int, outcome: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def side_codes(cards: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The Player's and the Banker's card codes of a round's ``cards`` by slot, in deal order."""
+    return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
+
+
 @dataclass
 class RoundState:
     """One round: its cards by slot (in deal order) and what keeps it from completing."""
@@ -70,8 +75,7 @@ class RoundState:
 
     def codes(self) -> tuple[list[str], list[str]]:
         """The Player's and the Banker's card codes, in deal order."""
-        cards = self.cards
-        return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
+        return side_codes(self.cards)
 
     def next_slot(self) -> str | None:
         """The slot the round needs next, or None when it is decided.
