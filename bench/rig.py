@@ -12,7 +12,6 @@ import itertools
 import json
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
@@ -23,7 +22,6 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import paho.mqtt.client as mqtt
@@ -33,6 +31,7 @@ from drivers.fixtures import FixtureStep
 from drivers.protocols.angel_eye import ENQ, ETX, encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.simulate import DealSettings, encode_plan, plan_shoe
+from tests.support.broker import MosquittoBroker
 
 REPO = Path(__file__).resolve().parents[1]
 SEQ_MARKS = b"123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -109,91 +108,11 @@ class TimedPty(PtyDevice):
 
 
 # ----------------------------------------------------------------------------- broker
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def mosquitto_binary() -> str:
-    for candidate in (shutil.which("mosquitto"), "/usr/sbin/mosquitto"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    raise SystemExit("mosquitto is not installed (apt-get install -y mosquitto): the benchmarks need it")
-
-
-class Broker:
-    """A mosquitto on 127.0.0.1 with its own config; ``persistent`` keeps sessions across restarts."""
+class Broker(MosquittoBroker):
+    """The tests' mosquitto (own port, own config) with no limit on queued messages."""
 
     def __init__(self, workdir: Path, port: int | None = None, persistent: bool = False) -> None:
-        self.workdir = workdir
-        workdir.mkdir(parents=True, exist_ok=True)
-        self.port = port or free_port()
-        self.persistent = persistent
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def _config(self) -> str:
-        lines = [
-            f"listener {self.port} 127.0.0.1",
-            "allow_anonymous true",
-            f"log_dest file {self.workdir / 'mosquitto.log'}",
-            "log_type error",
-            "log_type warning",
-            "max_queued_messages 0",
-        ]
-        if os.geteuid() == 0:
-            # mosquitto started as root drops to user "mosquitto", which cannot write the
-            # log or the persistence file in our private directory
-            lines.append("user root")
-        if self.persistent:
-            lines += ["persistence true", f"persistence_location {self.workdir}/", "autosave_interval 0"]
-        else:
-            lines.append("persistence false")
-        return "\n".join(lines) + "\n"
-
-    def start(self, timeout: float = 10.0) -> Broker:
-        conf = self.workdir / "mosquitto.conf"
-        conf.write_text(self._config())
-        self.proc = subprocess.Popen(
-            [mosquitto_binary(), "-c", str(conf)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"mosquitto exited at start (rc={self.proc.returncode})")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
-                    return self
-            except OSError:
-                time.sleep(0.02)
-        self.stop()
-        raise RuntimeError(f"mosquitto did not listen on {self.port} within {timeout} s")
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def stop(self) -> None:
-        if self.proc is None:
-            return
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self.proc = None
-
-    def __enter__(self) -> Broker:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+        super().__init__(workdir, port, extra_config="max_queued_messages 0", persistent=persistent)
 
 
 # ----------------------------------------------------------------------------- daemon

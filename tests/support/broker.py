@@ -6,6 +6,7 @@ missing the test fails (it is installed by ``.ci/system-deps``); it is never ski
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -35,14 +36,18 @@ def mosquitto_binary() -> str:
 class MosquittoBroker:
     """One mosquitto process with a generated config in ``workdir``.
 
-    ``extra_config`` is appended to the listener block (TLS, ACL, auth lines).
+    ``extra_config`` is appended to the listener block (TLS, ACL, auth lines);
+    ``persistent`` keeps sessions and queued messages across restarts.
     """
 
-    def __init__(self, workdir: Path, port: int | None = None, extra_config: str = "") -> None:
+    def __init__(
+        self, workdir: Path, port: int | None = None, extra_config: str = "", persistent: bool = False
+    ) -> None:
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.extra_config = extra_config
+        self.persistent = persistent
         self.proc: subprocess.Popen[bytes] | None = None
         self.log_path = workdir / "mosquitto.log"
 
@@ -51,8 +56,16 @@ class MosquittoBroker:
         return self.workdir / "mosquitto.conf"
 
     def write_config(self) -> None:
+        if self.persistent:
+            persistence = [
+                "persistence true",
+                f"persistence_location {self.workdir}/",
+                "autosave_interval 0",
+            ]
+        else:
+            persistence = ["persistence false"]
         lines = [
-            "persistence false",
+            *persistence,
             f"log_dest file {self.log_path}",
             "log_type error",
             "log_type warning",
@@ -60,6 +73,11 @@ class MosquittoBroker:
             "log_type information",
             f"listener {self.port} 127.0.0.1",
         ]
+        sets_user = any(line.strip().startswith("user ") for line in self.extra_config.splitlines())
+        if os.geteuid() == 0 and not sets_user:
+            # mosquitto started as root drops to user "mosquitto", which cannot write the log
+            # or the persistence file in a private temporary directory
+            lines.insert(0, "user root")
         if "allow_anonymous" not in self.extra_config and "password_file" not in self.extra_config:
             lines.append("allow_anonymous true")
         if self.extra_config:
@@ -102,6 +120,11 @@ class MosquittoBroker:
         if self.proc.stderr:
             self.proc.stderr.close()
         self.proc = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None, "broker not started"
+        return self.proc.pid
 
     def restart(self) -> None:
         self.stop()
