@@ -191,7 +191,8 @@ class ReadSequencer(EngineCore):
         return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
-        return any(r["device"] == device and r["position"] is None for r in self.state.held_reads)
+        held = self.state.held_reads
+        return bool(held) and any(r["device"] == device and r["position"] is None for r in held)
 
     def _hold_for_target(self, read: CardRead, expected: str) -> None:
         st = self.state

@@ -18,8 +18,11 @@ from daemon.rules.variants import Variant
 
 _CARD_LISTS = ("player", "banker")
 
-_Summaries = dict[RoundFacts, dict[str, Any]]
-_Bets = dict[tuple[RoundFacts, int | None, tuple[str, ...]], dict[str, Any]]
+# RoundFacts' fields as a plain tuple, in field order: hashing and comparing it is done in C,
+# while a frozen dataclass builds and hashes itself in Python (this runs for every round).
+_FactsKey = tuple[int, int, int, int, bool, bool, bool, bool, bool, int]
+_Summaries = dict[_FactsKey, dict[str, Any]]
+_Bets = dict[tuple[_FactsKey, int | None, tuple[str, ...]], dict[str, Any]]
 _SHARED: dict[int, tuple[Variant, _Summaries, _Bets, dict[int, tuple[str, ...]]]] = {}
 
 
@@ -49,23 +52,24 @@ class Settler:
 
         ``player`` and ``banker`` are card codes in deal order.
         """
-        facts = round_facts(player, banker)
-        summary = self._summaries.get(facts)
+        key = _facts_key(player, banker)
+        summary = self._summaries.get(key)
         if summary is None:
+            facts = _facts_of(key)
             outcome = RoundOutcome(tuple(map(Card.parse, player)), tuple(map(Card.parse, banker)))
             if outcome.facts != facts:  # pragma: no cover - guards the fast path against rule changes
                 raise AssertionError(f"fast round facts differ from the rules core for {player} / {banker}")
             full = outcome.to_dict()
-            summary = self._summaries[facts] = {k: v for k, v in full.items() if k not in _CARD_LISTS}
+            summary = self._summaries[key] = {k: v for k, v in full.items() if k not in _CARD_LISTS}
         result = {"player": list(player), "banker": list(banker), **summary}
         offered = self._offered.get(hand)
         if offered is None:
             offered = self._offered[hand] = tuple(self.variant.offered_bets(hand))
-        key = (facts, die, offered)
-        bets = self._bets.get(key)
+        bets_key = (key, die, offered)
+        bets = self._bets.get(bets_key)
         if bets is None:
-            resolutions = resolve_bets(self.variant, facts, die)
-            bets = self._bets[key] = {name: resolutions[name].to_dict() for name in offered}
+            resolutions = resolve_bets(self.variant, _facts_of(key), die)
+            bets = self._bets[bets_key] = {name: resolutions[name].to_dict() for name in offered}
         return result, {name: dict(res) for name, res in bets.items()}
 
 
@@ -75,22 +79,37 @@ RANKS: dict[str, int] = {card.code: int(card.rank) for card in ALL_CARDS}
 _RANK = RANKS
 
 
+_FACTS: dict[_FactsKey, RoundFacts] = {}  # at most a few thousand distinct facts exist
+
+
+def _facts_of(key: _FactsKey) -> RoundFacts:
+    facts = _FACTS.get(key)
+    if facts is None:
+        facts = _FACTS[key] = RoundFacts(*key)
+    return facts
+
+
 def round_facts(player: list[str], banker: list[str]) -> RoundFacts:
     """``RoundOutcome(...).facts`` computed from card codes with lookup tables (the hot path)."""
+    return _facts_of(_facts_key(player, banker))
+
+
+def _facts_key(player: list[str], banker: list[str]) -> _FactsKey:
+    """The fields of ``round_facts(player, banker)``, in ``RoundFacts`` field order."""
     points, rank = _POINTS, _RANK
     p1, p2, b1, b2 = player[0], player[1], banker[0], banker[1]
     player_pair = rank[p1] == rank[p2]
     banker_pair = rank[b1] == rank[b2]
     first = rank[b1] - rank[p1]
-    return RoundFacts(
-        player_total=sum(points[c] for c in player) % 10,
-        banker_total=sum(points[c] for c in banker) % 10,
-        player_cards=len(player),
-        banker_cards=len(banker),
-        player_pair=player_pair,
-        banker_pair=banker_pair,
-        player_suited_pair=p1 == p2,
-        banker_suited_pair=b1 == b2,
-        identical_pairs=player_pair and banker_pair and sorted((p1, p2)) == sorted((b1, b2)),
-        first_card_comparison=(first > 0) - (first < 0),
+    return (
+        sum(map(points.__getitem__, player)) % 10,
+        sum(map(points.__getitem__, banker)) % 10,
+        len(player),
+        len(banker),
+        player_pair,
+        banker_pair,
+        p1 == p2,
+        b1 == b2,
+        player_pair and banker_pair and sorted((p1, p2)) == sorted((b1, b2)),
+        (first > 0) - (first < 0),
     )
