@@ -38,6 +38,10 @@ TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
     "burn": frozenset({DeviceTarget.BURN, DeviceTarget.BURN_COUNT}),
     **{slot: frozenset({DeviceTarget(slot)}) for slot in ROUND_SLOTS},
 }
+# The same by target value: an enum member hashes in Python, its value string in C (every card).
+_TARGET_VALUES_AGREE: dict[str, frozenset[str]] = {
+    slot: frozenset(t.value for t in targets) for slot, targets in TARGET_AGREES.items()
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +315,7 @@ class EngineCore:
                 became=became,
                 rule=f"RULES.md dealing mistake {plan.unneeded}",
             )
-        if target is not None and target not in TARGET_AGREES[plan.slot]:
+        if target is not None and target._value_ not in _TARGET_VALUES_AGREE[plan.slot]:
             self._alert(
                 AlertCode.DEVICE_DISAGREEMENT,
                 at,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from daemon.engine.alerts import AlertCode
-from daemon.engine.core import EngineCore
+from daemon.engine.core import EngineCore, Placement
 from daemon.engine.inputs import (
     CardRead,
     DeviceTarget,
@@ -151,15 +151,19 @@ class ReadSequencer(EngineCore):
             return
         if read.position is None:
             in_pull = False
+            plan: Placement | None = None
             if read.target is not None:  # (no look-ahead at all for readers that name no slot)
-                expected = self._expected_round_slot(read.at)
+                plan = self._expected_plan(read.at)
+                expected = plan.slot if plan is not None and plan.slot in ROUND_SLOTS else None
                 if expected is not None and self._names_later_slot(read, expected):
                     self._hold_for_target(read, expected)
                     return
                 in_pull = read.target._value_ == expected and self._target_held(read.device)
-            if st.held_reads and not in_pull:
-                self._release_all(read.device, "interleaved")
-            self._take_read(read)
+            if st.held_reads:
+                plan = None  # (a release below, or a held pull, may move the table on first)
+                if not in_pull:
+                    self._release_all(read.device, "interleaved")
+            self._take_read(read, plan)
             if in_pull:
                 self._release_by_target(read.device)
         else:
@@ -179,11 +183,15 @@ class ReadSequencer(EngineCore):
     def _expected_round_slot(self, at: float, *, during_rescan: bool = False) -> str | None:
         """The Player/Banker slot the next reader card goes to, when a target may reorder a pull
         (while a rescan is open, only ``during_rescan``: that slot is the unread card's)."""
+        plan = self._expected_plan(at, during_rescan=during_rescan)
+        return plan.slot if plan is not None and plan.slot in ROUND_SLOTS else None
+
+    def _expected_plan(self, at: float, *, during_rescan: bool = False) -> Placement | None:
+        """``_plan(at)`` when a target may reorder a pull (see ``_expected_round_slot``), else None."""
         st = self.state
         if st.phase not in (READY, ROUND) or (st.rescan_alert is not None and not during_rescan):
             return None
-        slot = self._plan(at).slot
-        return slot if slot in ROUND_SLOTS else None
+        return self._plan(at)
 
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
@@ -253,8 +261,12 @@ class ReadSequencer(EngineCore):
                 reader_code=read.code,
             )
 
-    def _take_read(self, read: CardRead) -> None:
-        """A reader's card, in dealing order: check it and place it."""
+    def _take_read(self, read: CardRead, plan: Placement | None = None) -> None:
+        """A reader's card, in dealing order: check it and place it.
+
+        ``plan``: ``_plan(read.at)`` when the caller has just computed it in READY or ROUND
+        and nothing has changed the table since (checking the camera fill changes nothing).
+        """
         st = self.state
         fields = read_fields(read)
         source = fields["source"]
@@ -291,7 +303,8 @@ class ReadSequencer(EngineCore):
                     camera_slot=fill["slot"],
                 )
                 return
-        plan = self._plan(read.at)
+        if plan is None:
+            plan = self._plan(read.at)
         if plan.opens_round and st.storage_full:
             self._refuse_for_storage(fields["card"], read.at, source, fields)
             return
