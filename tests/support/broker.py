@@ -13,6 +13,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 
 def free_port() -> int:
@@ -84,7 +85,7 @@ class MosquittoBroker:
             lines.append(self.extra_config.strip())
         self.config_path.write_text("\n".join(lines) + "\n")
 
-    def start(self, timeout: float = 10.0) -> MosquittoBroker:
+    def start(self, timeout: float = 10.0) -> Self:
         if self.proc is not None and self.proc.poll() is None:
             return self
         self.write_config()
@@ -130,7 +131,7 @@ class MosquittoBroker:
         self.stop()
         self.start()
 
-    def __enter__(self) -> MosquittoBroker:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
