@@ -2,8 +2,9 @@
 
 The bytes are what the simulated shoe writes into the pty (every frame sent three times,
 marks continuing across shoes); each transmission is fed to ``AngelEyeDecoder.feed`` as
-the serial driver would, repeats are dropped as the driver drops them, and every input goes
-through ``Engine.handle`` (the table settings the bench daemons use). One thread, so the
+the serial driver does (``drop_duplicates()`` set, as ``drivers.base.ReaderDriver`` sets it:
+repeats are counted, not built into frames), and every input goes through ``Engine.handle``
+(the table settings the bench daemons use). One thread, so the
 figure is one core's.
 
 Reported per pass (median over ``--repeats`` interleaved passes): cards per second of wall
@@ -74,6 +75,7 @@ def pipeline_pass(
 ) -> tuple[float, float, list[int]]:
     """(wall s, CPU s, ns per card) of decoder + engine over every transmission."""
     decoder = AngelEyeDecoder()
+    decoder.drop_duplicates()  # as the reader driver sets it
     engine = Engine(settings, variant)
     per_card: list[int] = []
     clock = time.perf_counter_ns
@@ -93,8 +95,9 @@ def pipeline_pass(
 
 
 def decoder_pass(work: Workload) -> tuple[float, float, list[int]]:
-    """The baseline: the decoder alone over the same bytes."""
+    """The baseline: the decoder alone over the same bytes (configured as the driver runs it)."""
     decoder = AngelEyeDecoder()
+    decoder.drop_duplicates()
     per_card: list[int] = []
     clock = time.perf_counter_ns
     pending = 0

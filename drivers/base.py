@@ -20,7 +20,7 @@ from typing import Any
 import structlog
 
 from daemon.engine.inputs import DeviceConnection, EngineInput
-from drivers.protocols.frames import CommandReply, DecodedFrame, Decoder
+from drivers.protocols.frames import CommandReply, DecodedFrame, Decoder, DuplicateCounting
 
 Sink = Callable[[EngineInput], None]
 Clock = Callable[[], float]
@@ -49,6 +49,12 @@ class ReaderDriver:
     def __init__(self, *, device: str, decoder: Decoder, sink: Sink, clock: Clock) -> None:
         self.device = device
         self.decoder = decoder
+        # A driver forwards only new inputs: a decoder that can count its repeats instead of
+        # building frames for them does so (the shoe sends every frame about three times).
+        self._counting: DuplicateCounting | None = None
+        if isinstance(decoder, DuplicateCounting):
+            decoder.drop_duplicates()
+            self._counting = decoder
         self._sink = sink
         self._clock = clock
         self._stop = threading.Event()
@@ -163,7 +169,9 @@ class ReaderDriver:
             elif frame.input is not None:
                 self._count("frames")
                 self._sink(frame.input)
+        dropped = self._counting.take_dropped_duplicates() if self._counting is not None else 0
         with self._state:
+            self._counts["duplicates"] += dropped
             if received:
                 self._received += received
                 self._last_read_at = self._clock()

@@ -293,6 +293,23 @@ class AngelEyeDecoder:
         self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
         self._parsed: dict[bytes, _ParsedFrame] = {}
         self._mark_index = {ord(mark): n for n, mark in enumerate(self.settings.sequence_marks)}
+        self._emit_duplicates = True
+        self._dropped_duplicates = 0
+
+    def drop_duplicates(self) -> None:
+        """Stop returning repeat transmissions as frames: count them instead.
+
+        For a caller that only forwards new inputs (the reader driver): a read that is
+        exactly one repeat of a frame already taken then costs a dictionary lookup and a
+        repeat check, no :class:`DecodedFrame` and no input object. Every other frame is
+        returned exactly as before. The decode CLI keeps the default (repeats reported).
+        """
+        self._emit_duplicates = False
+
+    def take_dropped_duplicates(self) -> int:
+        """How many repeats were dropped (not returned) since the last call."""
+        count, self._dropped_duplicates = self._dropped_duplicates, 0
+        return count
 
     @property
     def device(self) -> str:
@@ -306,9 +323,26 @@ class AngelEyeDecoder:
 
     def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
-        out: list[DecodedFrame] = []
         if type(data) is not bytes:
             data = bytes(data)
+        if not self._emit_duplicates and self._state is _OUTSIDE and not self._garbage:
+            # The shoe's usual read: one whole frame already parsed. A cached parse is always
+            # of a whole frame (ENQ..BCC), which the slice path below would take as is; this
+            # is that path's work (``_finish_frame``) without the search for the frame.
+            parsed = self._parsed.get(data)
+            if type(parsed) is tuple:
+                key, build, start = parsed
+                recent = self._recent
+                if key in recent:
+                    self._dropped_duplicates += 1
+                    return []
+                if start:
+                    recent.clear()
+                recent.append(key)
+                out: list[DecodedFrame] = []
+                self._settle(DecodedFrame(data, build(at)), at, out)
+                return out
+        out = []
         i, n = 0, len(data)
         reach = self.settings.max_frame_length + 1
         step = self._step
@@ -408,7 +442,10 @@ class AngelEyeDecoder:
 
     def _settle(self, frame: DecodedFrame, at: float, out: list[DecodedFrame]) -> None:
         if frame.duplicate:
-            out.append(frame)
+            if self._emit_duplicates:
+                out.append(frame)
+            else:
+                self._dropped_duplicates += 1
             return
         raw = frame.raw
         if frame.rejected is not None:
@@ -488,11 +525,11 @@ class AngelEyeDecoder:
         if isinstance(parsed, str):
             return DecodedFrame(raw, None, parsed)
         key, build, start = parsed
-        if inp is None:
-            inp = build(at)
         recent = self._recent
         if key in recent:
-            return DecodedFrame(raw, inp, None, None, None, True)
+            return DecodedFrame(raw, build(at) if inp is None else inp, None, None, None, True)
+        if inp is None:
+            inp = build(at)
         if start:
             recent.clear()
         recent.append(key)

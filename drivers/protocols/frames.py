@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from daemon.cards import Card
 from daemon.engine.inputs import (
@@ -121,6 +121,19 @@ class Decoder(Protocol):
     @property
     def has_partial_frame(self) -> bool:
         """Whether bytes of an unfinished frame are buffered."""
+        ...
+
+
+@runtime_checkable
+class DuplicateCounting(Protocol):
+    """A decoder that can count repeat transmissions instead of returning them as frames."""
+
+    def drop_duplicates(self) -> None:
+        """From now on, repeats are counted (``take_dropped_duplicates``), not returned."""
+        ...
+
+    def take_dropped_duplicates(self) -> int:
+        """Repeats dropped since the last call."""
         ...
 
 

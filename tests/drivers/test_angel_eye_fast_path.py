@@ -5,6 +5,7 @@ overflows."""
 
 from __future__ import annotations
 
+import re
 from itertools import pairwise
 
 import pytest
@@ -32,11 +33,29 @@ def both(
     return got + fast.reset("end"), want + reference.reset("end")
 
 
+def dropping(
+    chunks: list[tuple[float, bytes]], config: AngelEyeSettings | None = None
+) -> tuple[list[DecodedFrame], int]:
+    """The frames and the repeat count of a decoder set as the reader driver sets it."""
+    decoder = AngelEyeDecoder(config)
+    decoder.drop_duplicates()
+    got: list[DecodedFrame] = []
+    for at, data in chunks:
+        got += decoder.feed(data, at)
+    got += decoder.reset("end")
+    return got, decoder.take_dropped_duplicates()
+
+
 def assert_same(chunks: list[tuple[float, bytes]], config: AngelEyeSettings | None = None) -> None:
+    """Same frames as the reference; and with ``drop_duplicates`` the same minus the repeats,
+    which are counted instead."""
     got, want = both(chunks, config)
     assert len(got) == len(want)
     for index, (have, expected) in enumerate(zip(got, want, strict=True)):
         assert have == expected, f"frame {index}: {have.to_dict()} != {expected.to_dict()}"
+    kept, dropped = dropping(chunks, config)
+    assert kept == [frame for frame in want if not frame.duplicate]
+    assert dropped == sum(frame.duplicate for frame in want)
 
 
 def shoe_transmissions(faults: tuple[FaultSpec, ...] = ()) -> list[tuple[float, bytes]]:
@@ -83,6 +102,28 @@ def test_renaming_the_device_renames_inputs_of_frames_already_parsed() -> None:
     assert (first.input.device, again.input.device) == ("shoe-a", "shoe-b")  # type: ignore[union-attr]
     assert again.duplicate
     assert again.input.at == 2.0  # type: ignore[union-attr]
+
+
+def test_a_driver_set_decoder_drops_a_shoes_repeats_and_counts_them() -> None:
+    reads = shoe_transmissions()
+    _, want = both(reads)
+    kept, dropped = dropping(reads)
+    assert dropped == sum(f.duplicate for f in want) > 60
+    assert kept == [f for f in want if not f.duplicate]
+    assert not any(f.duplicate for f in kept)
+
+
+def test_a_repeat_after_a_renamed_device_is_still_dropped_and_a_new_frame_renamed() -> None:
+    frame = encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))
+    decoder = AngelEyeDecoder(device="shoe-a")
+    decoder.drop_duplicates()
+    assert decoder.feed(frame, 1.0)[0].input.device == "shoe-a"  # type: ignore[union-attr]
+    decoder.device = "shoe-b"
+    assert decoder.feed(frame, 2.0) == []
+    assert decoder.take_dropped_duplicates() == 1
+    assert decoder.take_dropped_duplicates() == 0
+    new = decoder.feed(encode_frame(ord("2"), "D", bytes([0x91, 0xB8])), 3.0)[0]
+    assert new.input.device == "shoe-b"  # type: ignore[union-attr]
 
 
 def test_bytearray_and_memoryview_reads_are_read_like_bytes() -> None:
@@ -150,6 +191,9 @@ def test_fuzz_any_stream_any_cuts_any_settings_same_frames_as_the_reference(
     bounds = sorted({0, len(stream), *(c for c in cuts if c < len(stream))})
     chunks = [(float(n), stream[a:b]) for n, (a, b) in enumerate(pairwise(bounds))]
     assert_same(chunks, config)
+    # Read by read as a shoe sends (each transmission alone): the whole-frame read path.
+    reads = [part for part in re.split(rb"(?=\x05)", stream) if part]
+    assert_same([(float(n), part) for n, part in enumerate(reads)], config)
 
 
 @settings(max_examples=60, deadline=None)
