@@ -556,6 +556,16 @@ class AngelEyeDecoder:
 
     def _interpret(self, code: str, data: bytes, seq: int, raw: bytes, at: float) -> ReaderInput | str:
         """The engine input a valid frame stands for, or the reason it is refused."""
+        if code == "D" and len(data) == 2:  # the usual frame, first: no helpers to set up
+            card = _CARD_BYTES[data[1]]
+            target_byte = data[0]
+            tgt, index = (target_byte >> 4) & 0x07, target_byte & 0x0F
+            target = _SLOTS.get((tgt, index)) if tgt in (0, 1) else _TARGETS.get(tgt)
+            if target is not None and not isinstance(card, str):
+                return CardRead(
+                    card=card, at=at, source=Source.READER, target=target,
+                    transmission_id=chr(seq), raw=raw.hex(" "), device=self._device,
+                )  # fmt: skip
         audit = hex_raw(raw)
         dev = self.device
 
