@@ -88,3 +88,9 @@ def new_event(
     _set_source(event, source)
     _set_data(event, data)
     return event
+
+
+ROUND_BOUNDARY_KINDS: frozenset[str] = frozenset(
+    {"round_opened", "round_completed", "round_voided", "shoe_started", "shoe_ended", "shoe_voided"}
+)
+"""Event kinds after which the table's retained state is due at once (not after the interval)."""

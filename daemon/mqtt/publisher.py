@@ -60,6 +60,7 @@ from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
 from daemon.backoff import Backoff
+from daemon.engine.events import ROUND_BOUNDARY_KINDS
 from daemon.engine.inputs import SupervisorCommand
 from daemon.journal.records import ORIGIN_DELIVERY, DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
@@ -91,11 +92,6 @@ PERMANENT_REASON_CODES: frozenset[int] = frozenset({0x87, 0x90, 0x95, 0x99})
 """PUBACK reason codes after which publishing the same event again cannot succeed: not
 authorized (ACL), topic name invalid, packet too large, payload format invalid. Every other
 failure code is retried."""
-
-ROUND_BOUNDARY_KINDS: frozenset[str] = frozenset(
-    {"round_opened", "round_completed", "round_voided", "shoe_started", "shoe_ended", "shoe_voided"}
-)
-"""Publishing one of these makes the retained state due at once (not after the interval)."""
 
 
 @dataclass
