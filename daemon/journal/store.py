@@ -535,8 +535,17 @@ class _Transaction:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         try:
             if exc_type is None:
-                self._db.execute("COMMIT")
-            else:
+                try:
+                    self._db.execute("COMMIT")
+                except sqlite3.Error:
+                    # A failed COMMIT may leave the transaction open; the next BEGIN must not
+                    # find it (nor silently commit this one's rows later).
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            elif self._db.in_transaction:
+                # SQLite already rolled back on SQLITE_FULL/IOERR: a second ROLLBACK would
+                # replace the real error ("database or disk is full") with its own.
                 self._db.execute("ROLLBACK")
         finally:
             self._lock.release()
