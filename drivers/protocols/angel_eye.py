@@ -192,6 +192,10 @@ def encode_target(target: DeviceTarget, index: int = 1) -> int:
 
 _BCC_TEXT = tuple(f"{value:02X}".encode("ascii") for value in range(256))
 _HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+_BCC_VALUES: dict[bytes, int] = {
+    bytes([high, low]): int(bytes([high, low]), 16) for high in _HEX_DIGITS for low in _HEX_DIGITS
+}
+"""Every two-hex-character BCC (either case) and its value."""
 
 
 def bcc(data: bytes) -> bytes:
@@ -243,6 +247,19 @@ class _State(Enum):
 
 _OUTSIDE = _State.OUTSIDE
 _ENQ_BYTE, _ETX_BYTE = bytes([ENQ]), bytes([ETX])
+_D = ord("D")
+
+
+def _card_target_of(byte: int) -> DeviceTarget | None:
+    tgt, index = (byte >> 4) & 0x07, byte & 0x0F
+    return _SLOTS.get((tgt, index)) if tgt in (0, 1) else _TARGETS.get(tgt)
+
+
+_CARD_FRAME_TARGETS: tuple[DeviceTarget | None, ...] = tuple(
+    None if byte in (ETX, ENQ) else _card_target_of(byte) for byte in range(256)
+)
+"""The target of a ``D`` frame's target/index byte, for the single-card-frame read path. ETX
+and ENQ map to None though 0x03 names P3: as a data byte they end or cut the frame."""
 
 PARSED_FRAME_CACHE = 512
 """How many distinct whole frames (bytes ENQ..BCC) keep their parse; the oldest goes first."""
@@ -274,11 +291,13 @@ def _builder(template: ReaderInput) -> InputBuilder:
 class AngelEyeDecoder:
     """Incremental decoder of the shoe → host byte stream (frames, ACK and NAK replies).
 
-    A whole frame met outside any other frame is cut out of the input in one slice; its
-    parse (BCC, length, event code, the input it stands for) is kept per frame bytes, so the
-    shoe's repeat transmissions of a frame cost a dictionary lookup and a repeat check. Any
-    other byte (garbage, replies, a frame split across reads) goes through a per-byte state
-    machine; both paths give exactly the same frames.
+    A read that is exactly one well-formed card (``D``) frame is checked in one expression,
+    and a read equal to the last frame taken is a repeat at once. Any other whole frame met
+    outside any other frame is cut out of the input in one slice; its parse (BCC, length,
+    event code, the input it stands for) is kept per frame bytes, so the shoe's repeat
+    transmissions of a frame cost a dictionary lookup and a repeat check. Any other byte
+    (garbage, replies, a frame split across reads) goes through a per-byte state machine;
+    every path gives exactly the same frames.
     """
 
     def __init__(self, settings: AngelEyeSettings | None = None, *, device: str = "reader") -> None:
@@ -292,9 +311,16 @@ class AngelEyeDecoder:
         self._last_seq: int | None = None  # SEQ of the last new frame taken
         self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
         self._parsed: dict[bytes, _ParsedFrame] = {}
-        self._mark_index = {ord(mark): n for n, mark in enumerate(self.settings.sequence_marks)}
+        marks = self.settings.sequence_marks
+        self._mark_index = {ord(mark): n for n, mark in enumerate(marks)}
+        self._next_mark: dict[int | None, int] = {
+            ord(mark): ord(marks[(n + 1) % len(marks)]) for n, mark in enumerate(marks)
+        }
         self._emit_duplicates = True
         self._dropped_duplicates = 0
+        # The whole frame (ENQ..BCC) last taken as new: its repeat key is always the newest
+        # in the repeat memory, so a read of exactly these bytes is a repeat.
+        self._taken = b""
 
     def drop_duplicates(self) -> None:
         """Stop returning repeat transmissions as frames: count them instead.
@@ -325,11 +351,17 @@ class AngelEyeDecoder:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
         if type(data) is not bytes:
             data = bytes(data)
-        if not self._emit_duplicates and self._state is _OUTSIDE and not self._garbage:
-            # The shoe's usual read: one whole frame already parsed. A cached parse is always
-            # of a whole frame (ENQ..BCC), which the slice path below would take as is; this
-            # is that path's work (``_finish_frame``) without the search for the frame.
-            parsed = self._parsed.get(data)
+        if self._state is _OUTSIDE and not self._garbage:
+            # The shoe's usual read: one whole frame. The slice path below would take it as is.
+            if data == self._taken and not self._emit_duplicates:
+                self._dropped_duplicates += 1
+                return []
+            if len(data) == 8 and data[2] == _D:
+                card_frame = self._card_frame(data, at)
+                if card_frame is not None:
+                    return card_frame
+            # A whole frame already parsed: ``_finish_frame``'s work without the frame search.
+            parsed = None if self._emit_duplicates else self._parsed.get(data)
             if type(parsed) is tuple:
                 key, build, start = parsed
                 recent = self._recent
@@ -360,6 +392,46 @@ class AngelEyeDecoder:
                     continue
             step(data[i], at, out)
             i += 1
+        return out
+
+    def _card_frame(self, data: bytes, at: float) -> list[DecodedFrame] | None:
+        """``data`` (8 bytes, code ``D``) if it is one well-formed card frame; else None.
+
+        What the slice path and ``_check`` make of such a frame, with no parse cache: every
+        check they would make, in one expression (the ETX at index 5 is always within
+        ``max_frame_length``, at least 8). Anything else (a refused frame, ETX or ENQ inside
+        it) is None and goes the general way, which gives the reason.
+        """
+        seq, target_byte, card_byte = data[1], data[3], data[4]
+        target = _CARD_FRAME_TARGETS[target_byte]
+        card = _CARD_BYTES[card_byte]
+        if (
+            target is None
+            or isinstance(card, str)
+            or data[0] != ENQ
+            or data[5] != ETX
+            or not 0x20 < seq < 0x7F
+            or _BCC_VALUES.get(data[6:]) != seq ^ _D ^ target_byte ^ card_byte ^ ETX
+        ):
+            return None
+        key = seq, data[2:5]
+        recent = self._recent
+        if key in recent:
+            if not self._emit_duplicates:
+                self._dropped_duplicates += 1
+                return []
+            duplicate = True
+        else:
+            recent.append(key)
+            duplicate = False
+        inp = CardRead(
+            card=card, at=at, source=Source.READER, target=target,
+            transmission_id=chr(seq), raw=data.hex(" "), device=self._device,
+        )  # fmt: skip
+        if duplicate:
+            return [DecodedFrame(data, inp, None, None, None, True)]
+        out: list[DecodedFrame] = []
+        self._settle(DecodedFrame(data, inp), at, out)
         return out
 
     def reset(self, reason: str = "partial frame discarded: device disconnected") -> list[DecodedFrame]:
@@ -459,13 +531,17 @@ class AngelEyeDecoder:
             return
         if frame.input is not None:
             seq = raw[1]
-            skipped = [] if raw[2] == 0x53 else self._skipped_marks(seq)  # 'S' restarts the marks
-            if skipped:
-                marks = "".join(skipped)
-                reason = f"sequence mark(s) {marks!r} skipped: frame(s) lost on the line"
-                out.append(DecodedFrame(raw=b"", rejected=reason, rescan=self._lost(at, reason, b"")))
+            # 'S' restarts the marks; the next mark in the cycle skips none
+            if raw[2] != 0x53 and self._next_mark.get(self._last_seq) != seq:
+                skipped = self._skipped_marks(seq)
+                if skipped:
+                    marks = "".join(skipped)
+                    reason = f"sequence mark(s) {marks!r} skipped: frame(s) lost on the line"
+                    out.append(DecodedFrame(raw=b"", rejected=reason, rescan=self._lost(at, reason, b"")))
             self._last_seq = seq
-            self._failed_seqs.clear()
+            self._taken = raw
+            if self._failed_seqs:
+                self._failed_seqs.clear()
         out.append(frame)
 
     def _skipped_marks(self, seq: int) -> list[str]:

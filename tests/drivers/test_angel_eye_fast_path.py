@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from daemon.engine.inputs import CardRead
 from drivers.protocols import angel_eye
-from drivers.protocols.angel_eye import ACK, ENQ, NAK, AngelEyeDecoder, AngelEyeSettings, encode_frame
+from drivers.protocols.angel_eye import ACK, ENQ, ETX, NAK, AngelEyeDecoder, AngelEyeSettings, encode_frame
 from drivers.protocols.frames import DecodedFrame
 from drivers.simulate import DealSettings, Fault, FaultSpec, encode_plan, plan_shoe
 from tests.drivers.angel_eye_reference import ReferenceAngelEyeDecoder
@@ -84,13 +84,15 @@ def test_a_shoe_with_every_angel_eye_fault_in_one_read_and_in_runs_of_reads() ->
 
 def test_a_parse_cache_that_overflows_changes_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(angel_eye, "PARSED_FRAME_CACHE", 3)
-    frames = [encode_frame(ord(mark), "D", bytes([0x81, 0xB1 + n])) for n, mark in enumerate("12345678")]
+    # Verdict frames: a card frame read alone takes the single-card-frame path, no cache.
+    results = [0x10, 0x11, 0x12, 0x13, 0x20, 0x21, 0x40, 0x43]
+    frames = [encode_frame(ord(mark), "G", bytes([r])) for mark, r in zip("12345678", results, strict=True)]
     reads = [(float(n), frame) for n, frame in enumerate(frames * 3 + frames[::-1] * 2)]
     assert_same(reads)
     decoder = AngelEyeDecoder()
     for at, data in reads:
         decoder.feed(data, at)
-    assert len(decoder._parsed) <= 3
+    assert len(decoder._parsed) == 3
 
 
 def test_renaming_the_device_renames_inputs_of_frames_already_parsed() -> None:
@@ -200,3 +202,90 @@ def test_fuzz_any_stream_any_cuts_any_settings_same_frames_as_the_reference(
 @given(st.binary(max_size=200), st.integers(1, 9))
 def test_fuzz_arbitrary_bytes_in_even_chunks_same_frames_as_the_reference(data: bytes, size: int) -> None:
     assert_same([(float(i), data[i : i + size]) for i in range(0, len(data), size)])
+
+
+card_frame_bytes = st.one_of(
+    st.sampled_from([0x81, 0x82, 0x83, 0x91, 0x92, 0x93, 0x01, 0x13, 0xA1, 0xC2, 0xD3]),  # targets
+    st.sampled_from([0xB8, 0x9D, 0x8E, 0xC1, 0x4C, 0x2A, 0x80, 0x8F]),  # cards, two of them bad
+    st.sampled_from([ETX, ENQ, ACK, NAK, 0x00, 0xFF]),  # bytes that end or cut the frame (0x03 is P3)
+    st.integers(0, 255),
+)
+card_frames = st.tuples(
+    st.sampled_from(b"1234569AZ\x20\x7f\x03\x05"),  # SEQ: printable marks, then ones refused or cutting
+    card_frame_bytes,
+    card_frame_bytes,
+    st.sampled_from(
+        ["clean", "clean", "clean", "lower_bcc", "bad_bcc", "not_hex", "code_d", "no_etx", "no_enq"]
+    ),
+)
+"""One 8-byte ``D`` frame as a shoe sends it in one read, well-formed or not."""
+
+
+def _card_wire(seq: int, target: int, card: int, damage: str) -> bytes:
+    frame = bytearray(encode_frame(seq, "D", bytes([target, card])))
+    if damage == "lower_bcc":
+        frame[-2:] = frame[-2:].lower()
+    elif damage == "bad_bcc":
+        frame[-1] = ord("0") if frame[-1] != ord("0") else ord("1")
+    elif damage == "not_hex":
+        frame[-2] = ord("G")
+    elif damage in ("no_etx", "no_enq"):  # the BCC still matches the bytes as sent
+        frame[5 if damage == "no_etx" else 0] = 0x7E
+    elif damage == "code_d":  # another event code in the same place: never the card fast path
+        frame[2] = ord("d")
+        frame[-2:] = angel_eye.bcc(bytes(frame[1:-2]))
+    return bytes(frame)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pool=st.lists(card_frames, min_size=1, max_size=8),
+    order=st.lists(st.tuples(st.integers(0, 7), st.integers(1, 3)), max_size=24),
+    noise=st.lists(
+        st.sampled_from([b"", b"", b"", b"zz", b"\x05\x31", b"\x06", b"\x15", b"\x1502"]), max_size=24
+    ),
+    config=st.sampled_from(
+        [
+            None,
+            AngelEyeSettings(dedup_window=1),
+            AngelEyeSettings(max_frame_length=8),
+            AngelEyeSettings(sequence_marks=""),
+            AngelEyeSettings(sequence_marks="135AZ", max_sequence_gap=1),
+        ]
+    ),
+)
+def test_fuzz_card_frames_one_per_read_same_frames_as_the_reference(
+    pool: list[tuple[int, int, int, str]],
+    order: list[tuple[int, int]],
+    noise: list[bytes],
+    config: AngelEyeSettings | None,
+) -> None:
+    """The single-card-frame read path (and the repeat-of-the-last-frame check) against the
+    per-byte oracle: valid, refused and cut card frames, each read alone and repeated,
+    revisited out of order, with noise reads between them that leave a partial frame or
+    garbage pending, in both decoder modes; then the same stream cut anywhere."""
+    wires = [_card_wire(*spec) for spec in pool]
+    reads: list[bytes] = []
+    for n, (which, copies) in enumerate(order):
+        if n < len(noise) and noise[n]:
+            reads.append(noise[n])
+        reads += [wires[which % len(wires)]] * copies
+    assert_same([(float(n), data) for n, data in enumerate(reads)], config)
+    stream = b"".join(reads)
+    assert_same([(float(n), stream[n : n + 5]) for n in range(0, len(stream), 5)], config)
+
+
+def test_the_card_frame_read_path_takes_valid_card_frames_and_only_those() -> None:
+    """The fuzz above is not vacuous: shoe card frames do take the single-frame path, and
+    refused ones give the reference's reasons."""
+    good = encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))
+    decoder = AngelEyeDecoder()
+    frame = decoder._card_frame(good, 1.0)
+    assert frame is not None
+    assert isinstance(frame[0].input, CardRead)
+    assert frame[0].input.target is not None
+    assert frame[0].input.target.value == "P1"
+    assert decoder._card_frame(good, 2.0) is not None  # a repeat: in emit mode a duplicate frame
+    p3_with_etx = encode_frame(ord("2"), "D", bytes([0x03, 0xB8]))  # 0x03 names P3 but ends the frame
+    assert AngelEyeDecoder()._card_frame(p3_with_etx, 1.0) is None
+    assert_same([(1.0, p3_with_etx), (2.0, good.lower()), (3.0, good[:-1] + b"0")])
