@@ -2,21 +2,20 @@
 
 Bets resolve from ``RoundFacts`` alone (see ``daemon.rules.outcome``), and a shoe
 has only a few hundred distinct facts, so resolutions are computed once per
-(facts, die, offered bets) and reused; the outcome summary is cached the same way
-with only its card lists rebuilt. ``tests/engine/test_settle.py`` checks the result
-equals ``RoundOutcome.to_dict()`` and ``resolve_bets`` computed from scratch.
+(facts, die, offered bets) and reused; the outcome summary is built from the facts
+(no card parsing) and cached the same way, with only its card lists rebuilt.
+``tests/engine/test_settle.py`` checks the result equals ``RoundOutcome.to_dict()``
+(keys in the same order) and ``resolve_bets`` computed from scratch.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.rules.bets import resolve_bets
-from daemon.rules.outcome import RoundFacts, RoundOutcome
+from daemon.cards import ALL_CARDS
+from daemon.rules.bets import Resolution, resolve_bets
+from daemon.rules.outcome import RoundFacts
 from daemon.rules.variants import Variant
-
-_CARD_LISTS = ("player", "banker")
 
 # RoundFacts' fields as a plain tuple, in field order: hashing and comparing it is done in C,
 # while a frozen dataclass builds and hashes itself in Python (this runs for every round).
@@ -55,12 +54,7 @@ class Settler:
         key = _facts_key(player, banker)
         summary = self._summaries.get(key)
         if summary is None:
-            facts = _facts_of(key)
-            outcome = RoundOutcome(tuple(map(Card.parse, player)), tuple(map(Card.parse, banker)))
-            if outcome.facts != facts:  # pragma: no cover - guards the fast path against rule changes
-                raise AssertionError(f"fast round facts differ from the rules core for {player} / {banker}")
-            full = outcome.to_dict()
-            summary = self._summaries[key] = {k: v for k, v in full.items() if k not in _CARD_LISTS}
+            summary = self._summaries[key] = _summary(_facts_of(key))
         result = {"player": list(player), "banker": list(banker), **summary}
         offered = self._offered.get(hand)
         if offered is None:
@@ -69,7 +63,7 @@ class Settler:
         bets = self._bets.get(bets_key)
         if bets is None:
             resolutions = resolve_bets(self.variant, _facts_of(key), die)
-            bets = self._bets[bets_key] = {name: resolutions[name].to_dict() for name in offered}
+            bets = self._bets[bets_key] = {name: _resolution_dict(resolutions[name]) for name in offered}
         return result, {name: dict(res) for name, res in bets.items()}
 
 
@@ -94,16 +88,73 @@ def round_facts(player: list[str], banker: list[str]) -> RoundFacts:
     return _facts_of(_facts_key(player, banker))
 
 
+# Few distinct resolutions exist (lose, push, each payout): their JSON forms are built once.
+# These dicts are only ever copied out (``settle`` returns copies), never handed over.
+_RESOLUTION_DICTS: dict[Resolution, dict[str, Any]] = {}
+
+
+def _resolution_dict(resolution: Resolution) -> dict[str, Any]:
+    found = _RESOLUTION_DICTS.get(resolution)
+    if found is None:
+        found = _RESOLUTION_DICTS[resolution] = resolution.to_dict()
+    return found
+
+
+_FIRST_CARD = {1: "dragon", -1: "tiger", 0: "tie"}
+
+
+def _summary(facts: RoundFacts) -> dict[str, Any]:
+    """``RoundOutcome.to_dict()`` without its card lists, from the round's facts alone: the
+    same keys in the same order (a first sight of some facts then costs no card parsing)."""
+    return {
+        "player_total": facts.player_total,
+        "banker_total": facts.banker_total,
+        "winner": facts.winner.value,
+        "margin": facts.margin,
+        "player_natural": facts.player_natural,
+        "banker_natural": facts.banker_natural,
+        "player_pair": facts.player_pair,
+        "banker_pair": facts.banker_pair,
+        "player_suited_pair": facts.player_suited_pair,
+        "banker_suited_pair": facts.banker_suited_pair,
+        "cards": facts.card_count,
+        "first_card": _FIRST_CARD[facts.first_card_comparison],
+    }
+
+
+_VERDICT_FACTS: dict[_FactsKey, tuple[str, bool, bool]] = {}
+
+
+def verdict_facts(player: list[str], banker: list[str]) -> tuple[str, bool, bool]:
+    """``(winner value, player_pair, banker_pair)`` of ``round_facts(player, banker)``: what a
+    reader's verdict is checked against (once per round, so memoised past the facts' properties)."""
+    key = _facts_key(player, banker)
+    found = _VERDICT_FACTS.get(key)
+    if found is None:
+        facts = _facts_of(key)
+        found = _VERDICT_FACTS[key] = (facts.winner.value, facts.player_pair, facts.banker_pair)
+    return found
+
+
 def _facts_key(player: list[str], banker: list[str]) -> _FactsKey:
-    """The fields of ``round_facts(player, banker)``, in ``RoundFacts`` field order."""
+    """The fields of ``round_facts(player, banker)``, in ``RoundFacts`` field order.
+
+    Straight-line for two or three cards a side (a round has no more): it runs twice a round.
+    """
     points, rank = _POINTS, _RANK
     p1, p2, b1, b2 = player[0], player[1], banker[0], banker[1]
-    player_pair = rank[p1] == rank[p2]
-    banker_pair = rank[b1] == rank[b2]
-    first = rank[b1] - rank[p1]
+    rp1, rp2, rb1, rb2 = rank[p1], rank[p2], rank[b1], rank[b2]
+    player_points = points[p1] + points[p2]
+    if len(player) > 2:
+        player_points += points[player[2]]
+    banker_points = points[b1] + points[b2]
+    if len(banker) > 2:
+        banker_points += points[banker[2]]
+    player_pair = rp1 == rp2
+    banker_pair = rb1 == rb2
     return (
-        sum(map(points.__getitem__, player)) % 10,
-        sum(map(points.__getitem__, banker)) % 10,
+        player_points % 10,
+        banker_points % 10,
         len(player),
         len(banker),
         player_pair,
@@ -111,5 +162,5 @@ def _facts_key(player: list[str], banker: list[str]) -> _FactsKey:
         p1 == p2,
         b1 == b2,
         player_pair and banker_pair and sorted((p1, p2)) == sorted((b1, b2)),
-        (first > 0) - (first < 0),
+        (rb1 > rp1) - (rb1 < rp1),
     )

@@ -19,7 +19,7 @@ from daemon.engine.inputs import (
     VerdictOutcome,
 )
 from daemon.engine.reads import card_code, outside_read_fields
-from daemon.engine.settle import round_facts
+from daemon.engine.settle import verdict_facts
 from daemon.engine.state import (
     NO_SHOE,
     OVER,
@@ -105,7 +105,7 @@ class DeviceSignals(EngineCore):
             hand = st.round.hand if st.round is not None else None
             self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
             return
-        awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict)
+        awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict) if st.held else None
         if awaiting:
             self._check_verdict(awaiting[0], st.held[awaiting[0]].cards, verdict, inp.at)
             return
@@ -129,13 +129,13 @@ class DeviceSignals(EngineCore):
     def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
         st = self.state
         source = _READER
-        # The round's facts from lookup tables (settle.round_facts, checked against the rules
+        # The round's facts from lookup tables (settle.verdict_facts, checked against the rules
         # core in tests/engine/test_settle.py): a verdict comes with every round.
-        outcome = round_facts(*side_codes(cards))
+        winner, player_pair, banker_pair = verdict_facts(*side_codes(cards))
         agrees = (
-            verdict["outcome"] == outcome.winner.value
-            and verdict["player_pair"] == outcome.player_pair
-            and verdict["banker_pair"] == outcome.banker_pair
+            verdict["outcome"] == winner
+            and verdict["player_pair"] == player_pair
+            and verdict["banker_pair"] == banker_pair
         )
         self._emit(
             "verdict_checked", at, source, {"hand": hand, "agrees": agrees, "verdict": verdict}, hand=hand
@@ -150,11 +150,7 @@ class DeviceSignals(EngineCore):
                 holds=hand if st.round_for(hand) is not None else None,
                 device=verdict["device"],
                 verdict=verdict,
-                engine={
-                    "winner": outcome.winner.value,
-                    "player_pair": outcome.player_pair,
-                    "banker_pair": outcome.banker_pair,
-                },
+                engine={"winner": winner, "player_pair": player_pair, "banker_pair": banker_pair},
                 round_already_completed=st.round_for(hand) is None,
             )
         elif rnd is not None:
