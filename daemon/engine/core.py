@@ -333,7 +333,9 @@ class EngineCore:
         if plan.slot in ("indicator", "burn") and plan.burn in (None, "opening") and st.phase == READY:
             self._offer(st.hand + 1, at, source)
         elif round_hand is not None:
-            rnd = st.round_for(round_hand)
+            rnd = st.round  # ``round_for(round_hand)`` inline: this runs for every round card
+            if rnd is None or rnd.hand != round_hand:
+                rnd = st.held.get(round_hand)
             assert rnd is not None
             if rnd.next_slot() is None:
                 decided_at = at if read is None else read["read_at"]
@@ -355,7 +357,8 @@ class EngineCore:
 
     def _decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
         """The round in progress is decided: complete it, or hold it while something blocks it."""
-        blockers = self._blockers(rnd)
+        # (a round with nothing to wait for, the usual case, skips building the reasons)
+        blockers = self._blockers(rnd) if rnd.holds or rnd.awaiting_verdict or self._needs_die else []
         if self.settings.await_device_verdict:
             blockers.append("awaiting the reader's verdict")
         if blockers:

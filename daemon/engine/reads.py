@@ -13,6 +13,7 @@ from daemon.cards import Card
 from daemon.engine.inputs import CardRead, DeviceTarget, OutsideGameCard, ReadFailed, Source
 
 _RANK_SYMBOLS = "A23456789TJQK"
+_isfinite = math.isfinite
 
 
 def card_code(card: Card) -> str:
@@ -28,17 +29,20 @@ def _finite(value: float | None) -> float | None:
 def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
     """The audit form of a read, as carried in events (``data["read"]``)."""
     if isinstance(read, CardRead):
+        # ``card_code`` and ``_finite`` inline: this runs for every card read.
         target = read.target
+        card = read.card
+        confidence = read.confidence
         return {
             "source": read.source._value_,
             "device": read.device,
             "read_at": read.at,
             "raw": read.raw,
-            "card": card_code(read.card),
+            "card": _RANK_SYMBOLS[card.rank._value_ - 1] + card.suit._value_,
             "position": read.position,
             "target": None if target is None else target._value_,
             "transmission_id": read.transmission_id,
-            "confidence": _finite(read.confidence),
+            "confidence": confidence if confidence is None or _isfinite(confidence) else None,
         }
     fields: dict[str, Any] = {
         "source": read.source.value,

@@ -14,7 +14,7 @@ from daemon.engine.inputs import (
     ReadFailed,
     Source,
 )
-from daemon.engine.reads import card_code, read_fields, read_from_fields
+from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.state import (
     NO_SHOE,
     OVER,
@@ -24,6 +24,8 @@ from daemon.engine.state import (
 )
 
 _DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
+_LOOK_AHEAD_PHASES = (READY, ROUND)  # where a reader's target may reorder a pull
+_CAMERA = Source.CAMERA
 
 
 def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
@@ -116,12 +118,18 @@ class ReadSequencer(EngineCore):
         return read.source is Source.CAMERA or read.device in self._camera_devices
 
     def _on_card_read(self, read: CardRead) -> None:
-        if read.source is Source.CAMERA or read.device in self._camera_devices:
+        device = read.device
+        if read.source is _CAMERA or device in self._camera_devices:
             self._camera_read(read)
             return
-        if read.transmission_id is not None and self._is_duplicate(read):
-            return
         st = self.state
+        # Built once: the duplicate check reads its card code, and the placed card carries it.
+        fields = read_fields(read)
+        tid = read.transmission_id
+        if tid is not None:
+            seen_at = st.recent.get((device, tid, fields["card"]))
+            if seen_at is not None and read.at - seen_at <= self.settings.duplicate_window_s:
+                return  # the same card of the same transmission again, within the window
         if st.rescan_alert is not None:
             failed = st.alerts[st.rescan_alert].get("read") or {}
             below = failed.get("position")
@@ -152,20 +160,26 @@ class ReadSequencer(EngineCore):
         if read.position is None:
             in_pull = False
             plan: Placement | None = None
-            if read.target is not None:  # (no look-ahead at all for readers that name no slot)
-                plan = self._expected_plan(read.at)
-                expected = plan.slot if plan is not None and plan.slot in ROUND_SLOTS else None
-                if expected is not None and self._names_later_slot(read, expected):
-                    self._hold_for_target(read, expected)
-                    return
-                in_pull = read.target._value_ == expected and self._target_held(read.device)
+            target = read.target
+            if target is not None:  # (no look-ahead at all for readers that name no slot)
+                # ``_expected_plan`` and ``_names_later_slot`` inline (no rescan is open here).
+                expected = None
+                if st.phase in _LOOK_AHEAD_PHASES:
+                    plan = self._plan(read.at)
+                    if plan.slot in _DRAW_ORDER:
+                        expected = plan.slot
+                        later = _DRAW_ORDER.get(target._value_)
+                        if later is not None and later > _DRAW_ORDER[expected]:
+                            self._hold_for_target(read, expected)
+                            return
+                in_pull = target._value_ == expected and bool(st.held_reads) and self._target_held(device)
             if st.held_reads:
                 plan = None  # (a release below, or a held pull, may move the table on first)
                 if not in_pull:
-                    self._release_all(read.device, "interleaved")
-            self._take_read(read, plan)
+                    self._release_all(device, "interleaved")
+            self._take_read(read, plan, fields)
             if in_pull:
-                self._release_by_target(read.device)
+                self._release_by_target(device)
         else:
             if self._target_held(read.device):
                 self._release_all(read.device, "interleaved")
@@ -225,12 +239,6 @@ class ReadSequencer(EngineCore):
                 return
             self._release([match], "by_target")
 
-    def _is_duplicate(self, read: CardRead) -> bool:
-        window = self.settings.duplicate_window_s
-        assert read.transmission_id is not None
-        seen_at = self.state.recent.get((read.device, read.transmission_id, card_code(read.card)))
-        return seen_at is not None and read.at - seen_at <= window
-
     def _on_read_failed(self, read: ReadFailed) -> None:
         if self._is_camera(read):
             return  # the camera abstains; only the reader's misread asks for a rescan
@@ -261,14 +269,18 @@ class ReadSequencer(EngineCore):
                 reader_code=read.code,
             )
 
-    def _take_read(self, read: CardRead, plan: Placement | None = None) -> None:
+    def _take_read(
+        self, read: CardRead, plan: Placement | None = None, fields: dict[str, Any] | None = None
+    ) -> None:
         """A reader's card, in dealing order: check it and place it.
 
         ``plan``: ``_plan(read.at)`` when the caller has just computed it in READY or ROUND
         and nothing has changed the table since (checking the camera fill changes nothing).
+        ``fields``: ``read_fields(read)`` when the caller has built it already.
         """
         st = self.state
-        fields = read_fields(read)
+        if fields is None:
+            fields = read_fields(read)
         source = fields["source"]
         if st.phase in (NO_SHOE, OVER):
             if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD and not st.held:

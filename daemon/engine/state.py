@@ -171,18 +171,24 @@ class TableState:
             self.reader_devices = sorted([*self.reader_devices, device])
 
     def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
-        if read.get("source") == "reader":
-            self._note_reader_device(read["device"])
-        tid = read.get("transmission_id")
-        if tid is not None and read.get("card") is not None:
-            recent = self.recent
-            key = (read["device"], tid, read["card"])
-            recent.pop(key, None)
-            recent[key] = read["read_at"]
-            if len(recent) > self.settings.duplicate_memory:
-                del recent[next(iter(recent))]
-        position = read.get("position")
-        if advance_pull and position is not None and read.get("source") != "camera":
+        get = read.get
+        source = get("source")
+        if source == "reader":
+            device = read["device"]
+            if device not in self.reader_devices:  # (known after its first read: skip the call)
+                self._note_reader_device(device)
+        tid = get("transmission_id")
+        if tid is not None:
+            card = get("card")
+            if card is not None:
+                recent = self.recent
+                key = (read["device"], tid, card)
+                recent.pop(key, None)
+                recent[key] = read["read_at"]
+                if len(recent) > self.settings.duplicate_memory:
+                    del recent[next(iter(recent))]
+        position = get("position")
+        if advance_pull and position is not None and source != "camera":
             self.pull_next[read["device"]] = position + 1
             self.pull_last_at[read["device"]] = read["read_at"]
 
@@ -248,8 +254,11 @@ class TableState:
                 self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
                 self.decided_at = d["read"]["read_at"] if "read" in d else e.at
         else:
-            rnd = self.round_for(d["round"])
-            assert rnd is not None, f"card_dealt for unknown hand {d['round']}"
+            hand = d["round"]
+            rnd = self.round  # ``round_for(hand)`` inline: this runs for every round card
+            if rnd is None or rnd.hand != hand:
+                rnd = self.held.get(hand)
+            assert rnd is not None, f"card_dealt for unknown hand {hand}"
             rnd.cards[slot] = code
             rnd.sources[slot] = d["source"]
             if d.get("unneeded"):

@@ -37,6 +37,8 @@ from daemon.rules.variants import Variant
 
 __all__ = ["Engine", "Placement"]
 
+_isfinite = math.isfinite
+
 
 class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
     """One table's engine. Feed inputs to ``handle``; publish the events it returns."""
@@ -58,7 +60,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         """Decide, apply and return the events caused by one input."""
         out: list[Event] = []
         self._out = out
-        if not math.isfinite(inp.at):
+        if not _isfinite(inp.at):
             # A driver bug: no time to order it by. Say so (at the last good time), use nothing.
             self._alert(
                 AlertCode.INVALID_INPUT,
@@ -71,8 +73,9 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._out = []
             return out
         self._now = inp.at
-        rescan_before = self.state.rescan_alert
-        if self.state.held_reads:
+        st = self.state
+        rescan_before = st.rescan_alert
+        if st.held_reads:
             self._expire_pulls(inp.at)
         if isinstance(inp, CardRead):
             self._on_card_read(inp)
@@ -100,7 +103,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._on_storage(inp)
         elif isinstance(inp, Tick):
             pass  # expiry above is all a tick does
-        if rescan_before is not None and self.state.rescan_alert is None and self.state.held_reads:
+        if rescan_before is not None and st.rescan_alert is None and st.held_reads:
             for device in self._held_devices():
                 self._release_by_target(device)
                 self._release_all(device, "rescanned")
