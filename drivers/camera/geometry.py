@@ -196,7 +196,10 @@ def _sharpen(
     if not contours:
         return quad, area
     largest = max(contours, key=cv2.contourArea).astype(np.float32) + np.array([x0, y0], np.float32)
-    fine = _fit_quad(largest)
+    # The side lines are fitted to the full-resolution outline starting from the coarse quad,
+    # twice: a fresh polygon approximation of the full-resolution hull can put a vertex on a
+    # rounded corner and tilt a side (found as 5-10 px corner errors on tilted cards).
+    fine = _refine_quad(largest, _refine_quad(largest, quad))
     fine_area = float(cv2.contourArea(largest))
     fine_quad_area = float(cv2.contourArea(fine))
     coarse_quad_area = float(cv2.contourArea(quad))
