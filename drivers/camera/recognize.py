@@ -1,10 +1,15 @@
-"""Frame → cards: outline, warp, both corner indices, template match, and the abstain rules.
+"""Frame → cards: outline, warp, both corner indices, the whole face, and the abstain rules.
 
-A card is named only when its rank and suit both match the deck's templates well
-and clearly better than any other rank/suit, the print colour agrees with the suit
-(red for diamonds/hearts, black for clubs/spades), and the two index corners do not
-contradict each other. Anything else is ``card=None`` with the reason: a wrong
-card costs far more than a rescan.
+Two independent channels of evidence. The corner channel names a card when its rank
+and suit both match the deck's templates well and clearly better than any other
+rank/suit, the print colour agrees with the suit (red for diamonds/hearts, black for
+clubs/spades), and the two index corners do not contradict each other. The face
+channel correlates the whole card at low resolution with the deck's 52 faces
+(:mod:`drivers.camera.faces`). A corner read the face clearly disagrees with is
+dropped; when the corners cannot name the card, the face names it only with a clear
+lead, and only if no corner points at anything else (the corners keep the last word on
+suits: club/spade and heart/diamond are a few pixels apart on a face). Anything else is
+``card=None`` with the reason: a wrong card costs far more than a rescan.
 """
 
 from __future__ import annotations
@@ -15,7 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from daemon.cards import Card, Rank, Suit
+from daemon.cards import ALL_CARDS, Card, Rank, Suit
+from drivers.camera.faces import FaceMatch, face_picture, match_face, picture_vector
 from drivers.camera.geometry import CardOutline, DetectorParams, Image, detect_cards, warp_corners
 from drivers.camera.glyphs import (
     CORNER_SIZE,
@@ -39,6 +45,10 @@ _BLACK = frozenset({SUIT_ORDER.index("c"), SUIT_ORDER.index("s")})
 _SAME_COLOUR = {
     SUIT_ORDER.index(a): SUIT_ORDER.index(b) for a, b in (("c", "s"), ("s", "c"), ("d", "h"), ("h", "d"))
 }
+
+
+def _suit_index(card: Card) -> int:
+    return SUIT_ORDER.index(card.suit.value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +86,25 @@ class RecognitionParams:
     """...and lead by this multiple of ``min_margin``: the other corner cannot vouch."""
     single_corner_factor: float = 0.8
     """Confidence multiplier when only one index corner could be read."""
+    face_veto_deficit: float = 0.15
+    """A corner read is dropped when the face correlates this much better with another card
+    (a foreign deck's K♠ read K♣ by one corner, its face nearest K♥ by 0.18)."""
+    face_lookalike_deficit: float = 0.05
+    """A one-corner read is dropped when the face prefers the same rank in the look-alike suit
+    (club/spade, heart/diamond) by this much..."""
+    face_lookalike_min_score: float = 0.6
+    """...and the face is visible enough to say so (a covered face correlates poorly)."""
+    face_min_score: float = 0.88
+    """The face's best correlation needed before the face can name a card the corners did not."""
+    face_min_margin: float = 0.05
+    """...its lead over the runner-up card when a corner agrees with its rank or suit..."""
+    face_alone_margin: float = 0.10
+    """...and when no corner agrees (none may point elsewhere either)."""
+    face_support_rank_score: float = 0.5
+    """A corner agrees with the face's rank when its best rank is that rank with this score..."""
+    face_support_suit_score: float = 0.7
+    """...or with its suit: best suit with this score, on the suit's side of the look-alike
+    axis, in the right print colour."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +139,7 @@ class Recognition:
     confidence: float
     reason: str
     corners: tuple[CornerReading, ...] = field(default=())
+    face: FaceMatch | None = None
 
 
 def _best(
@@ -228,8 +258,17 @@ class Recognizer:
         scale = self._scale(outline.height_px)
         views = warp_corners(frame, outline, CORNER_SIZE)
         readings = tuple(self.read_corner(view, scale) for view in views)
-        card, confidence, reason = self._combine(readings)
-        return Recognition(outline=outline, card=card, confidence=confidence, reason=reason, corners=readings)
+        face = self.read_face(frame, outline)
+        card, confidence, reason = self.decide(readings, face)
+        return Recognition(
+            outline=outline, card=card, confidence=confidence, reason=reason, corners=readings, face=face
+        )
+
+    def read_face(self, frame: Image, outline: CardOutline) -> FaceMatch | None:
+        """Correlate the whole card in ``outline`` with the deck's 52 learned faces."""
+        t = self.templates
+        vector = picture_vector(face_picture(frame, outline))
+        return match_face(vector, t.face_vectors, t.face_labels, t.face_mean, len(ALL_CARDS))
 
     def _match(
         self,
@@ -376,7 +415,62 @@ class Recognizer:
             return True
         return reading.red is not None and reading.red != (card.suit in _RED_SUITS)
 
+    def decide(
+        self, readings: tuple[CornerReading, ...], face: FaceMatch | None
+    ) -> tuple[Card | None, float, str]:
+        """Both channels: corner reads checked by the face; the face alone only where corners agree."""
+        card, confidence, reason = self._combine(readings)
+        if face is None:
+            return card, confidence, reason
+        p = self.params
+        if card is not None:
+            own = ALL_CARDS.index(card)
+            if face.label != own and face.score - face.score_of(own) > p.face_veto_deficit:
+                return None, 0.0, f"face contradicts index ({ALL_CARDS[face.label].code})"
+            look_alike = ALL_CARDS.index(Card(card.rank, Suit(SUIT_ORDER[_SAME_COLOUR[_suit_index(card)]])))
+            if (
+                reason == "read (one corner)"
+                and face.label == look_alike
+                and face.score >= p.face_lookalike_min_score
+                and face.score - face.score_of(own) >= p.face_lookalike_deficit
+            ):
+                return None, 0.0, "one corner only, and the face prefers the look-alike suit"
+            return card, confidence, reason
+        named = {r.card for r in readings if r.card is not None}
+        candidate = ALL_CARDS[face.label]
+        if face.score < p.face_min_score or face.margin < p.face_min_margin:
+            return None, 0.0, reason
+        if named - {candidate}:
+            return None, 0.0, reason
+        if any(self._contradicts(r, candidate) for r in readings if r.card is None):
+            return None, 0.0, reason
+        if any(self._supports(r, candidate) for r in readings):
+            lead = (face.margin - p.face_min_margin) / p.face_min_margin
+            return candidate, 0.6 + 0.3 * min(1.0, lead), "read (face, index agrees)"
+        if face.margin >= p.face_alone_margin:
+            lead = (face.margin - p.face_alone_margin) / p.face_alone_margin
+            return candidate, 0.6 + 0.2 * min(1.0, lead), "read (face, index silent)"
+        return None, 0.0, reason
+
+    def _supports(self, reading: CornerReading, card: Card) -> bool:
+        """True when an index corner agrees with ``card`` on its rank or on its suit."""
+        if reading.card is not None:
+            return reading.card == card
+        p = self.params
+        rank, suit = reading.rank, reading.suit
+        if rank is not None and rank.label == int(card.rank) and rank.score >= p.face_support_rank_score:
+            return True
+        return (
+            suit is not None
+            and suit.label == _suit_index(card)
+            and suit.score >= p.face_support_suit_score
+            and suit.margin >= 0
+            and reading.red is not None
+            and reading.red == (card.suit in _RED_SUITS)
+        )
+
     def _combine(self, readings: tuple[CornerReading, ...]) -> tuple[Card | None, float, str]:
+        """The corner channel's decision alone."""
         named = [r for r in readings if r.card is not None]
         if not named:
             return None, 0.0, "; ".join(sorted({r.reason for r in readings}))

@@ -4,7 +4,8 @@
 (``As.png``, ``Th.png``, ``Kd.png``...), puts each on a synthetic felt, finds and
 warps it with the very code used on camera frames, locates its index and stores
 the rank and suit glyphs of both index corners at several scales (a card 70 px
-high on camera loses detail; templates learned from a shrunken face match that).
+high on camera loses detail; templates learned from a shrunken face match that),
+and the whole face at low resolution (:mod:`drivers.camera.faces`).
 
 The templates file is a NumPy ``.npz`` without pickles; ``load_templates`` checks
 every array and names the file and key on any mismatch.
@@ -22,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from daemon.cards import ALL_CARDS, Card, CardParseError, Rank, Suit
+from drivers.camera.faces import FACE_SIZE, both_orientations, face_picture, picture_vector, residual
 from drivers.camera.geometry import Image, find_card_outlines, warp_corners
 from drivers.camera.glyphs import (
     CORNER_SIZE,
@@ -36,7 +38,8 @@ from drivers.camera.glyphs import (
     read_corner_ink,
 )
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: whole-face templates (``face_vectors``, ``face_labels``, ``face_mean``) added."""
 SUIT_ORDER = "cdhs"
 FELT_BGR = (40, 105, 25)
 LEARN_HEIGHTS = (None, 300, 230, 185, 150, 125, 105, 90, 78, 68, 60)
@@ -45,6 +48,8 @@ LEARN_RENDERINGS: tuple[tuple[str, float], ...] = (("area", 0.0), ("area", 1.6),
 """How each face is shrunk to a learned height, and the Gaussian blur (sigma, px) added after:
 area-averaged (a sharp camera), blurred (out of focus), linear (aliased, a cheap sensor or a
 card seen at an angle). Index i here is the template's ``variant`` code."""
+FACE_HEIGHTS = (200, 130)
+"""Card heights (px) whole-face templates are learned at (a face vector hardly depends on it)."""
 
 
 class TemplateError(ValueError):
@@ -64,12 +69,19 @@ class DeckTemplates:
     suit_labels: NDArray[Any]
     suit_aspects: NDArray[Any]
     rank_heights: NDArray[Any]
+    """Card height (px) at which each template was learned: recognition compares a card
+    only with templates learned at the scale nearest to its own."""
     suit_heights: NDArray[Any]
     rank_variants: NDArray[Any]
     suit_variants: NDArray[Any]
     """Index into LEARN_RENDERINGS: each rendering is its own template bank."""
-    """Card height (px) at which each template was learned: recognition compares a card
-    only with templates learned at the scale nearest to its own."""
+    face_vectors: NDArray[Any]
+    """Whole-face templates (both 180-degree orientations, each learned height), the deck's
+    mean face removed, unit norm; see :mod:`drivers.camera.faces`."""
+    face_labels: NDArray[Any]
+    """Index into ``ALL_CARDS`` of each face template."""
+    face_mean: NDArray[Any]
+    """The deck's mean face vector, removed from every face before correlation."""
 
 
 def read_face(path: Path) -> Image:
@@ -122,6 +134,24 @@ def _rendered_face(face: Image, height: int | None, blur: float, shrink: str) ->
     if len(outlines) != 1:
         return None
     return warp_corners(canvas, outlines[0], CORNER_SIZE)
+
+
+def _learn_faces(faces: dict[Card, Image]) -> tuple[NDArray[Any], NDArray[Any], NDArray[Any]]:
+    """Whole-face templates: vectors (mean face removed), card labels, the mean face."""
+    vectors, labels = [], []
+    for card, face in faces.items():
+        for height in FACE_HEIGHTS:
+            canvas = _on_felt(face, height)
+            outlines = find_card_outlines(canvas)
+            if len(outlines) != 1:
+                continue
+            for picture in both_orientations(face_picture(canvas, outlines[0])):
+                vectors.append(picture_vector(picture))
+                labels.append(ALL_CARDS.index(card))
+    raw = np.array(vectors, dtype=np.float32)
+    mean_face = raw.mean(axis=0).astype(np.float32)
+    templates = np.array([residual(v, mean_face) for v in raw], dtype=np.float32)
+    return templates, np.array(labels, dtype=np.int16), mean_face
 
 
 def _deck_index(boxes: list[IndexBoxes]) -> IndexBoxes:
@@ -208,6 +238,7 @@ def learn_templates(faces_dir: Path, deck: str | None = None) -> DeckTemplates:
                     suit_aspects.append(box_aspect(suit_glyph.box))
                     suit_heights.append(learned_at)
                     suit_variants.append(variant)
+    face_vectors, face_labels, face_mean = _learn_faces(faces)
     return DeckTemplates(
         deck=deck or faces_dir.name,
         index=index,
@@ -221,6 +252,9 @@ def learn_templates(faces_dir: Path, deck: str | None = None) -> DeckTemplates:
         suit_heights=np.array(suit_heights, dtype=np.float32),
         rank_variants=np.array(rank_variants, dtype=np.int16),
         suit_variants=np.array(suit_variants, dtype=np.int16),
+        face_vectors=face_vectors,
+        face_labels=face_labels,
+        face_mean=face_mean,
     )
 
 
@@ -247,6 +281,9 @@ def save_templates(templates: DeckTemplates, path: Path) -> None:
             suit_heights=templates.suit_heights,
             rank_variants=templates.rank_variants,
             suit_variants=templates.suit_variants,
+            face_vectors=templates.face_vectors,
+            face_labels=templates.face_labels,
+            face_mean=templates.face_mean,
         )
 
 
@@ -307,6 +344,9 @@ def load_templates(path: Path) -> DeckTemplates:
         suit_heights = _array(data, "suit_heights", path, 1, "f").astype(np.float32)
         rank_variants = _array(data, "rank_variants", path, 1, "i").astype(np.int16)
         suit_variants = _array(data, "suit_variants", path, 1, "i").astype(np.int16)
+        face_vectors = _array(data, "face_vectors", path, 2, "f").astype(np.float32)
+        face_labels = _array(data, "face_labels", path, 1, "i").astype(np.int16)
+        face_mean = _array(data, "face_mean", path, 1, "f").astype(np.float32)
     checks = [
         ("rank_vectors", rank_vectors.shape[1] == RANK_SIZE[0] * RANK_SIZE[1]),
         ("suit_vectors", suit_vectors.shape[1] == SUIT_SIZE[0] * SUIT_SIZE[1]),
@@ -320,6 +360,12 @@ def load_templates(path: Path) -> DeckTemplates:
         ("suit_labels", set(suit_labels.tolist()) == set(range(len(Suit)))),
         ("rank_vectors", bool(np.isfinite(rank_vectors).all())),
         ("suit_vectors", bool(np.isfinite(suit_vectors).all())),
+        ("face_vectors", face_vectors.shape[1] == FACE_SIZE[0] * FACE_SIZE[1]),
+        ("face_vectors", bool(np.isfinite(face_vectors).all())),
+        ("face_labels", len(face_labels) == len(face_vectors)),
+        ("face_labels", set(face_labels.tolist()) == set(range(len(ALL_CARDS)))),
+        ("face_mean", face_mean.shape == (FACE_SIZE[0] * FACE_SIZE[1],)),
+        ("face_mean", bool(np.isfinite(face_mean).all())),
     ]
     for key, ok in checks:
         if not ok:
@@ -337,4 +383,7 @@ def load_templates(path: Path) -> DeckTemplates:
         suit_heights=suit_heights,
         rank_variants=rank_variants,
         suit_variants=suit_variants,
+        face_vectors=face_vectors,
+        face_labels=face_labels,
+        face_mean=face_mean,
     )

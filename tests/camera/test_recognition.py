@@ -155,3 +155,102 @@ def test_rank_run_into_suit_by_blur_is_no_evidence(faces, recognizers) -> None:
     score = score_frame(frame, recognitions)
     assert score.wrong == 0, score.wrong_examples
     assert any("run together" in c.reason for r in recognitions for c in r.corners)
+
+
+@pytest.mark.parametrize(("deck", "other"), [("younestouati", "svg-cards"), ("svg-cards", "younestouati")])
+def test_every_card_of_a_foreign_deck_abstains_or_is_right(deck: str, other: str, faces, recognizers) -> None:
+    # All 52 cards of one deck read with the other deck's templates (a deck changed without
+    # recalibrating): the faces correlate poorly, the indices differ in shape; nearly all abstain.
+    frames = frame_set(faces[deck], "clean", frames=13, seed=31)
+    assert {p.card for f in frames for p in f.cards} == set(ALL_CARDS)
+    total = Score()
+    for frame in frames:
+        total.add(score_frame(frame, recognizers[other].recognize_frame(frame.image)))
+    assert total.wrong == 0, total.wrong_examples
+    assert total.abstained >= 48
+
+
+def test_the_face_vetoes_a_foreign_index_read(faces, recognizers) -> None:
+    # Bench seed 11, foreign_deck frame 18: a younestouati K♠ read with svg-cards templates; one
+    # index corner read K♣ (club and spade told apart by shape only). The whole face is nearest
+    # K♥ and 0.18 further from K♣: the read is dropped.
+    frame = frame_set(faces["younestouati"], "clean", frames=19, seed=1109)[18]
+    recognitions = recognizers["svg-cards"].recognize_frame(frame.image)
+    score = score_frame(frame, recognitions)
+    assert score.wrong == 0, score.wrong_examples
+    assert any(r.reason.startswith("face contradicts index") for r in recognitions)
+
+
+@pytest.mark.parametrize("deck", DECKS)
+def test_blurred_cards_read_by_the_face_are_right(deck: str, faces, recognizers) -> None:
+    # All 52 cards blurred (σ 1.2-1.8): a pip is a few pixels, so the face alone cannot tell a club
+    # from a spade; the corners veto such a swap. Every card named is right, some only by the face.
+    frames = frame_set(faces[deck], "blur", frames=13, seed=77)
+    total = Score()
+    by_face = 0
+    for frame in frames:
+        recognitions = recognizers[deck].recognize_frame(frame.image)
+        total.add(score_frame(frame, recognitions))
+        by_face += sum(1 for r in recognitions if r.card is not None and r.reason.startswith("read (face"))
+    assert total.wrong == 0, total.wrong_examples
+    assert by_face >= 2
+    assert total.right >= 46
+
+
+def _corner(rank: tuple[int, float, float] | None, suit: tuple[str, float, float] | None, red: bool | None):
+    from drivers.camera.recognize import CornerReading, LabelMatch
+    from drivers.camera.templates import SUIT_ORDER
+
+    return CornerReading(
+        rank=LabelMatch(*rank) if rank else None,
+        suit=LabelMatch(SUIT_ORDER.index(suit[0]), suit[1], suit[2]) if suit else None,
+        red=red,
+        card=None,
+        confidence=0.0,
+        reason="weak template match",
+    )
+
+
+def _face(best: str, score: float, runner_up: str, margin: float):
+    from drivers.camera.faces import FaceMatch
+
+    scores = np.full(len(ALL_CARDS), 0.2, np.float32)
+    best_index, runner_index = ALL_CARDS.index(Card.parse(best)), ALL_CARDS.index(Card.parse(runner_up))
+    scores[best_index], scores[runner_index] = score, score - margin
+    return FaceMatch(label=best_index, score=score, margin=margin, scores=scores)
+
+
+def test_decision_rules_of_the_two_channels(recognizers) -> None:
+    recognizer: Recognizer = recognizers["svg-cards"]
+    silent = _corner(None, None, None)
+    face = _face("3c", 0.99, "3s", 0.12)
+    # Corners that cannot name a card but agree with the face's rank: the face names it.
+    assert recognizer.decide((_corner((3, 0.8, 0.2), None, False), silent), face)[0] == Card.parse("3c")
+    # Corners silent: the face alone, with its larger lead.
+    card, confidence, reason = recognizer.decide((silent, silent), face)
+    assert (card, reason) == (Card.parse("3c"), "read (face, index silent)")
+    assert 0.6 <= confidence <= 1.0
+    assert recognizer.decide((silent, silent), _face("3c", 0.99, "3s", 0.07))[0] is None
+    # A corner whose suit is shaped like a spade vetoes the face's club.
+    assert recognizer.decide((_corner((3, 0.8, 0.2), ("s", 0.8, 0.05), False), silent), face)[0] is None
+    # ...and so does a corner in the other print colour.
+    assert recognizer.decide((_corner(None, None, True), silent), face)[0] is None
+    # A face that looks like no learned card well names nothing.
+    assert recognizer.decide((silent, silent), _face("3c", 0.80, "3s", 0.2))[0] is None
+
+
+def test_the_face_drops_an_index_read_it_clearly_disagrees_with(recognizers) -> None:
+    from dataclasses import replace
+
+    recognizer: Recognizer = recognizers["svg-cards"]
+    spade = replace(_corner((3, 0.95, 0.3), ("s", 0.95, 0.3), False), card=Card.parse("3s"), confidence=0.9)
+    agreeing = _face("3s", 0.95, "3c", 0.05)
+    assert recognizer.decide((spade, spade), agreeing)[0] == Card.parse("3s")
+    club_face = _face("3c", 0.99, "3s", 0.19)
+    card, _, reason = recognizer.decide((spade, spade), club_face)
+    assert card is None
+    assert reason.startswith("face contradicts index")
+    # One corner alone, the face preferring the look-alike suit of the same rank: dropped.
+    lookalike = _face("3c", 0.90, "3s", 0.06)
+    assert recognizer.decide((spade, _corner(None, None, None)), lookalike)[0] is None
+    assert recognizer.decide((spade, spade), lookalike)[0] == Card.parse("3s")

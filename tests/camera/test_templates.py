@@ -35,6 +35,9 @@ def test_round_trip_keeps_every_array(deck_templates: dict[str, DeckTemplates], 
         "suit_labels",
         "rank_heights",
         "suit_variants",
+        "face_vectors",
+        "face_labels",
+        "face_mean",
     ):
         np.testing.assert_array_equal(getattr(loaded, name), getattr(original, name))
 
@@ -66,6 +69,9 @@ def test_bad_files_are_rejected_with_file_and_key(templates_file: Path, tmp_path
         ),
         "labels.npz": ({"rank_labels": np.zeros(3, np.int16)}, "rank_labels"),
         "nan.npz": ({"suit_vectors": np.full((4, 576), np.nan, np.float32)}, "suit"),
+        "no_faces.npz": ({"face_vectors": None}, "missing array 'face_vectors'"),
+        "face_labels.npz": ({"face_labels": np.zeros(3, np.int16)}, "face_labels"),
+        "face_mean.npz": ({"face_mean": np.zeros(7, np.float32)}, "face_mean"),
     }
     for name, (changes, message) in cases.items():
         target = tmp_path / name
