@@ -14,7 +14,7 @@ suits: club/spade and heart/diamond are a few pixels apart on a face). Anything 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -45,6 +45,9 @@ _BLACK = frozenset({SUIT_ORDER.index("c"), SUIT_ORDER.index("s")})
 _SAME_COLOUR = {
     SUIT_ORDER.index(a): SUIT_ORDER.index(b) for a, b in (("c", "s"), ("s", "c"), ("d", "h"), ("h", "d"))
 }
+
+
+_NO_PRINT = "no print in corner"
 
 
 def _suit_index(card: Card) -> int:
@@ -94,12 +97,16 @@ class RecognitionParams:
     (club/spade, heart/diamond) by this much..."""
     face_lookalike_min_score: float = 0.6
     """...and the face is visible enough to say so (a covered face correlates poorly)."""
+    face_confirm_margin: float = 0.12
+    """A face naming a one-corner read's card by this lead overrules the other corner's suit
+    looking like the look-alike (a rank or colour pointing elsewhere still vetoes)."""
     face_min_score: float = 0.88
     """The face's best correlation needed before the face can name a card the corners did not."""
     face_min_margin: float = 0.05
     """...its lead over the runner-up card when a corner agrees with its rank or suit..."""
-    face_alone_margin: float = 0.10
-    """...and when no corner agrees (none may point elsewhere either)."""
+    face_alone_margin: float = 0.05
+    """...and when no corner agrees (none may point elsewhere either, and both must show print:
+    a corner washed out by glare may hide the pip that would change the face's answer)."""
     face_support_rank_score: float = 0.5
     """A corner agrees with the face's rank when its best rank is that rank with this score..."""
     face_support_suit_score: float = 0.7
@@ -314,7 +321,7 @@ class Recognizer:
         scale = scale if scale is not None else float(self._heights[-1])
         corner = read_corner_ink(view)
         if corner is None:
-            return CornerReading(None, None, None, None, 0.0, "no print in corner")
+            return CornerReading(None, None, None, None, 0.0, _NO_PRINT)
         rank_glyph = find_glyph(corner, self.templates.index.rank)
         suit_glyph = find_glyph(corner, self.templates.index.suit)
         tangled = bool((rank_glyph and rank_glyph.windowed) or (suit_glyph and suit_glyph.windowed))
@@ -375,12 +382,18 @@ class Recognizer:
         )
         return CornerReading(rank, suit, red, card, max(0.0, confidence), "read", tangled)
 
-    def _contradicts(self, reading: CornerReading, card: Card) -> bool:
+    def _contradicts(self, reading: CornerReading, card: Card, look_alike: bool = True) -> bool:
         """True when a corner that could not name a card still points at a different one.
 
         Pointing means a fair score *and* a lead over the alternatives: a corner whose
-        best guess barely beats the rest is no evidence either way.
+        best guess barely beats the rest is no evidence either way. With ``look_alike``
+        False, a suit shaped like ``card``'s same-colour look-alike is not counted (the
+        whole face has settled that question).
         """
+        if not look_alike:
+            suit = reading.suit
+            if suit is not None and suit.label in (_suit_index(card), _SAME_COLOUR[_suit_index(card)]):
+                reading = replace(reading, suit=None)
         if reading.red is not None and reading.red != (card.suit in _RED_SUITS):
             return True
         if reading.tangled:
@@ -423,6 +436,17 @@ class Recognizer:
         if face is None:
             return card, confidence, reason
         p = self.params
+        if (
+            card is None
+            and reason == "other index corner contradicts"
+            and face.score >= p.face_min_score
+            and face.margin >= p.face_confirm_margin
+        ):
+            # One corner names the card, the other's suit looks like the look-alike: a face
+            # naming the same card by a wide lead (court pictures differ by suit) settles it.
+            confirmed, confidence, _ = self._combine(readings, look_alike=False)
+            if confirmed is not None and confirmed == ALL_CARDS[face.label]:
+                return confirmed, confidence, "read (one corner, face agrees)"
         if card is not None:
             own = ALL_CARDS.index(card)
             if face.label != own and face.score - face.score_of(own) > p.face_veto_deficit:
@@ -447,7 +471,7 @@ class Recognizer:
         if any(self._supports(r, candidate) for r in readings):
             lead = (face.margin - p.face_min_margin) / p.face_min_margin
             return candidate, 0.6 + 0.3 * min(1.0, lead), "read (face, index agrees)"
-        if face.margin >= p.face_alone_margin:
+        if face.margin >= p.face_alone_margin and all(r.reason != _NO_PRINT for r in readings):
             lead = (face.margin - p.face_alone_margin) / p.face_alone_margin
             return candidate, 0.6 + 0.2 * min(1.0, lead), "read (face, index silent)"
         return None, 0.0, reason
@@ -469,8 +493,10 @@ class Recognizer:
             and reading.red == (card.suit in _RED_SUITS)
         )
 
-    def _combine(self, readings: tuple[CornerReading, ...]) -> tuple[Card | None, float, str]:
-        """The corner channel's decision alone."""
+    def _combine(
+        self, readings: tuple[CornerReading, ...], look_alike: bool = True
+    ) -> tuple[Card | None, float, str]:
+        """The corner channel's decision alone (``look_alike``: see :meth:`_contradicts`)."""
         named = [r for r in readings if r.card is not None]
         if not named:
             return None, 0.0, "; ".join(sorted({r.reason for r in readings}))
@@ -483,7 +509,7 @@ class Recognizer:
             confidence = 1.0 - float(np.prod([1.0 - r.confidence for r in named]))
             return card, confidence, "read"
         others = [r for r in readings if r.card is None]
-        if any(self._contradicts(r, card) for r in others):
+        if any(self._contradicts(r, card, look_alike) for r in others):
             return None, 0.0, "other index corner contradicts"
         alone = named[0]
         p = self.params
