@@ -7,6 +7,11 @@ that stood for a dealt card also reaches the sink as its ``ReadFailed``, so the
 engine asks for a rescan), and the partial frame is discarded when the device goes
 away. While the device is away the sink gets one ``DeviceConnection(connected=False)``;
 when it is back, one ``DeviceConnection(connected=True)``.
+
+Every turn of a driver's loop (a read that returned bytes, a read that timed out on an
+idle shoe, a slice of the reconnect wait) records :meth:`ReaderDriver.last_progress`,
+which the daemon's watchdog reads: a loop blocked anywhere (a read that never returns,
+a sink or decoder that hangs) stops advancing it while the thread still lives.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +32,9 @@ Sink = Callable[[EngineInput], None]
 Clock = Callable[[], float]
 
 log = structlog.get_logger("drivers")
+
+WAIT_SLICE_S = 1.0
+"""Longest stretch a waiting reader loop goes without recording a turn (reconnect backoff is up to 30 s)."""
 
 
 def _stderr_logger(*_args: object) -> structlog.PrintLogger:
@@ -59,6 +68,7 @@ class ReaderDriver:
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._progress: float | None = None  # time.monotonic() of the loop's last turn
         self._state = threading.Condition()
         self._connected: bool | None = None  # None until the first attempt
         self._received = 0
@@ -85,6 +95,7 @@ class ReaderDriver:
         if self._thread is not None and self._thread.is_alive():
             return
         self._stop.clear()
+        self._progress = time.monotonic()
         self._thread = threading.Thread(target=self._run_guarded, name=f"reader-{self.device}", daemon=True)
         self._thread.start()
 
@@ -95,6 +106,17 @@ class ReaderDriver:
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
+
+    def last_progress(self) -> float | None:
+        """``time.monotonic()`` of the reader loop's last turn; None when its thread is not running.
+
+        The loop turns at least once per read timeout on an idle device and once per
+        :data:`WAIT_SLICE_S` while it waits to reconnect, so only a blocked loop falls behind.
+        """
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return None
+        return self._progress
 
     def health(self) -> dict[str, Any]:
         """Connection state and counters, JSON-ready."""
@@ -127,6 +149,20 @@ class ReaderDriver:
 
     def _run(self) -> None:
         raise NotImplementedError
+
+    def _turned(self) -> None:
+        """One turn of the loop: call at every read, timed out or not, and while waiting."""
+        self._progress = time.monotonic()
+
+    def _wait(self, delay: float) -> None:
+        """Wait ``delay`` seconds (or until stopped) in slices, so a long backoff still shows progress."""
+        deadline = time.monotonic() + delay
+        while not self._stop.is_set():
+            self._turned()
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._stop.wait(min(remaining, WAIT_SLICE_S))
 
     def _interrupt(self) -> None:
         """Wake a blocking read so ``stop`` is prompt (optional)."""

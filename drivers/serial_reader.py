@@ -63,11 +63,12 @@ class SerialReader(ReaderDriver):
     def _run(self) -> None:
         url = self.settings.url
         while not self._stop.is_set():
+            self._turned()
             try:
                 port = self._open()
             except (serial.SerialException, OSError, ValueError) as exc:
                 self._mark_disconnected(f"cannot open {url}: {exc}")
-                self._stop.wait(self._backoff.next_delay())
+                self._wait(self._backoff.next_delay())
                 continue
             self._backoff.reset()
             with self._write_lock:
@@ -78,7 +79,7 @@ class SerialReader(ReaderDriver):
             except (serial.SerialException, OSError) as exc:
                 self._discard_partial()
                 self._mark_disconnected(f"{url}: {exc}")
-                self._stop.wait(self._backoff.next_delay())
+                self._wait(self._backoff.next_delay())
             finally:
                 with self._write_lock:
                     self._port = None
@@ -86,7 +87,8 @@ class SerialReader(ReaderDriver):
 
     def _read_until_error(self, port: Any) -> None:
         while not self._stop.is_set():
-            data: bytes = port.read(1)
+            self._turned()
+            data: bytes = port.read(1)  # returns empty after read_timeout on an idle shoe
             if not data:
                 continue
             waiting = port.in_waiting

@@ -99,18 +99,19 @@ class UsbHidReader(ReaderDriver):
 
     def _run(self) -> None:
         while not self._stop.is_set():
+            self._turned()
             dev: Any = None
             try:
                 dev = self._find()
                 if dev is None:
                     self._mark_disconnected(f"no USB device {self.ids}")
-                    self._stop.wait(self._backoff.next_delay())
+                    self._wait(self._backoff.next_delay())
                     continue
                 ep = self._claim(dev)
             except (usb.core.USBError, ValueError, KeyError) as exc:
                 self._release(dev)
                 self._mark_disconnected(f"cannot open USB device {self.ids}: {exc}")
-                self._stop.wait(self._backoff.next_delay())
+                self._wait(self._backoff.next_delay())
                 continue
             self._backoff.reset()
             self._mark_connected(f"claimed {self.ids} interface {self.settings.interface}")
@@ -119,7 +120,7 @@ class UsbHidReader(ReaderDriver):
             except usb.core.USBError as exc:
                 self._discard_partial()
                 self._mark_disconnected(f"USB device {self.ids}: {exc}")
-                self._stop.wait(self._backoff.next_delay())
+                self._wait(self._backoff.next_delay())
             finally:
                 self._release(dev)
 
@@ -127,6 +128,7 @@ class UsbHidReader(ReaderDriver):
         size = max(int(ep.wMaxPacketSize), self.settings.protocol.report_length)
         timeout = self.settings.read_timeout_ms
         while not self._stop.is_set():
+            self._turned()
             try:
                 data = ep.read(size, timeout)
             except usb.core.USBTimeoutError:

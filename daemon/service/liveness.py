@@ -1,11 +1,20 @@
 """Worker progress tracking behind the systemd watchdog.
 
-Each worker (reader driver, camera, engine thread, publisher) is registered with a
-probe returning the time of its last sign of life, or None when it is not
-running. The watchdog is pinged only while every probe is recent: a hung reader
-thread or a wedged publisher stops the pings and systemd restarts the daemon,
-while a worker that merely has nothing to do (no card dealt, broker unreachable)
-still shows progress because its loop keeps turning.
+Each worker (reader driver, camera, engine thread, publisher, reader-command worker)
+is registered with a probe returning the ``time.monotonic()`` of its last sign of
+life, or None when it is not running. The watchdog is pinged only while every probe
+is within ``stall_after`` seconds.
+
+What a sign of life is depends on the worker (``Daemon._register_probe``):
+
+* the engine thread beats on every turn of its loop (inputs, idle ticks, journal retries);
+* a worker with ``last_progress()`` (the reader drivers; the publisher once it has one)
+  reports its loop's last turn. An idle shoe or an unreachable broker still turns the
+  loop (read timeouts, reconnect waits in slices), a loop blocked in a read, a sink or
+  a socket call does not, so it stops the pings although its thread lives;
+* any other worker (e.g. the camera) counts as progressing while its thread(s) live and
+  its ``health()`` answers: its death or a deadlock on its health lock stops the pings,
+  a loop blocked elsewhere does not.
 """
 
 from __future__ import annotations

@@ -213,13 +213,24 @@ class Daemon:
             self._register_probe(name, driver)
 
     def _register_probe(self, name: str, worker: Any) -> None:
-        """A worker shows progress while its thread(s) live and its ``health()`` answers.
+        """Watch ``worker`` through its ``last_progress()`` when it has one, else its threads.
 
-        ``health()`` takes the worker's own lock, so a deadlocked worker stops answering
-        and the main loop's watchdog check (which calls it) stalls too: no ping goes out.
-        A worker with a ``running`` property (the publisher) is asked only that: its
-        ``health()`` is a report, too costly for a probe run several times a second.
+        ``last_progress()`` (reader drivers, the publisher) is the ``time.monotonic()`` of its
+        loop's last turn, or None when not running: a loop blocked in a read, a sink or a
+        socket stops advancing it and the worker counts as stalled after ``watchdog_stall_s``
+        although its thread lives.
+
+        A worker without it (the camera, the reader-command worker) shows progress only in
+        the weaker sense that its thread(s) live and its ``health()`` answers (it takes the
+        worker's own lock, so a deadlock on that lock stalls the main loop and no ping goes
+        out); a loop blocked elsewhere in such a worker is not detected. A worker with a
+        ``running`` property and no ``last_progress`` is asked only that (a ``health()``
+        that is a costly report is not called several times a second).
         """
+        last_progress = getattr(worker, "last_progress", None)
+        if callable(last_progress):
+            self.liveness.register(name, last_progress)
+            return
 
         def probe() -> float | None:
             running = getattr(type(worker), "running", None)

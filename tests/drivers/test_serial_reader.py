@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -231,3 +232,44 @@ def test_rfc2217_url_through_a_real_rfc2217_server(device: PtyDevice) -> None:
         server.close()
     assert sink.cards() == ["8s"]
     assert sink.connections()[:2] == [True, False]
+
+
+def _wait_for_progress_after(reader: AngelEyeReader, mark: float, timeout: float = 10.0) -> float:
+    """The reader loop's next recorded turn after ``mark`` (time.monotonic())."""
+    done = threading.Event()
+    while not done.wait(0.05):
+        last = reader.last_progress()
+        assert last is not None, "the reader thread is not running"
+        if last > mark:
+            return last
+        assert time.monotonic() - mark < timeout, "the reader loop stopped turning"
+    raise AssertionError("unreachable")
+
+
+def test_last_progress_advances_idle_and_while_waiting_to_reconnect(
+    tmp_path: Path, device: PtyDevice
+) -> None:
+    """The watchdog's view of a reader: an idle shoe and a long reconnect wait both keep turning."""
+    idle = angel_eye(device.path, Collector())
+    assert idle.last_progress() is None  # not started
+    idle.start()
+    try:
+        assert idle.wait_until_connected(True, 10)
+        mark = time.monotonic()
+        _wait_for_progress_after(idle, mark)  # no byte sent: the read timeout turns the loop
+    finally:
+        idle.stop()
+    assert idle.last_progress() is None  # stopped
+
+    sink = Collector()
+    slow = {"initial_delay": 30.0, "max_delay": 30.0, "jitter": 0.0}  # one wait far beyond a stall limit
+    away = angel_eye(str(tmp_path / "no-shoe"), sink, reconnect=slow)
+    away.start()
+    try:
+        assert away.wait_until_connected(False, 10)
+        mark = time.monotonic()
+        first = _wait_for_progress_after(away, mark)
+        _wait_for_progress_after(away, first)  # a second turn inside the same 30 s wait
+        assert sink.connections() == [False]  # still the first wait: no second open attempt
+    finally:
+        away.stop()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import usb.core
 
@@ -147,3 +149,27 @@ def test_record_usb_reports_with_unplug_then_replay_the_recording() -> None:
     replay_fixture(fixture, replayed, final_tick=False)
     assert replayed.cards() == live.cards() == ["9d", "Ts"]
     assert replayed.connections() == live.connections() == [True, False, True]
+
+
+def test_last_progress_advances_on_read_timeouts_and_while_the_unit_is_missing() -> None:
+    """The watchdog's view: an idle reader (interrupt read timeouts) and a search for a missing
+    unit with a long backoff both keep the loop's last turn moving."""
+    for serial_number, reconnect in ((None, FAST), ("NOT-PLUGGED", {"initial_delay": 30.0, "jitter": 0.0})):
+        backend = ReplayUsbBackend([], vendor_id=VID, product_id=PID, serial_number="A1")
+        reader = reader_for(backend, Collector(), serial_number=serial_number, reconnect=reconnect)
+        assert reader.last_progress() is None
+        reader.start()
+        try:
+            assert reader.wait_until_connected(serial_number is None, 10)
+            seen: list[float] = []
+            waiting = threading.Event()
+            deadline = time.monotonic() + 10
+            while len(set(seen)) < 3:  # three distinct turns
+                assert time.monotonic() < deadline, seen
+                last = reader.last_progress()
+                assert last is not None
+                seen.append(last)
+                waiting.wait(0.05)
+        finally:
+            reader.stop()
+        assert reader.last_progress() is None
