@@ -18,6 +18,8 @@ unknown keys, wrong types, each driver's settings, an unknown variant, and every
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -165,12 +167,15 @@ class LoadedConfig:
         camera_settings: BaseModel | None,
         source: str,
         variant: Variant,
+        secret_digests: Mapping[str, str] | None = None,
     ) -> None:
         self.variant = variant
         self.config = config
         self.reader_settings = reader_settings
         self.camera_settings = camera_settings
         self.source = source
+        self.secret_digests: dict[str, str] = dict(secret_digests or {})
+        """Keyed digests of the broker secrets and TLS files as loaded (:func:`secret_digests`)."""
 
 
 def load_config(
@@ -215,7 +220,8 @@ def validate_raw(
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
-    return LoadedConfig(config, reader_settings, camera_settings, raw.source, variant)
+    digests = secret_digests(config.broker) if check_secrets else {}
+    return LoadedConfig(config, reader_settings, camera_settings, raw.source, variant, digests)
 
 
 def device_name(settings: BaseModel, default: str) -> str:
@@ -354,8 +360,68 @@ RELOADABLE: tuple[str, ...] = ("log", "broker", "service.health_interval_s", "se
 """Settings a SIGHUP applies in place; any other change is reported as needing a restart."""
 
 
-def changed_sections(old: DaemonConfig, new: DaemonConfig) -> list[str]:
-    """Dotted names of the top-level sections (and service keys) that differ."""
+_DIGEST_KEY = os.urandom(32)
+"""Per-process key of the secret digests: they compare contents within one run and fingerprint
+nothing outside it (a digest that reached a log could not be matched against a guessed secret)."""
+
+
+def _digest(value: bytes) -> str:
+    return hashlib.blake2b(value, key=_DIGEST_KEY, digest_size=16).hexdigest()
+
+
+def secret_digests(broker: BrokerSettings) -> dict[str, str]:
+    """Keyed digests of what the broker's secrets and TLS files hold now, by key path.
+
+    Settings name only *where* a secret lives, so a password or key rotated in place (same
+    file, new content) leaves them equal; these digests differ. Never log them. A secret or
+    TLS file that cannot be read gets a marker digest (load_config already reports an
+    unreadable secret; the publisher reports an unreadable TLS file).
+    """
+    out: dict[str, str] = {}
+    secrets: list[tuple[str, SecretSource | None]] = [
+        ("broker.auth.password", broker.auth.password if broker.auth is not None else None),
+        ("broker.signing.events_key", broker.signing.events_key),
+        ("broker.signing.command_key", broker.signing.command_key),
+    ]
+    for name, source in secrets:
+        if source is None:
+            continue
+        try:
+            out[name] = _digest(source.load().reveal())
+        except SecretError:
+            out[name] = "unreadable"
+    if broker.tls.enabled:
+        files = (
+            ("ca_file", broker.tls.ca_file),
+            ("cert_file", broker.tls.cert_file),
+            ("key_file", broker.tls.key_file),
+        )
+        for name, path in files:
+            if path is None:
+                continue
+            try:
+                out[f"broker.tls.{name}"] = _digest(path.read_bytes())
+            except OSError:
+                out[f"broker.tls.{name}"] = "unreadable"
+    return out
+
+
+def rotated_secrets(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
+    """Key paths of the secrets and TLS files whose contents differ (names only, never values)."""
+    return sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+
+
+def changed_sections(
+    old: DaemonConfig,
+    new: DaemonConfig,
+    old_secrets: Mapping[str, str] | None = None,
+    new_secrets: Mapping[str, str] | None = None,
+) -> list[str]:
+    """Dotted names of the top-level sections (and service keys) that differ.
+
+    With the secret digests of both loads (``LoadedConfig.secret_digests``), a secret or TLS
+    file whose content changed in place marks ``broker`` as changed too.
+    """
     changed: list[str] = []
     old_dump, new_dump = old.model_dump(mode="json"), new.model_dump(mode="json")
     for key in new_dump:
@@ -364,4 +430,11 @@ def changed_sections(old: DaemonConfig, new: DaemonConfig) -> list[str]:
             changed.extend(f"service.{k}" for k in new_service if new_service[k] != old_service[k])
         elif new_dump[key] != old_dump[key]:
             changed.append(key)
+    if (
+        "broker" not in changed
+        and old_secrets is not None
+        and new_secrets is not None
+        and rotated_secrets(old_secrets, new_secrets)
+    ):
+        changed.append("broker")
     return changed

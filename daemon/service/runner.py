@@ -54,7 +54,14 @@ from daemon.engine.inputs import CardRead, EngineInput, StorageState, Supervisor
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.settings import BrokerSettings
-from daemon.service.config import RELOADABLE, LoadedConfig, changed_sections, device_name, load_config
+from daemon.service.config import (
+    RELOADABLE,
+    LoadedConfig,
+    changed_sections,
+    device_name,
+    load_config,
+    rotated_secrets,
+)
 from daemon.service.configfile import ConfigError
 from daemon.service.liveness import Liveness
 from daemon.service.logging import configure_logging
@@ -123,6 +130,7 @@ class Daemon:
         self.loaded = loaded
         self.config = loaded.config
         self.config_path = config_path
+        self._secret_digests = dict(loaded.secret_digests)  # of the secrets the publisher runs with
         self.notifier = notifier or SystemdNotifier()
         self.clock = clock
         self.on_events = on_events
@@ -597,7 +605,8 @@ class Daemon:
             except ConfigError as exc:
                 log.error("reload_refused", problems=[str(p) for p in exc.problems])
                 return
-            changed = changed_sections(self.config, fresh.config)
+            changed = changed_sections(self.config, fresh.config, self._secret_digests, fresh.secret_digests)
+            rotated = rotated_secrets(self._secret_digests, fresh.secret_digests)
             applied = [c for c in changed if c in RELOADABLE or c.split(".")[0] in RELOADABLE]
             needs_restart = [c for c in changed if c not in applied]
             updates: dict[str, Any] = {}
@@ -617,11 +626,15 @@ class Daemon:
             if "broker" in applied:
                 if self._swap_publisher(fresh.config.broker):
                     updates["broker"] = fresh.config.broker
+                    self._secret_digests = dict(fresh.secret_digests)
                 else:
                     applied.remove("broker")
                     needs_restart.append("broker")
             self.config = self.config.model_copy(update=updates)
-            log.info("config_reloaded", applied=applied, needs_restart=needs_restart)
+            # names of the rotated secrets only: their contents and digests are never logged
+            log.info(
+                "config_reloaded", applied=applied, needs_restart=needs_restart, rotated_in_place=rotated
+            )
         finally:
             self.notifier.ready()
 
