@@ -90,7 +90,9 @@ def match_face(
     """Correlate a face vector (``picture_vector``) with every learned face of the deck."""
     if not float(np.abs(vector).sum()) > 0:
         return None
-    scores = templates @ residual(vector, mean_face)
+    # einsum, not ``@``: a matrix-vector product goes to a multi-threaded BLAS whose idle
+    # threads take milliseconds to wake on a busy machine (measured 20 ms vs 0.09 ms).
+    scores = np.einsum("ij,j->i", templates, residual(vector, mean_face))
     per_card = np.full(cards, -2.0, dtype=np.float32)
     np.maximum.at(per_card, labels, scores)
     order = np.argsort(per_card)

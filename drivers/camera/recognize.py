@@ -100,6 +100,10 @@ class RecognitionParams:
     face_confirm_margin: float = 0.12
     """A face naming a one-corner read's card by this lead overrules the other corner's suit
     looking like the look-alike (a rank or colour pointing elsewhere still vetoes)."""
+    near_rank_score: float = 0.80
+    """Both corners whose rank scores this (with the usual lead) and whose suit lies this far..."""
+    near_suit_margin: float = 0.05
+    """...toward the card's suit (in ``min_margin`` units) name it when the face names it too."""
     face_min_score: float = 0.88
     """The face's best correlation needed before the face can name a card the corners did not."""
     face_min_margin: float = 0.05
@@ -169,7 +173,8 @@ def _best(
         comparable &= np.isin(labels, list(allowed))
     if not comparable.any():
         return None
-    scores = vectors[comparable] @ vector
+    # einsum, not ``@``: see drivers.camera.faces.match_face (BLAS thread wake-up latency).
+    scores = np.einsum("ij,j->i", vectors[comparable], vector)
     per_label = np.full(_LABEL_SLOTS, -2.0, dtype=np.float32)
     np.maximum.at(per_label, labels[comparable], scores)
     order = np.argsort(per_label)
@@ -436,17 +441,31 @@ class Recognizer:
         if face is None:
             return card, confidence, reason
         p = self.params
+        candidate = ALL_CARDS[face.label]
+        named = {r.card for r in readings if r.card is not None}
+        unnamed = [r for r in readings if r.card is None]
         if (
             card is None
-            and reason == "other index corner contradicts"
+            and named == {candidate}
             and face.score >= p.face_min_score
             and face.margin >= p.face_confirm_margin
+            and not any(self._contradicts(r, candidate, look_alike=False) for r in unnamed)
         ):
-            # One corner names the card, the other's suit looks like the look-alike: a face
-            # naming the same card by a wide lead (court pictures differ by suit) settles it.
-            confirmed, confidence, _ = self._combine(readings, look_alike=False)
-            if confirmed is not None and confirmed == ALL_CARDS[face.label]:
-                return confirmed, confidence, "read (one corner, face agrees)"
+            # One corner names the card, the other's suit looks like the look-alike or its own
+            # index touches other print: a face naming the same card by a wide lead (court
+            # pictures differ by suit) settles it.
+            alone = max(r.confidence for r in readings if r.card is not None)
+            return candidate, alone * p.single_corner_factor, "read (one corner, face agrees)"
+        if (
+            card is None
+            and not named
+            and face.score >= p.face_min_score
+            and len(readings) == 2
+            and all(self._points_at(r, candidate) for r in readings)
+        ):
+            # Both corners point at the face's card, just short of a read (a blurred suit a
+            # little less far from its look-alike, a rank scoring 0.80-0.85).
+            return candidate, 0.6, "read (both corners nearly, face agrees)"
         if card is not None:
             own = ALL_CARDS.index(card)
             if face.label != own and face.score - face.score_of(own) > p.face_veto_deficit:
@@ -460,8 +479,6 @@ class Recognizer:
             ):
                 return None, 0.0, "one corner only, and the face prefers the look-alike suit"
             return card, confidence, reason
-        named = {r.card for r in readings if r.card is not None}
-        candidate = ALL_CARDS[face.label]
         if face.score < p.face_min_score or face.margin < p.face_min_margin:
             return None, 0.0, reason
         if named - {candidate}:
@@ -475,6 +492,23 @@ class Recognizer:
             lead = (face.margin - p.face_alone_margin) / p.face_alone_margin
             return candidate, 0.6 + 0.2 * min(1.0, lead), "read (face, index silent)"
         return None, 0.0, reason
+
+    def _points_at(self, reading: CornerReading, card: Card) -> bool:
+        """True when a corner that named nothing is just short of naming ``card``."""
+        p = self.params
+        rank, suit = reading.rank, reading.suit
+        return (
+            rank is not None
+            and rank.label == int(card.rank)
+            and rank.score >= p.near_rank_score
+            and rank.margin >= p.min_margin
+            and suit is not None
+            and suit.label == _suit_index(card)
+            and suit.score >= p.min_score
+            and suit.margin >= p.near_suit_margin
+            and reading.red is not None
+            and reading.red == (card.suit in _RED_SUITS)
+        )
 
     def _supports(self, reading: CornerReading, card: Card) -> bool:
         """True when an index corner agrees with ``card`` on its rank or on its suit."""
