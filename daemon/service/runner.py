@@ -158,6 +158,8 @@ class Daemon:
         self._stopping = threading.Event()
         self._give_up_at = float("inf")
         self._abandoned = False  # shutdown gave up on a failing journal: nothing more is stored
+        self.insecure_broker_settings: list[str] = []
+        """What check-config would flag as insecure in the broker settings in use (health, log)."""
 
     # ------------------------------------------------------------------ set-up
     def start(self) -> None:
@@ -178,6 +180,7 @@ class Daemon:
             events=len(history),
             last_seq=self.journal.last_seq(),
         )
+        self._warn_if_insecure(cfg.broker)
         self.publisher = self._make_publisher()
         self.publisher.start()
         self._register_probe("publisher", self.publisher)
@@ -189,6 +192,17 @@ class Daemon:
         self._start_drivers()
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
+
+    def _warn_if_insecure(self, settings: BrokerSettings) -> None:
+        """Log (and keep for health) every insecure broker setting check-config refuses by default.
+
+        ``run`` still starts (a lab bench may need it), but never silently.
+        """
+        from daemon.service.probes import insecure_settings
+
+        self.insecure_broker_settings = insecure_settings(settings)
+        for problem in self.insecure_broker_settings:
+            log.warning("insecure_broker_setting", problem=problem, host=settings.host)
 
     def _make_publisher(self, settings: BrokerSettings | None = None) -> Any:
         from daemon.mqtt.publisher import Publisher
@@ -557,6 +571,7 @@ class Daemon:
             # the broker acknowledged the command subscription: supervisor commands can arrive
             "command_channel_ready": _command_channel_ready(self.publisher),
             "stalled_workers": [s.name for s in self.liveness.states() if s.stalled],
+            "insecure_broker_settings": list(self.insecure_broker_settings),
         }
 
     def health(self) -> dict[str, Any]:
@@ -626,6 +641,7 @@ class Daemon:
             if "broker" in applied:
                 if self._swap_publisher(fresh.config.broker):
                     updates["broker"] = fresh.config.broker
+                    self._warn_if_insecure(fresh.config.broker)
                     self._secret_digests = dict(fresh.secret_digests)
                 else:
                     applied.remove("broker")
