@@ -4,7 +4,9 @@ each setting check-config would refuse is logged at start-up and shown in health
 from __future__ import annotations
 
 import json
+from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any
 
 import structlog
 
@@ -26,7 +28,7 @@ def _daemon(tmp_path: Path, shoe: PtyDevice, broker: dict[str, object]) -> Daemo
     return Daemon(load_config(config, environ={}), notifier=SystemdNotifier({}), config_path=config)
 
 
-def _start_and_capture(daemon: Daemon) -> list[dict[str, object]]:
+def _start_and_capture(daemon: Daemon) -> list[MutableMapping[str, Any]]:
     with structlog.testing.capture_logs() as logs:
         daemon.start()
     return logs
