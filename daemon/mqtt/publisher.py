@@ -27,10 +27,16 @@ not authorized, topic name invalid, payload format invalid, packet too large): t
 dead-lettered (kept in the journal for audit, an ``mqtt_dead_letter`` alert names it); or
 **transient** (any other failure, e.g. 0x80 unspecified, 0x83 implementation specific, 0x91
 packet id in use, 0x97 quota exceeded): the event stays undelivered and is published again
-after a backoff, before anything newer; an ``mqtt_delivery_failing`` alert is open from the
-first transient failure until every retried event was acknowledged. Events already in flight when
-a transient failure arrives may be acknowledged before the retried one: consumers then see a
-gap that the retry fills (``seq`` order of first arrival is not guaranteed in that case).
+after a backoff, at most ``delivery.refused_retries`` times; refused once more after that, it
+is dead-lettered like a permanent refusal. An ``mqtt_delivery_failing`` alert is open from the
+first transient failure until an acknowledgement arrives with no refused event waiting.
+
+While a refused event waits for its retry, the window falls to that one event: refused events
+go out again one at a time, lowest ``seq`` first, each only after the previous one was
+acknowledged or dead-lettered, and nothing newer is published until none is left. The broker
+therefore receives events in ``seq`` order, except the (at most ``inflight_window - 1``) newer
+events that were already in flight when the first refusal arrived: those may be acknowledged
+before the refused one, a gap its retry fills.
 
 On every (re)connect, in this order: ``status`` = online (retained), subscribe to ``cmd``,
 republish the retained ``state``, then resume draining. :attr:`Publisher.subscribed` is set
@@ -167,8 +173,10 @@ class Publisher:
         self._acks: deque[_Ack] = deque()
         self._inflight: dict[int, JournaledEvent] = {}
         self._sent_through = 0
-        # Transiently refused events (seq -> event), published again once _retry_at passed.
+        # Transiently refused events (seq -> event), published again once _retry_at passed,
+        # and how many times each was refused so far (bounded by delivery.refused_retries).
         self._retry: dict[int, JournaledEvent] = {}
+        self._refusals: dict[int, int] = {}
         self._retry_at = 0.0
         self._retried_in_flight: set[int] = set()
         self._failing_alert: str | None = None
@@ -266,7 +274,10 @@ class Publisher:
             },
         }
         if self._failing_alert is not None:
-            report["delivery_failing"] = {"alert_id": self._failing_alert, "events_waiting": len(self._retry)}
+            report["delivery_failing"] = {
+                "alert_id": self._failing_alert,
+                "events_waiting": len(self._retry) + len(self._retried_in_flight),
+            }
         if self._health_extra is not None:
             try:
                 report["devices"] = self._health_extra()
@@ -672,11 +683,23 @@ class Publisher:
                 continue  # status, state, health, a reply or an alerts-topic copy
             self._retried_in_flight.discard(event.seq)
             if not ack.failed:
+                self._refusals.pop(event.seq, None)
                 delivered.append(event.seq)
             elif ack.code in PERMANENT_REASON_CODES:
+                self._refusals.pop(event.seq, None)
                 self._dead_letter(event, f"rejected by the broker: {ack.reason}")
             else:
-                self._retry_later(event, ack.reason)
+                refusals = self._refusals.get(event.seq, 0) + 1
+                if refusals > self.settings.delivery.refused_retries:
+                    self._refusals.pop(event.seq, None)
+                    self._dead_letter(
+                        event,
+                        f"refused by the broker {refusals} times, last: {ack.reason} "
+                        f"(delivery.refused_retries = {self.settings.delivery.refused_retries})",
+                    )
+                else:
+                    self._refusals[event.seq] = refusals
+                    self._retry_later(event, ack.reason)
         if delivered:
             self.journal.mark_delivered(delivered)
             self.counters.acknowledged += len(delivered)
@@ -693,7 +716,14 @@ class Publisher:
         delay = self._retry_backoff.next_delay()
         self._retry_at = time.monotonic() + delay
         self.counters.delivery_retries += 1
-        log.warning("event seq=%d refused by the broker (%s); retrying in %.1fs", event.seq, reason, delay)
+        log.warning(
+            "event seq=%d refused by the broker (%s, %d/%d retries); retrying in %.1fs",
+            event.seq,
+            reason,
+            self._refusals.get(event.seq, 0),
+            self.settings.delivery.refused_retries,
+            delay,
+        )
         if self._failing_alert is None:
             self._failing_alert = self._raise_delivery_alert(
                 DELIVERY_FAILING_ALERT,
@@ -706,19 +736,18 @@ class Publisher:
     def _fill_window(self) -> bool:
         """Publish pending events while the window has room; True if any went out.
 
-        Events waiting for a retry go first once their backoff passed; until then nothing
-        newer is published (the broker said it cannot take more now)."""
+        While refused events wait, the window is one refused event: the lowest ``seq`` goes
+        out again once the backoff passed and the previous retry was settled, and nothing
+        newer is published until none is left, so the broker gets them in ``seq`` order."""
         room = self.settings.delivery.inflight_window - len(self._inflight)
         if room <= 0:
             return False
-        if self._retry:
-            if time.monotonic() < self._retry_at:
+        if self._retry or self._retried_in_flight:
+            if self._retried_in_flight or not self._retry or time.monotonic() < self._retry_at:
                 return False
-            for seq in sorted(self._retry)[:room]:
-                if not self._connected.is_set():
-                    return True
+            seq = min(self._retry)
+            if self._publish_event(self._retry.pop(seq)):
                 self._retried_in_flight.add(seq)
-                self._publish_event(self._retry.pop(seq))
             return True
         sent = False
         for event in self.journal.pending(after_seq=self._sent_through, limit=room):
@@ -728,7 +757,8 @@ class Publisher:
             sent = True
         return sent
 
-    def _publish_event(self, event: JournaledEvent) -> None:
+    def _publish_event(self, event: JournaledEvent) -> bool:
+        """Publish one event; False when it was dead-lettered instead (it can never go out)."""
         try:
             payload = event_payload(event, self.table_id, self._clock(), self._events_key)
             props = self._event_props
@@ -736,12 +766,12 @@ class Publisher:
             if too_large is not None:
                 self._sent_through = max(self._sent_through, event.seq)
                 self._dead_letter(event, too_large)
-                return
+                return False
             info = self._client.publish(self.topics.events, payload, qos=1, properties=props)
         except ValueError as exc:  # payload too large or not encodable: it can never go out
             self._sent_through = max(self._sent_through, event.seq)
             self._dead_letter(event, f"cannot be published: {exc}")
-            return
+            return False
         self._inflight[info.mid] = event
         self._sent_through = max(self._sent_through, event.seq)
         self.counters.published += 1
@@ -749,6 +779,7 @@ class Publisher:
             self._next_state_at = 0.0
         if event.kind.startswith(ALERT_KIND_PREFIX):
             self._client.publish(self.topics.alerts, payload, qos=1, properties=props)
+        return True
 
     def _too_large(self, payload_bytes: int) -> str | None:
         """Why an event PUBLISH exceeds the broker's Maximum Packet Size (0x95), else None."""

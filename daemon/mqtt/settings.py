@@ -70,6 +70,14 @@ class DeliverySettings(BaseModel):
     inflight_window: int = Field(default=32, ge=1, le=1000, description="Unacknowledged events at most.")
     backoff_initial_s: float = Field(default=0.5, gt=0)
     backoff_max_s: float = Field(default=30.0, gt=0)
+    refused_retries: int = Field(
+        default=10,
+        ge=0,
+        le=1000,
+        description="An event the broker refuses with a non-permanent reason code (e.g. 0x80, 0x83, "
+        "0x97) is published again this many times, after backoff_initial_s..backoff_max_s, then "
+        "dead-lettered with an alert. Nothing newer is published meanwhile.",
+    )
     health_interval_s: float = Field(default=10.0, gt=0)
     message_expiry_s: int | None = Field(
         default=None, ge=1, description="MQTT 5 message expiry for events; unset = never expire."

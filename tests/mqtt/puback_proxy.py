@@ -10,6 +10,7 @@ sent it. Only the reason code byte is changed; every other byte passes unchanged
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 from collections.abc import Callable
@@ -49,6 +50,24 @@ def _read_exact(sock: socket.socket, n: int) -> bytes | None:
     return bytes(data)
 
 
+def _event_seq(rest: bytes) -> int | None:
+    """The ``seq`` of an MQTT 5 PUBLISH's JSON payload (``rest``: properties + payload), if any."""
+    length = 0
+    multiplier = 1
+    i = 0
+    while True:  # the properties length, a variable byte integer
+        length += (rest[i] & 0x7F) * multiplier
+        multiplier *= 128
+        i += 1
+        if not rest[i - 1] & 0x80:
+            break
+    try:
+        seq = json.loads(rest[i + length :]).get("seq")
+    except (ValueError, AttributeError):
+        return None
+    return seq if isinstance(seq, int) else None
+
+
 def _body_offset(packet: bytes) -> int:
     i = 1
     while packet[i] & 0x80:
@@ -60,7 +79,8 @@ class PubackProxy:
     """Listens on ``port``; each connection is piped to ``127.0.0.1:target_port``.
 
     :meth:`fail_next` makes the next ``count`` PUBACKs for PUBLISHes whose topic satisfies
-    ``topic_filter`` carry ``code`` instead of success."""
+    ``topic_filter`` carry ``code`` instead of success; :meth:`refuse_seq` refuses the copies
+    of one event (by its JSON ``seq``) a number of times, whatever else goes through."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
@@ -71,6 +91,9 @@ class PubackProxy:
         self._code = 0
         self._topic_filter: Callable[[str], bool] = lambda topic: True
         self._watched: set[int] = set()
+        # packet id -> event seq of MQTT 5 event PUBLISHes, and seq -> (refusals left, code).
+        self._seq_of: dict[int, int] = {}
+        self._refuse: dict[int, tuple[int, int]] = {}
         self.failed = 0
         self._sockets: list[socket.socket] = []
         self._closed = False
@@ -81,6 +104,12 @@ class PubackProxy:
             self._fail_left = count
             self._code = code
             self._topic_filter = topic_filter
+
+    def refuse_seq(self, seq: int, code: int, times: int) -> None:
+        """Answer the next ``times`` PUBLISHes of the event with this ``seq`` with ``code``
+        (MQTT 5 clients only: the payload is found after the properties)."""
+        with self._lock:
+            self._refuse[seq] = (times, code)
 
     def close(self) -> None:
         self._closed = True
@@ -120,9 +149,12 @@ class PubackProxy:
             topic_len = int.from_bytes(body[0:2], "big")
             topic = body[2 : 2 + topic_len].decode("utf-8")
             packet_id = int.from_bytes(body[2 + topic_len : 4 + topic_len], "big")
+            seq = _event_seq(body[4 + topic_len :])
             with self._lock:
                 if self._topic_filter(topic):
                     self._watched.add(packet_id)
+                if seq is not None:
+                    self._seq_of[packet_id] = seq
         return packet
 
     def _from_broker(self, packet: bytes) -> bytes:
@@ -131,13 +163,19 @@ class PubackProxy:
         body = packet[_body_offset(packet) :]
         packet_id = int.from_bytes(body[0:2], "big")
         with self._lock:
-            if packet_id not in self._watched:
+            seq = self._seq_of.pop(packet_id, None)
+            left, code = self._refuse.get(seq, (0, 0)) if seq is not None else (0, 0)
+            if left > 0 and seq is not None:
+                self._refuse[seq] = (left - 1, code)
+                self._watched.discard(packet_id)
+            elif packet_id not in self._watched:
                 return packet
-            self._watched.discard(packet_id)
-            if self._fail_left <= 0:
-                return packet
-            self._fail_left -= 1
+            else:
+                self._watched.discard(packet_id)
+                if self._fail_left <= 0:
+                    return packet
+                self._fail_left -= 1
+                code = self._code
             self.failed += 1
-            code = self._code
         # PUBACK: packet id, reason code, no properties.
         return bytes([0x40, 0x03]) + body[0:2] + bytes([code])

@@ -1,5 +1,6 @@
 """Broker refusals of events: transient reason codes are retried with backoff (an alert open
-while it fails, cleared when delivery resumes), permanent ones are dead-lettered.
+while it fails, cleared when delivery resumes) at most ``delivery.refused_retries`` times, one
+refused event at a time and nothing newer meanwhile; permanent ones are dead-lettered.
 
 A real mosquitto behind :class:`tests.mqtt.puback_proxy.PubackProxy`, which changes the
 reason code of chosen PUBACKs (mosquitto cannot be made to refuse transiently). The ACL
@@ -102,7 +103,8 @@ def test_the_alert_stays_open_while_the_broker_keeps_refusing(
     make_publisher: Callable[..., Publisher],
 ) -> None:
     proxy.fail_next(1_000_000, 0x97, lambda topic: topic == EVENTS)
-    publisher = make_publisher(make_settings(proxy.port, keys, inflight_window=4), TABLE, journal)
+    settings = make_settings(proxy.port, keys, inflight_window=4, refused_retries=1000)
+    publisher = make_publisher(settings, TABLE, journal)
     journal.append([], [card_event(n) for n in range(3)])
     publisher.notify()
     wait_until(lambda: publisher.counters.delivery_retries >= 8, "several retries")
@@ -114,6 +116,101 @@ def test_the_alert_stays_open_while_the_broker_keeps_refusing(
     assert health["delivery_failing"]["events_waiting"] >= 1
     assert health["queue_depth"] == 4  # three cards and the alert, none lost, none dead-lettered
     assert journal.dead_letters() == []
+
+
+def event_arrivals(sub: Subscriber, last: int) -> list[int]:
+    """The ``seq`` of every copy the subscriber got, once every seq up to ``last`` arrived."""
+    messages = sub.wait_for(lambda msgs: {m.json()["seq"] for m in msgs} >= set(range(1, last + 1)))
+    sub.close()
+    for message in messages:
+        validate_payload(message.topic, message.payload)
+    return [m.json()["seq"] for m in messages]
+
+
+@pytest.mark.parametrize(("code", "window"), [(0x80, 1), (0x83, 4), (0x97, 4)])
+def test_an_event_refused_past_refused_retries_is_dead_lettered_and_nothing_newer_overtakes_it(
+    code: int,
+    window: int,
+    mosquitto: MosquittoBroker,
+    proxy: PubackProxy,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    sub = Subscriber(mosquitto.port, [EVENTS])
+    proxy.refuse_seq(2, code, times=1_000_000)
+    settings = make_settings(proxy.port, keys, inflight_window=window, refused_retries=2)
+    journal.append([], [card_event(n) for n in range(6)])
+    publisher = make_publisher(settings, TABLE, journal)
+    wait_until(lambda: not journal.pending(), "everything but seq 2 delivered")
+
+    [dead] = journal.dead_letters()
+    assert dead.seq == 2
+    assert "refused by the broker 3 times, last: " in (dead.dead_letter or "")
+    assert f"(0x{code:02x})" in (dead.dead_letter or "")
+    assert proxy.failed == 3  # the first copy and two retries
+    assert publisher.counters.delivery_retries == 2
+    assert publisher.counters.dead_lettered == 1
+    alerts = delivery_alerts(journal)
+    assert [(kind, alert_code) for kind, alert_code, _ in alerts] == [
+        ("alert_raised", DELIVERY_FAILING_ALERT),  # seq 7, at the first refusal
+        ("alert_raised", DEAD_LETTER_ALERT),  # seq 8, names seq 2
+        ("alert_cleared", DELIVERY_FAILING_ALERT),  # seq 9, once seq 5 was acknowledged
+    ]
+    assert alerts[2][2] == alerts[0][2]
+    dead_alert = next(e for e in journal.events(origin=None) if e.data.get("code") == DEAD_LETTER_ALERT)
+    assert (dead_alert.data["seq"], dead_alert.data["event_id"]) == (2, dead.event_id)
+    assert "delivery_failing" not in publisher.health()
+    arrivals = event_arrivals(sub, 9)
+    if window == 1:
+        assert arrivals == [1, 2, 2, 2, 3, 4, 5, 6, 7, 8, 9]
+    first_retry = arrivals.index(2, arrivals.index(2) + 1)
+    last_copy = len(arrivals) - 1 - arrivals[::-1].index(2)
+    # Before its first retry only what was already in flight with seq 2 when the refusal
+    # came back (at most window - 1 newer events); from then on only seq 2 until it was
+    # dead-lettered; then the rest in order, each once.
+    assert all(seq < 2 + window for seq in arrivals[:first_retry])
+    assert arrivals[first_retry : last_copy + 1] == [2, 2]
+    others = [seq for seq in arrivals if seq != 2]
+    assert others == [1, *range(3, 10)]
+
+
+def test_refused_events_are_retried_one_at_a_time_lowest_seq_first(
+    mosquitto: MosquittoBroker,
+    proxy: PubackProxy,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    sub = Subscriber(mosquitto.port, [EVENTS])
+    proxy.refuse_seq(1, 0x97, times=2)
+    proxy.refuse_seq(3, 0x80, times=1)
+    settings = make_settings(proxy.port, keys, inflight_window=4, refused_retries=5)
+    journal.append([], [card_event(n) for n in range(6)])
+    publisher = make_publisher(settings, TABLE, journal)
+    wait_until(lambda: not journal.pending(), "every event and alert delivered")
+
+    assert journal.dead_letters() == []
+    assert publisher.counters.delivery_retries == 3
+    assert [(kind, code) for kind, code, _ in delivery_alerts(journal)] == [
+        ("alert_raised", DELIVERY_FAILING_ALERT),
+        ("alert_cleared", DELIVERY_FAILING_ALERT),
+    ]
+    # 1-4 were in flight together; then 1 again (refused), 1 (acknowledged), 3, and only
+    # then anything newer: 5, 6 and the two alerts.
+    assert event_arrivals(sub, 8) == [1, 2, 3, 4, 1, 1, 3, 5, 6, 7, 8]
+
+
+def test_refused_retries_is_validated() -> None:
+    from pydantic import ValidationError
+
+    from daemon.mqtt.settings import DeliverySettings
+
+    assert DeliverySettings().refused_retries == 10
+    assert DeliverySettings(refused_retries=0).refused_retries == 0
+    for bad in (-1, 1001, "many"):
+        with pytest.raises(ValidationError, match="refused_retries"):
+            DeliverySettings.model_validate({"refused_retries": bad})
 
 
 @pytest.mark.parametrize("code", [0x90, 0x99])
