@@ -6,7 +6,9 @@ raw bytes, hex text with ``--hex``, or a fixture file (``*.fixture.jsonl``): a f
 is recognised by its header line and decoded step by step with its own protocol and
 ``protocol_settings`` (``--settings`` overrides them; ``--protocol``, if given, must match).
 JSON text that is not a fixture is refused rather than decoded as wire bytes. Reading
-stdin from a terminal prints a hint on stderr.
+stdin from a terminal prints a hint on stderr. What follows the last frame at the end of
+the input (an unfinished frame, or bytes outside any frame) is printed as a rejected
+frame with its reason, never dropped.
 """
 
 from __future__ import annotations
@@ -180,8 +182,6 @@ def _is_json_object(line: bytes) -> bool:
 
 
 def _decode_stream(args: argparse.Namespace, stream: BinaryIO, head: bytes, decoder: Any) -> int:
-    from drivers.protocols.hid_wedge import HidWedgeDecoder
-
     start = time.monotonic()
     pending_hex = ""
     chunk = head
@@ -199,8 +199,9 @@ def _decode_stream(args: argparse.Namespace, stream: BinaryIO, head: bytes, deco
         now = time.monotonic() - start
         _emit(decoder.feed(chunk, now), now)
         chunk = _read_chunk(stream)
-    if isinstance(decoder, HidWedgeDecoder) or decoder.has_partial_frame:
-        _emit(decoder.reset("incomplete frame at end of input"), time.monotonic() - start)
+    # Always: what follows the last frame (a partial frame, or bytes outside any frame that a
+    # decoder holds until the next frame start) is reported, never dropped silently.
+    _emit(decoder.reset("incomplete frame at end of input"), time.monotonic() - start)
     return 0
 
 

@@ -198,3 +198,29 @@ def test_record_a_live_serial_device_then_replay_it(tmp_path: Path) -> None:
     replay_fixture(fixture, inputs.append, final_tick=False)
     kinds = [type(i).__name__ for i in inputs]
     assert kinds == ["DeviceConnection", "CardRead", "ShoeVerdict"]
+
+
+@pytest.mark.parametrize(
+    ("protocol", "data", "trailer", "reason"),
+    [
+        # nothing but garbage: no frame start at all
+        ("angel_eye", b"garbage", b"garbage", "bytes outside any frame"),
+        # garbage after the last whole frame
+        ("angel_eye", P1_8S + b"garbage", b"garbage", "bytes outside any frame"),
+        # a last line never ended
+        ("ascii_lines", b"8S\r\nno newline", b"no newline", "incomplete frame at end of input"),
+    ],
+)
+def test_decode_reports_the_bytes_after_the_last_frame(
+    protocol: str, data: bytes, trailer: bytes, reason: str
+) -> None:
+    result = cli("decode", "--protocol", protocol, "-", stdin=data)
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert lines, "the trailing bytes were dropped silently"
+    last = lines[-1]
+    assert last["status"] == "rejected"
+    assert bytes.fromhex(last["raw"]) == trailer
+    assert last["reason"] == reason
+    decoded = [line for line in lines if line["status"] == "input"]
+    assert len(decoded) == (0 if data == trailer else 1)
