@@ -190,6 +190,7 @@ class Publisher:
         self._broker_max_packet: int | None = None
         self._event_topic_bytes = len(self.topics.events.encode("utf-8"))
         self._offline_acked = threading.Event()
+        self._progress: float | None = None
         self._threads: list[threading.Thread] = []
         self._client = self._build_client()
         self._event_props = self._event_properties()
@@ -291,6 +292,16 @@ class Publisher:
         return (
             bool(self._threads) and all(t.is_alive() for t in self._threads) and not self._stopping.is_set()
         )
+
+    def last_progress(self) -> float | None:
+        """``time.monotonic()`` of the drain loop's last turn, None when not running.
+
+        The loop turns at least every half second whether the broker is reachable or not,
+        so a value that stops advancing means delivery is stuck (e.g. blocked in the journal
+        or in paho), not merely disconnected: what a watchdog probe should look at."""
+        if not self.running:
+            return None
+        return self._progress
 
     @property
     def connected(self) -> bool:
@@ -631,6 +642,7 @@ class Publisher:
         next_health = 0.0
         next_compact = time.monotonic() + 5.0
         while not self._stopping.is_set():
+            self._progress = time.monotonic()
             self._wake.wait(timeout=self._drain_wait())
             self._wake.clear()
             if self._stopping.is_set():
