@@ -3,17 +3,30 @@
 Serial: ``baccarat-edge record --driver angel_eye --url /dev/baccarat-shoe --out shoe.fixture.jsonl``.
 USB: ``baccarat-edge record --driver usb_hid --vid 0c2e --pid 0b61 --out wedge.fixture.jsonl``.
 Every raw chunk is kept with its time (even what the decoder rejects); unplug and
-replug are recorded. Stops after ``--duration`` seconds or on Ctrl-C, then writes
-the file; decoded inputs are echoed to stderr while recording.
+replug are recorded. ``--settings FILE`` gives the protocol settings (YAML, validated like
+the daemon's ``readers[].settings.protocol``: a grammar, an HID map, the Angel Eye BCC
+variant) that the driver decodes with and that the fixture's header keeps for replay.
+
+The file is written as the capture goes: the header at once, then each step as one
+whole line. ``--duration``, Ctrl-C or SIGTERM end the recording cleanly; a recorder
+that is killed or crashes leaves a readable fixture with everything captured until then.
+Decoded inputs are echoed to stderr while recording.
+
+The expected engine events beside the fixture (``NAME.expected.jsonl``): set the
+header's ``table`` to the table's engine settings and add the dealer's supervisor steps
+(e.g. ``new_shoe`` at ``t`` 0) if the recording needs them, then
+``baccarat-edge replay NAME.fixture.jsonl --write-expected``; review what it wrote.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import threading
 import time
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 
@@ -30,6 +43,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--vid", help="USB vendor id, hex (usb_hid)")
     parser.add_argument("--pid", help="USB product id, hex (usb_hid)")
     parser.add_argument("--serial-number", help="USB serial number (usb_hid)")
+    parser.add_argument(
+        "--settings",
+        type=Path,
+        help="YAML file with the protocol settings (grammar, HID map, BCC variant…); default: the protocol's",
+    )
     parser.add_argument("--out", type=Path, required=True, help="fixture file to write (*.fixture.jsonl)")
     parser.add_argument("--duration", type=float, help="stop after this many seconds (default: Ctrl-C)")
     parser.add_argument("--site", default="", help="where/what was recorded, for the fixture's provenance")
@@ -37,12 +55,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
+def _protocol_settings(path: Path | None) -> dict[str, Any] | str:
+    if path is None:
+        return {}
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        return f"{path}: cannot read settings: {exc}"
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        return f"{path}: settings must be a mapping of setting names to values"
+    return data
+
+
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from drivers.base import log_to_stderr
     from drivers.fixtures import FIXTURE_SUFFIX, UsbIdentity
-    from drivers.record import Recorder, attach
+    from drivers.record import FixtureWriter, Recorder, attach, recorded_header
     from drivers.registry import load
 
     log_to_stderr()
@@ -57,30 +91,24 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {args.driver} needs --url", file=sys.stderr)
             return 2
         settings = {"url": args.url, "baudrate": args.baudrate}
+    protocol = _protocol_settings(args.settings)
+    if isinstance(protocol, str):
+        print(f"error: {protocol}", file=sys.stderr)
+        return 2
+    if args.settings is not None:
+        settings["protocol"] = protocol
     driver_class = load(args.driver)
     try:
         validated = driver_class.validate({k: v for k, v in settings.items() if v is not None})
     except ValidationError as exc:
         for error in exc.errors():
-            print(f"error: {'.'.join(str(p) for p in error['loc'])}: {error['msg']}", file=sys.stderr)
+            loc = [str(p) for p in error["loc"]]
+            if args.settings is not None and loc[:1] == ["protocol"]:
+                print(f"error: {args.settings}: {'.'.join(loc[1:])}: {error['msg']}", file=sys.stderr)
+            else:
+                print(f"error: {'.'.join(loc)}: {error['msg']}", file=sys.stderr)
         return 2
-    recorder = Recorder(transport="usb" if args.driver == "usb_hid" else "serial")
-
-    def echo(item: Any) -> None:
-        print(f"  {type(item).__name__}: {item}", file=sys.stderr, flush=True)
-
-    driver = driver_class.driver(validated, lambda item: recorder.sink(item, echo), time.monotonic)
-    attach(driver, recorder)
-    done = threading.Event()
-    print(f"recording {args.driver} into {args.out}; Ctrl-C to stop", file=sys.stderr, flush=True)
-    driver.start()
-    try:
-        done.wait(args.duration)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C ends the recording; the file is still written
-    finally:
-        driver.stop()
-    dumped = validated.model_dump()
+    dumped = validated.model_dump(mode="json")
     usb = None
     if args.driver == "usb_hid":
         serial_number = dumped.get("serial_number") or "unknown"
@@ -88,14 +116,67 @@ def run(args: argparse.Namespace) -> int:
             vendor_id=dumped["vendor_id"], product_id=dumped["product_id"], serial_number=serial_number
         )
     name = args.out.name.removesuffix(FIXTURE_SUFFIX).removesuffix(".jsonl")
-    fixture = recorder.fixture(
-        name=name,
-        protocol=args.driver,
-        provenance=f"recorded live with baccarat-edge record {args.site}".strip(),
-        description=args.description,
-        protocol_settings=dumped["protocol"],
-        usb=usb,
+    try:
+        header = recorded_header(
+            name=name,
+            protocol=args.driver,
+            provenance=f"recorded live with baccarat-edge record {args.site}".strip(),
+            description=args.description,
+            protocol_settings=dumped["protocol"],
+            usb=usb,
+        )
+    except ValidationError as exc:
+        for error in exc.errors():
+            print(f"error: --out {args.out.name}: {error['loc'][0]}: {error['msg']}", file=sys.stderr)
+        return 2
+    try:
+        writer = FixtureWriter(args.out, header)
+    except OSError as exc:
+        print(f"error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
+        return 2
+    recorder = Recorder(transport="usb" if args.driver == "usb_hid" else "serial", writer=writer)
+
+    def echo(item: Any) -> None:
+        print(f"  {type(item).__name__}: {item}", file=sys.stderr, flush=True)
+
+    driver = driver_class.driver(validated, lambda item: recorder.sink(item, echo), time.monotonic)
+    attach(driver, recorder)
+    done = threading.Event()
+    stopped_by: list[str] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stopped_by.append(signal.Signals(signum).name)
+        done.set()
+
+    previous = signal.signal(signal.SIGTERM, on_signal)
+    print(f"recording {args.driver} into {args.out}; Ctrl-C to stop", file=sys.stderr, flush=True)
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    driver.start()
+    try:
+        while not done.wait(0.2):  # short waits: a signal handler runs between them
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if recorder.write_error is not None:
+                break
+    except KeyboardInterrupt:
+        stopped_by.append("SIGINT")  # Ctrl-C ends the recording; the file is complete
+    finally:
+        driver.stop()
+        signal.signal(signal.SIGTERM, previous)
+        try:
+            writer.close()
+        except OSError as exc:
+            recorder.write_error = recorder.write_error or exc
+    if recorder.write_error is not None:
+        print(
+            f"error: writing {args.out} failed after {writer.steps} steps: {recorder.write_error}; "
+            "the file holds the steps written until then",
+            file=sys.stderr,
+        )
+        return 1
+    how = f" (stopped by {stopped_by[0]})" if stopped_by else ""
+    print(
+        f"{args.out}: {writer.steps} steps, {recorder.inputs} inputs decoded{how}",
+        file=sys.stderr,
     )
-    fixture.save(args.out)
-    print(f"{args.out}: {len(fixture.steps)} steps, {recorder.inputs} inputs decoded", file=sys.stderr)
     return 0

@@ -5,8 +5,11 @@ device; USB fixtures through a pyusb backend serving the recorded reports. By
 default the inputs feed a fresh engine (the fixture's table settings) and its
 events are printed as JSON lines; ``--inputs`` prints the driver's inputs
 instead; ``--check`` compares the events with ``<name>.expected.jsonl`` and exits
-1 on the first difference. ``--realtime`` keeps the recorded timing (``--speed``
-scales it); otherwise the replay runs as fast as the driver reads.
+1 on the first difference; ``--write-expected`` writes them there (volatile fields
+removed), which is how a recorded fixture gets its expected stream: review it before
+committing it, since it is what this engine produces, not an independent oracle.
+``--realtime`` keeps the recorded timing (``--speed`` scales it); otherwise the replay
+runs as fast as the driver reads.
 """
 
 from __future__ import annotations
@@ -36,6 +39,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     mode.add_argument(
         "--check", action="store_true", help="compare with the expected events; exit 1 on a difference"
+    )
+    mode.add_argument(
+        "--write-expected",
+        action="store_true",
+        help="write the events to NAME.expected.jsonl beside the fixture (replacing it)",
     )
     parser.add_argument("--quiet", action="store_true", help="no per-event output, only the summary")
     parser.set_defaults(handler=run)
@@ -74,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from drivers.golden import engine_events
 
     def show(event: dict[str, Any]) -> None:
-        if not args.quiet and not args.check:
+        if not args.quiet and not args.check and not args.write_expected:
             print(json.dumps(event, sort_keys=True), flush=True)
 
     events, result = engine_events(
@@ -84,6 +92,18 @@ def run(args: argparse.Namespace) -> int:
         f"replay: {len(events)} events; driver health {json.dumps(result.health, sort_keys=True)}",
         file=sys.stderr,
     )
+    if args.write_expected:
+        from drivers.fixtures import expected_path_for, write_expected
+
+        target = expected_path_for(args.fixture)
+        replaced = " (replaced)" if target.exists() else ""
+        try:
+            write_expected(target, events)
+        except OSError as exc:
+            print(f"error: cannot write {target}: {exc.strerror}", file=sys.stderr)
+            return 2
+        print(f"wrote {len(events)} events to {target}{replaced}", file=sys.stderr)
+        return 0
     if not args.check:
         return 0
     expected_path = fixture.expected_path

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -224,3 +225,97 @@ def test_decode_reports_the_bytes_after_the_last_frame(
     assert last["reason"] == reason
     decoded = [line for line in lines if line["status"] == "input"]
     assert len(decoded) == (0 if data == trailer else 1)
+
+
+def _start_record(tmp_path: Path, device: PtyDevice, *extra: str) -> tuple[subprocess.Popen[bytes], Path]:
+    out = tmp_path / "live.fixture.jsonl"
+    argv = ["record", "--driver", "angel_eye", "--url", device.path, "--out", str(out), *extra]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daemon.cli", *argv], cwd=REPO_ROOT, stderr=subprocess.PIPE
+    )
+    assert process.stderr is not None
+    assert "recording angel_eye" in process.stderr.readline().decode()
+    assert "device connected" in process.stderr.readline().decode()  # opened (and flushed) the port
+    return process, out
+
+
+def _wait_for_recorded(out: Path, data: bytes, timeout: float = 30.0) -> None:
+    """Until the file on disk holds ``data``: the recorder writes as it captures."""
+    deadline = time.monotonic() + timeout
+    while True:
+        recorded = b"".join(s.data or b"" for s in load_fixture(out).steps)
+        if recorded == data:
+            return
+        assert time.monotonic() < deadline, recorded
+        time.sleep(0.05)
+
+
+def test_record_with_protocol_settings_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
+    settings = tmp_path / "shoe.yaml"
+    settings.write_text("command_bcc_includes_stx: false\ndedup_window: 2\n")
+    device = PtyDevice(tmp_path / "shoe")
+    process, out = _start_record(tmp_path, device, "--settings", str(settings))
+    try:
+        device.write(P1_8S * 3 + b"noise")
+        _wait_for_recorded(out, P1_8S * 3 + b"noise")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+        assert process.stderr is not None
+        assert "stopped by SIGTERM" in process.stderr.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=60)
+        device.close()
+    fixture = load_fixture(out)
+    assert fixture.header.origin == "recorded"
+    assert fixture.header.protocol_settings["command_bcc_includes_stx"] is False
+    assert fixture.header.protocol_settings["dedup_window"] == 2
+    assert b"".join(s.data or b"" for s in fixture.steps) == P1_8S * 3 + b"noise"
+
+
+def test_a_killed_recorder_leaves_a_readable_fixture(tmp_path: Path) -> None:
+    device = PtyDevice(tmp_path / "shoe")
+    process, out = _start_record(tmp_path, device)
+    try:
+        device.write(P1_8S * 3)
+        _wait_for_recorded(out, P1_8S * 3)
+        device.write(VERDICT * 3)
+        _wait_for_recorded(out, P1_8S * 3 + VERDICT * 3)
+        process.kill()  # no clean-up at all
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait(timeout=60)
+        device.close()
+    fixture = load_fixture(out)
+    inputs: list[object] = []
+    replay_fixture(fixture, inputs.append, final_tick=False)
+    assert [type(i).__name__ for i in inputs] == ["DeviceConnection", "CardRead", "ShoeVerdict"]
+
+
+def test_record_refuses_bad_protocol_settings_before_touching_the_device(tmp_path: Path) -> None:
+    settings = tmp_path / "shoe.yaml"
+    settings.write_text("dedup_windw: 2\n")
+    out = tmp_path / "never.fixture.jsonl"
+    result = cli(
+        "record", "--driver", "angel_eye", "--url", str(tmp_path / "no-shoe"),
+        "--out", str(out), "--settings", str(settings), "--duration", "1",
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"{settings}: dedup_windw: Extra inputs are not permitted" in result.stderr.decode()
+    assert not out.exists()
+
+
+def test_replay_write_expected_makes_the_expected_stream_the_golden_test_reads(tmp_path: Path) -> None:
+    source = REPO_ROOT / "hw-fixtures" / "angel_eye-clean.fixture.jsonl"
+    fixture = tmp_path / source.name
+    fixture.write_bytes(source.read_bytes())
+    result = cli("replay", str(fixture), "--write-expected")
+    assert result.returncode == 0, result.stderr
+    written = tmp_path / "angel_eye-clean.expected.jsonl"
+    assert f"to {written}" in result.stderr.decode()
+    assert result.stdout == b""
+    assert written.read_bytes() == (REPO_ROOT / "hw-fixtures" / "angel_eye-clean.expected.jsonl").read_bytes()
+    assert cli("replay", str(fixture), "--check").returncode == 0
