@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from daemon.mqtt.secrets import Secret, SecretError, SecretSource
+from daemon.mqtt.secrets import Secret, SecretError, SecretSource, SigningKeySource
 from daemon.mqtt.settings import TlsSettings
 
 if TYPE_CHECKING:
@@ -110,9 +110,9 @@ def resolve(args: argparse.Namespace) -> ClientOptions | str:
         elif args.password_env is not None:
             password = SecretSource(env=args.password_env).load()
         if getattr(args, "events_key_file", None) is not None:
-            key = SecretSource(file=args.events_key_file).load()
+            key = SigningKeySource(file=args.events_key_file).load()
         elif getattr(args, "events_key_env", None) is not None:
-            key = SecretSource(env=args.events_key_env).load()
+            key = SigningKeySource(env=args.events_key_env).load()
     except SecretError as exc:
         return str(exc)
     if not table:

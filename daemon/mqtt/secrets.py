@@ -72,3 +72,26 @@ class SecretSource(BaseModel):
         if not value:
             raise SecretError(f"secret from {origin} is empty")
         return Secret(value, origin)
+
+
+MIN_SIGNING_KEY_BYTES = 16
+"""HMAC-SHA256 keys shorter than this are refused: a short key can be guessed offline from
+any one signed payload."""
+
+
+class SigningKeySource(SecretSource):
+    """Where an HMAC key lives (``broker.signing.events_key`` / ``command_key``, ``tail``'s
+    events key): like :class:`SecretSource`, and the key must be at least
+    :data:`MIN_SIGNING_KEY_BYTES` long."""
+
+    def load(self) -> Secret:
+        """Read the key; a key under :data:`MIN_SIGNING_KEY_BYTES` is a :class:`SecretError`
+        naming where it came from (never the key)."""
+        secret = super().load()
+        length = len(secret.reveal())
+        if length < MIN_SIGNING_KEY_BYTES:
+            raise SecretError(
+                f"signing key from {secret.origin} is {length} bytes; at least "
+                f"{MIN_SIGNING_KEY_BYTES} are required (e.g. `openssl rand -hex 32`)"
+            )
+        return secret

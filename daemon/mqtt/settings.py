@@ -5,9 +5,9 @@ from __future__ import annotations
 from enum import Enum
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from daemon.mqtt.secrets import SecretSource
+from daemon.mqtt.secrets import MIN_SIGNING_KEY_BYTES, SecretSource, SigningKeySource
 
 
 class Protocol(Enum):
@@ -44,15 +44,19 @@ class AuthSettings(BaseModel):
     password: SecretSource | None = None
 
 
+_KEY_LENGTH = f"At least {MIN_SIGNING_KEY_BYTES} bytes."
+
+
 class SigningSettings(BaseModel):
     """Per-table HMAC keys. ``events_key`` signs what the table publishes (events, replies);
     ``command_key`` authenticates what the server sends. Without a command key every
-    command is refused."""
+    command is refused. Each key must be at least 16 bytes (checked when it is loaded)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    events_key: SecretSource | None = None
-    command_key: SecretSource | None = None
+    # Typed as SecretSource so code may pass one; stored as SigningKeySource (the validator).
+    events_key: SecretSource | None = Field(default=None, description=_KEY_LENGTH)
+    command_key: SecretSource | None = Field(default=None, description=_KEY_LENGTH)
     command_max_skew_s: float = Field(
         default=30.0,
         gt=0,
@@ -60,6 +64,14 @@ class SigningSettings(BaseModel):
         description="Commands whose ts is further than this from now are refused.",
     )
     nonce_cache_max: int = Field(default=100_000, ge=100)
+
+    @field_validator("events_key", "command_key", mode="after")
+    @classmethod
+    def _as_signing_key(cls, value: SecretSource | None) -> SecretSource | None:
+        """Every HMAC key source checks the key length when loaded."""
+        if value is None or isinstance(value, SigningKeySource):
+            return value
+        return SigningKeySource(file=value.file, env=value.env)
 
 
 class DeliverySettings(BaseModel):

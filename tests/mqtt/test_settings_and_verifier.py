@@ -13,7 +13,8 @@ from pydantic import ValidationError
 from daemon.backoff import Backoff
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
-from daemon.mqtt.secrets import Secret, SecretError, SecretSource
+from daemon.mqtt.publisher import Publisher
+from daemon.mqtt.secrets import Secret, SecretError, SecretSource, SigningKeySource
 from daemon.mqtt.settings import BrokerSettings, SigningSettings
 from daemon.mqtt.topics import TableTopics, TopicError
 from tests.mqtt.support import signed_command, validate_payload
@@ -54,6 +55,56 @@ def test_secret_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         SecretSource(file=path, env="EDGE_PW")
     with pytest.raises(ValidationError, match="exactly one"):
         SecretSource()
+
+
+def test_signing_keys_under_16_bytes_are_refused_naming_their_source(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal_path: Path
+) -> None:
+    short = "fifteen-bytes-k"  # 15 bytes
+    (tmp_path / "events.key").write_text(short + "\n")
+    monkeypatch.setenv("T1_COMMAND_KEY", short)
+    settings = BrokerSettings.model_validate(
+        {
+            "tls": {"enabled": False},
+            "signing": {
+                "events_key": {"file": str(tmp_path / "events.key")},
+                "command_key": {"env": "T1_COMMAND_KEY"},
+            },
+        }
+    )
+    assert settings.signing.events_key is not None
+    assert settings.signing.command_key is not None
+    with pytest.raises(SecretError) as events_error:
+        settings.signing.events_key.load()
+    assert str(events_error.value) == (
+        f"signing key from file {tmp_path / 'events.key'} is 15 bytes; at least 16 are required "
+        "(e.g. `openssl rand -hex 32`)"
+    )
+    with pytest.raises(SecretError, match="signing key from env T1_COMMAND_KEY is 15 bytes") as command_error:
+        settings.signing.command_key.load()
+    for error in (events_error, command_error):
+        assert short not in str(error.value)
+    # A plain SecretSource built in code is held to the same rule.
+    built = SigningSettings(events_key=SecretSource(env="T1_COMMAND_KEY"))
+    assert isinstance(built.events_key, SigningKeySource)
+    with pytest.raises(SecretError, match="15 bytes"):
+        built.events_key.load()
+    # The publisher refuses to start with it, and the broker password has no such limit.
+    journal = Journal(JournalSettings(path=journal_path), "T1")
+    try:
+        with pytest.raises(SecretError, match="signing key from file"):
+            Publisher(settings, "T1", journal)
+    finally:
+        journal.close()
+    (tmp_path / "pw").write_text("pw\n")
+    assert SecretSource(file=tmp_path / "pw").load().reveal() == b"pw"
+    monkeypatch.setenv("T1_COMMAND_KEY", short + "!")
+    assert settings.signing.command_key.load().reveal() == (short + "!").encode()
+
+
+@pytest.fixture
+def journal_path(tmp_path: Path) -> Path:
+    return tmp_path / "journal.sqlite3"
 
 
 def test_settings_never_hold_a_secret_value(tmp_path: Path) -> None:

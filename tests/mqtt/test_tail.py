@@ -121,6 +121,18 @@ def test_tail_usage_errors(keys: dict[str, Path]) -> None:
     )
     assert result.returncode == 2
     assert "NO_SUCH_VAR_X" in result.stderr
+    short_key = keys["events"].parent / "short.key"
+    short_key.write_text("0123456789abcde\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "tail", "--table", "T1", "--events-key-file", str(short_key)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 2
+    assert f"signing key from file {short_key} is 15 bytes; at least 16 are required" in result.stderr
+    assert "0123456789abcde" not in result.stderr
 
 
 def test_tail_human_output_with_all_topics(
