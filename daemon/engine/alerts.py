@@ -52,7 +52,9 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "a card came out that the round did not need (RULES.md dealing mistakes 1/2); result unchanged"
     ),
     AlertCode.OVER_COMPOSITION: AlertSpec(
-        "this exact card has already appeared as often as the shoe holds it: misread or foreign card, refused"
+        "this exact card has already appeared as often as the shoe holds it: misread or foreign card, "
+        "refused; a reader's card keeps its slot waiting for a rescan and holds the round (or the next one)",
+        holds=True,
     ),
     AlertCode.CARD_AFTER_LAST_ROUND: AlertSpec("a card came out after the shoe's last round: refused"),
     AlertCode.NO_SHOE: AlertSpec("a card came out while no shoe is running: refused (start a new shoe)"),

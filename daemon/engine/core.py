@@ -221,7 +221,17 @@ class EngineCore:
         if st.rescan_alert is not None:  # the unread card was read: refused, but no longer unknown
             self._clear_alert(st.rescan_alert, at, source, "rescanned, refused (journal full)")
 
-    def _composition_ok(self, code: str, at: float, source: str, fields: dict[str, Any]) -> bool:
+    def _composition_ok(
+        self,
+        code: str,
+        at: float,
+        source: str,
+        fields: dict[str, Any],
+        *,
+        holds: int | str | None = None,
+    ) -> bool:
+        """Whether another ``code`` fits in the shoe; if not, raise ``over_composition``
+        (holding ``holds``: a hand, ``"next_round"``, or nothing)."""
         seen = self.state.counts.get(code, 0)
         if seen < self.settings.decks:
             return True
@@ -230,6 +240,7 @@ class EngineCore:
             at,
             source,
             hand=self.state.round.hand if self.state.round is not None else None,
+            holds=holds,
             device=fields.get("device"),
             read=fields,
             card=code,
@@ -237,6 +248,29 @@ class EngineCore:
             decks=self.settings.decks,
         )
         return False
+
+    def _refuse_over_composition(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
+        """A reader's card over the shoe's composition (misread or foreign card).
+
+        It physically occupies the slot the draw order gives it, so taking the next card in
+        its place would shift the round (RULES.md: never accepted silently). Like a misread,
+        the slot waits for a valid rescan (``rescan_needed``: no card is accepted meanwhile),
+        and the alert holds the round (or the next one, between rounds) for a supervisor.
+        """
+        st = self.state
+        hand = st.round.hand if st.round is not None else None
+        self._composition_ok(code, at, source, fields, holds=hand if hand is not None else "next_round")
+        if st.rescan_alert is None:
+            self._alert(
+                AlertCode.RESCAN_NEEDED,
+                at,
+                source,
+                hand=hand,
+                device=fields.get("device"),
+                read=fields,
+                reason="over_composition",
+                reader_code=None,
+            )
 
     def _plan(self, at: float, *, detect_unneeded: bool = True) -> Placement:
         """Where the next card goes, by the shoe procedure and draw order alone."""

@@ -55,13 +55,74 @@ class ReadSequencer(EngineCore):
                 self._release_all(device, "window")
 
     def _release_all(self, device: str, reason: str) -> None:
-        """Release every read held for ``device`` in position order, stopping after a misread."""
+        """Release every read held for ``device`` in position order, stopping after a misread.
+
+        A pull with a gap in its positions (a card above the held ones never arrived) is not
+        released as if complete: see ``_missing_in_pull``. After that card's rescan (reason
+        ``rescanned``, or ``rescan_ack``: no card) the held reads follow as they are.
+        """
         st = self.state
         if not st.held_reads or st.rescan_alert is not None:
             return
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         if held:
+            if reason != "rescanned" and st.phase not in (NO_SHOE, OVER):
+                missing = self._pull_gap(device, held)
+                if missing is not None:
+                    self._missing_in_pull(device, held, missing)
+                    return
             self._release(self._upto_failure(held), reason)
+
+    def _pull_gap(self, device: str, held: list[dict[str, Any]]) -> int | None:
+        """The first pull position missing above the held reads of ``device``, if any."""
+        positions = sorted(r["position"] for r in held if r["position"] is not None)
+        if not positions:
+            return None
+        expect = 1
+        if positions[0] != 1:
+            st = self.state
+            last_at = st.pull_last_at.get(device)
+            first_at = min(r["read_at"] for r in held if r["position"] is not None)
+            if last_at is not None and first_at - last_at <= self.settings.pull_hold_window_s:
+                expect = st.pull_next.get(device, 1)  # the pull started with cards already placed
+        for position in positions:
+            if position > expect:
+                return expect
+            expect = max(expect, position + 1)
+        return None
+
+    def _missing_in_pull(self, device: str, held: list[dict[str, Any]], missing: int) -> None:
+        """A card above the held ones never arrived (RULES.md mistakes 3 and 5: never guessed).
+
+        Its slot waits like a misread's (``rescan_needed``: the reader's rescan, the camera,
+        ``assign_card`` or a correction fills it; ``rescan_ack`` says there is none), the held
+        cards wait below it, and ``missing_card`` holds the round (or the next one).
+        """
+        st = self.state
+        hand = st.round.hand if st.round is not None else None
+        source = held[0]["source"]
+        waiting = [{"position": r["position"], "card": r["card"]} for r in held]
+        self._alert(
+            AlertCode.MISSING_CARD,
+            self._now,
+            source,
+            hand=hand,
+            holds=hand if hand is not None else "next_round",
+            device=device,
+            reason="pull_gap",
+            missing_position=missing,
+            waiting=waiting,
+        )
+        self._alert(
+            AlertCode.RESCAN_NEEDED,
+            self._now,
+            source,
+            hand=hand,
+            device=device,
+            reason="pull_gap",
+            reader_code=None,
+            missing_position=missing,
+        )
 
     @staticmethod
     def _upto_failure(reads: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -78,7 +139,16 @@ class ReadSequencer(EngineCore):
             first["source"],
             {"device": first["device"], "hold_ids": [r["hold_id"] for r in reads], "reason": reason},
         )
-        for fields in reads:
+        st = self.state
+        pending_before = st.rescan_alert
+        for k, fields in enumerate(reads):
+            if pending_before is None and st.rescan_alert is not None:
+                # A released card was refused into a pending slot (over the composition): the
+                # cards below it wait for its rescan again, as under a misread card.
+                for rest in reads[k:]:
+                    held = rest | {"hold_id": st.hold_counter + 1}
+                    self._emit("read_held", self._now, rest["source"], {"read": held})
+                return
             read = read_from_fields(fields)
             if isinstance(read, ReadFailed):
                 self._misread(read)
@@ -321,7 +391,7 @@ class ReadSequencer(EngineCore):
             self._refuse_for_storage(fields["card"], read.at, source, fields)
             return
         if st.counts.get(fields["card"], 0) >= self.settings.decks:
-            self._composition_ok(fields["card"], read.at, source, fields)  # raises the alert
+            self._refuse_over_composition(fields["card"], read.at, source, fields)
             return
         self._place(plan, fields["card"], read.at, source, read=fields, target=read.target)
 

@@ -382,11 +382,12 @@ class TableState:
         alert_id = d["alert_id"]
         self.alerts[alert_id] = d
         self.alert_counter = max(self.alert_counter, int(alert_id.rsplit(":a", 1)[1]))
-        if d["code"] == "rescan_needed":
+        code = d["code"]
+        if code == "rescan_needed":
             self.rescan_alert = alert_id
-        if d["code"] == "ambiguous_rescan":
+        if code == "ambiguous_rescan":
             self.camera_fill = None
-        if d["code"] == "journal_full_card_refused":
+        if code == "journal_full_card_refused":
             self.storage_alert = alert_id
             self.storage_refused = 0
         holds = d.get("holds")

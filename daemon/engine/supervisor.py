@@ -135,6 +135,10 @@ class SupervisorCommands(EngineCore):
         was_current = st.round is not None and st.round.hand == hand
         for alert_id in self._alerts_about(hand):
             self._clear_alert(alert_id, cmd.at, source, f"round {hand} voided", cmd)
+        pending = st.rescan_alert
+        if pending is not None and st.alerts[pending].get("hand") == hand:
+            # the card awaiting a rescan belonged to the voided round: nothing is pending any more
+            self._clear_alert(pending, cmd.at, source, f"round {hand} voided", cmd)
         self._emit(
             "round_voided",
             cmd.at,
@@ -256,8 +260,12 @@ class SupervisorCommands(EngineCore):
             if self.state.counts.get(code, 0) + n > decks:
                 return f"card {code} would appear more than {decks} times in this {decks}-deck shoe"
 
+        # The slot a pending rescan (misread or over-composition card) is waiting for.
+        pending_slot = rnd.next_slot() if rnd is self.state.round else None
+
         def effect() -> None:
             source = Source.SUPERVISOR.value
+            st = self.state
             self._emit(
                 "round_corrected",
                 cmd.at,
@@ -275,6 +283,8 @@ class SupervisorCommands(EngineCore):
                 },
                 hand=rnd.hand,
             )
+            if st.rescan_alert is not None and pending_slot is not None and pending_slot in supplied:
+                self._clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd)
             if rnd is self.state.round and rnd.next_slot() is None:
                 self._decide(rnd, cmd.at, source, cmd.at)
 

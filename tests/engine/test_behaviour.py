@@ -157,16 +157,6 @@ def test_a_duplicate_transmission_is_dropped_but_identical_cards_are_kept() -> N
     assert [e.data["slot"] for e in of_kind(out, "card_dealt")] == ["P1", "B1", "P2", "B2"]
 
 
-def test_a_card_beyond_the_shoes_composition_is_refused() -> None:
-    eng = engine(decks=1)
-    events = start_shoe(eng)
-    events += feed(eng, [read("9s", 100), read("9s", 101)])
-    (alert,) = alerts(events, "over_composition")
-    assert alert.data["details"] == {"card": "9s", "already_seen": 1, "decks": 1}
-    assert eng.snapshot()["round"]["cards"] == {"P1": "9s"}
-    assert eng.handle(read("2h", 102)).pop(0).data["slot"] == "B1"
-
-
 def test_reads_without_position_are_never_held() -> None:
     eng = engine(pull_hold_window_s=5.0)
     start_shoe(eng)

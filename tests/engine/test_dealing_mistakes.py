@@ -117,7 +117,10 @@ def test_case_3_cards_pulled_together_are_ordered_by_position_not_arrival() -> N
     assert_restores(eng, events)
 
 
-def test_case_3_a_pull_whose_top_card_never_arrives_is_released_in_order_when_the_window_ends() -> None:
+def test_case_3_and_5_a_pull_whose_top_card_never_arrives_is_missing_not_guessed() -> None:
+    """Positions 3 and 2 arrive, 1 never does: when the window ends the held cards are not placed
+    as P1/B1 (that would shift the round); the top card's slot waits (``rescan_needed``) and
+    ``missing_card`` holds the round until a supervisor confirms it."""
     eng = engine(pull_hold_window_s=0.3)
     events = start_shoe(eng)
     events += feed(eng, [read("2d", 100.0, position=3), read("3c", 100.01, position=2)])
@@ -128,11 +131,35 @@ def test_case_3_a_pull_whose_top_card_never_arrives_is_released_in_order_when_th
     events += mid
     late = eng.handle(Tick(100.31))
     events += late
-    assert [(e.data["slot"], e.data["card"]) for e in of_kind(late, "card_dealt")] == [
-        ("P1", "3c"),
-        ("B1", "2d"),
+    assert of_kind(late, "card_dealt") == []
+    missing, rescan = alerts(late)
+    assert missing.data["code"] == "missing_card"
+    assert missing.data["holds"] == "next_round"
+    assert missing.data["details"]["missing_position"] == 1
+    assert rescan.data["code"] == "rescan_needed"
+    assert eng.snapshot()["reads_waiting_in_pull"] == 2
+    assert eng.handle(Tick(101.0)) == []  # nothing moves before the missing card
+    # The dealer rescans the top card: it takes P1, the held cards follow in position order.
+    found = eng.handle(read("4h", 102.0))
+    events += found
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(found, "card_dealt")] == [
+        ("P1", "4h"),
+        ("B1", "3c"),
+        ("P2", "2d"),
     ]
-    assert eng.snapshot()["reads_waiting_in_pull"] == 0
+    events += _deal(eng, ["2s"], 103)  # B2: P 4+2 = 6 stands, B 3+2 = 5 draws
+    events += _deal(eng, ["5h"], 104)  # B3
+    assert of_kind(events, "round_completed") == []
+    assert of_kind(events, "round_held")[0].data["cards"] == {
+        "P1": "4h",
+        "B1": "3c",
+        "P2": "2d",
+        "B2": "2s",
+        "B3": "5h",
+    }
+    events += eng.handle(cmd("resolve_hold", 110, "ok"))
+    assert len(of_kind(events, "round_completed")) == 1
+    assert_legal(events, 8)
     assert_restores(eng, events)
 
 

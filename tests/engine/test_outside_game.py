@@ -144,15 +144,23 @@ def test_a_resent_outside_card_frame_is_dropped_and_a_new_one_is_not() -> None:
     assert_restores(eng, events)
 
 
-def test_a_held_pull_is_released_before_an_outside_card() -> None:
+def test_a_held_pull_is_settled_before_an_outside_card() -> None:
+    """The pull's top card never came before the reader moved on: that card is missing (its slot
+    waits, the round is held), decided before the outside card; the held card waits below it."""
     eng = engine(pull_hold_window_s=5.0)
     events = start_shoe(eng)
     events += eng.handle(read("2d", 100.0, position=2))
     out = eng.handle(outside("8s", 100.1))
     events += out
-    assert kinds(out)[0] == "pull_released"
-    assert of_kind(out, "card_dealt")[0].data["slot"] == "P1"
+    assert [e.data["code"] for e in alerts(out)] == ["missing_card", "rescan_needed", "card_outside_game"]
     assert kinds(out)[-2:] == ["card_outside_game", "alert_raised"]
+    assert not of_kind(out, "card_dealt")
+    rescan = eng.handle(read("3c", 101.0))  # the top card, read again
+    events += rescan
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(rescan, "card_dealt")] == [
+        ("P1", "3c"),
+        ("B1", "2d"),
+    ]
     assert_restores(eng, events)
 
 
