@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from hypothesis import strategies as st
+
 from drivers.protocols.frames import Decoder
 
 DecoderFactory = Callable[[], Decoder]
@@ -25,4 +27,22 @@ def assert_split_invariant(factory: DecoderFactory, data: bytes) -> list[dict[st
     for cut in range(1, len(data)):
         assert decode_chunks(factory, [data[:cut], data[cut:]]) == whole, f"differs when split at {cut}"
     assert decode_chunks(factory, [bytes([b]) for b in data]) == whole
+    return whole
+
+
+cut_points = st.lists(st.integers(min_value=0, max_value=10_000), max_size=12)
+"""Where to cut a stream (taken modulo its length + 1, so any offset of any stream; repeats fold)."""
+
+
+def cut_at(data: bytes, cuts: Iterable[int]) -> list[bytes]:
+    """``data`` cut at the offsets ``cuts`` name (modulo ``len(data) + 1``), empty pieces kept."""
+    points = sorted(c % (len(data) + 1) for c in cuts)
+    return [data[a:b] for a, b in zip([0, *points], [*points, len(data)], strict=True)]
+
+
+def assert_same_when_cut(factory: DecoderFactory, data: bytes, cuts: Iterable[int]) -> list[dict[str, Any]]:
+    """Cut at the given offsets (hypothesis picks them): the same frames as whole. Returns them."""
+    whole = decode_chunks(factory, [data])
+    pieces = cut_at(data, cuts)
+    assert decode_chunks(factory, pieces) == whole, f"differs when cut into {[len(p) for p in pieces]}"
     return whole

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.cards import ALL_CARDS, Card
@@ -33,7 +33,7 @@ from drivers.protocols.angel_eye import (
     encode_target,
 )
 from drivers.protocols.frames import DecodedFrame
-from tests.drivers.splitting import assert_split_invariant
+from tests.drivers.splitting import assert_same_when_cut, assert_split_invariant, cut_at, cut_points
 
 SEQ = ord("1")
 
@@ -326,11 +326,122 @@ frame_parts = st.tuples(
 )
 
 
-@given(st.binary(max_size=300))
-def test_fuzz_arbitrary_bytes_never_raise(data: bytes) -> None:
+# -- an independent oracle: the well-formed card frames in a byte stream --------------------------
+# Written from PROTOCOLS.md §1, not from the decoder: ENQ always starts a frame (whatever came
+# before it), the first ETX ends it, two BCC characters follow. So a card frame is any 8 bytes
+# ENQ SEQ 'D' TARGET CARD ETX H L with no ENQ or ETX among SEQ..CARD and no ENQ in H L, wherever
+# it sits in the stream.
+
+_SUIT_OF_BITS = {1: "d", 2: "c", 3: "s", 4: "h"}
+_SLOT_OF_BITS = {(0, 1): "P1", (0, 2): "P2", (0, 3): "P3", (1, 1): "B1", (1, 2): "B2", (1, 3): "B3"}
+_OTHER_TARGET_OF_BITS = {2: "BURN", 4: "FIRST_CARD", 5: "BURN_COUNT"}
+
+
+CardFrame = tuple[int, Card, DeviceTarget | None, str | None]
+"""Offset in the stream, card, target, SEQ mark."""
+
+
+def oracle_card_frames(data: bytes) -> list[CardFrame]:
+    """(offset, card, target, SEQ mark) of every well-formed card frame with a valid BCC in ``data``."""
+    found: list[CardFrame] = []
+    for start in range(len(data) - 7):
+        window = data[start : start + 8]
+        if window[0] != ENQ or window[2] != ord("D") or window[5] != ETX:
+            continue
+        if ENQ in window[1:5] or ETX in window[1:5] or ENQ in window[6:8]:
+            continue  # the frame is cut or ends elsewhere
+        seq, target_byte, card_byte = window[1], window[3], window[4]
+        checksum = seq ^ ord("D") ^ target_byte ^ card_byte ^ ETX
+        try:
+            sent = int(window[6:8].decode("ascii"), 16)
+        except ValueError:
+            continue
+        if not all(c in b"0123456789abcdefABCDEF" for c in window[6:8]) or sent != checksum:
+            continue
+        if not 0x20 < seq < 0x7F:  # the mark is printable ASCII
+            continue
+        tgt, index = (target_byte >> 4) & 7, target_byte & 15
+        target = _SLOT_OF_BITS.get((tgt, index)) if tgt in (0, 1) else _OTHER_TARGET_OF_BITS.get(tgt)
+        suit, rank = _SUIT_OF_BITS.get((card_byte >> 4) & 7), card_byte & 15
+        if target is None or suit is None or not 1 <= rank <= 13:
+            continue
+        card = Card.parse("A23456789TJQK"[rank - 1] + suit)
+        found.append((start, card, DeviceTarget[target], chr(seq)))
+    return found
+
+
+def decoded_card_frames(data: bytes, chunks: list[bytes]) -> list[CardFrame]:
+    """The decoder's card frames (first copies and repeats), placed where their bytes sit in ``data``."""
     decoder = AngelEyeDecoder()
-    frames = decoder.feed(data, 0.0) + decoder.reset()
+    frames = [f for chunk in chunks for f in decoder.feed(chunk, 0.0)] + decoder.reset()
+    out: list[CardFrame] = []
+    searched_from = 0
+    for frame in frames:
+        if frame.rescan is not None:
+            assert not isinstance(frame.input, CardRead)
+        if isinstance(frame.input, CardRead):
+            read = frame.input
+            start = data.find(frame.raw, searched_from)
+            assert start >= 0, f"card {read.card} from bytes not in the input, in this order: {frame.raw!r}"
+            assert read.raw == frame.raw.hex(" ")
+            out.append((start, read.card, read.target, read.transmission_id))
+            searched_from = start + len(frame.raw)
+    return out
+
+
+@given(st.binary(max_size=300), cut_points)
+def test_fuzz_arbitrary_bytes_give_exactly_the_well_formed_card_frames(data: bytes, cuts: list[int]) -> None:
+    frames = AngelEyeDecoder().feed(data, 0.0)
     assert sum(len(f.raw) for f in frames) <= len(data)
+    assert decoded_card_frames(data, cut_at(data, cuts)) == oracle_card_frames(data)
+
+
+_card_frame = st.builds(
+    lambda seq, target, card, lower: (lambda f: f[:-2] + f[-2:].lower() if lower else f)(
+        encode_frame(seq, "D", bytes([target, card]))
+    ),
+    st.integers(0x21, 0x7E) | st.sampled_from([0x00, 0x20, 0x7F, 0x80, 0xB1]),  # printable marks or not
+    st.sampled_from([0x81, 0x82, 0x83, 0x91, 0x92, 0x93, 0xA1, 0xC3, 0xD2, 0x01, 0x52])  # valid targets
+    | st.sampled_from([0x80, 0x84, 0x90, 0x94, 0xB1, 0xE1, 0xF1])  # index 0 or 4; targets 3, 6, 7
+    | st.integers(0, 255),
+    st.sampled_from([encode_card(c) for c in ALL_CARDS]) | st.integers(0, 255),
+    st.booleans(),
+)
+_mangled_card_frame = st.builds(
+    lambda frame, position, value: frame[:position] + bytes([value]) + frame[position + 1 :],
+    _card_frame,
+    st.integers(0, 7),
+    st.integers(0, 255),
+)
+_other_frame = st.builds(
+    lambda seq, code, payload: encode_frame(seq, code, payload),
+    st.sampled_from(b"123456789AB"),
+    st.sampled_from(list("SPCDdRGEeLMX")),
+    st.binary(max_size=6).map(lambda b: b.replace(bytes([ENQ]), b"").replace(bytes([ETX]), b"")),
+)
+angel_eye_stream = st.lists(
+    _card_frame
+    | _card_frame.map(lambda f: f * 3)
+    | _mangled_card_frame
+    | _card_frame.map(lambda f: f[:5])
+    | _other_frame
+    | st.sampled_from([bytes([ACK]), bytes([NAK]) + b"02", bytes([NAK]), bytes([ENQ]), bytes([ETX])])
+    | st.binary(max_size=6),
+    max_size=14,
+).map(b"".join)
+"""Valid, repeated, lower-case-BCC, mangled and cut card frames, other frames, replies and noise."""
+
+
+@given(angel_eye_stream, cut_points)
+def test_fuzz_noisy_streams_give_exactly_the_well_formed_card_frames(data: bytes, cuts: list[int]) -> None:
+    assert decoded_card_frames(data, cut_at(data, cuts)) == oracle_card_frames(data)
+
+
+@settings(max_examples=60)
+@given(angel_eye_stream, cut_points)
+def test_fuzz_noisy_streams_cut_anywhere_give_the_same_frames(data: bytes, cuts: list[int]) -> None:
+    frames = assert_same_when_cut(AngelEyeDecoder, data, cuts)
+    assert sum(len(bytes.fromhex(f["raw"])) for f in frames if "raw" in f) <= len(data)
 
 
 @given(st.lists(st.tuples(frame_parts, st.integers(0, 3), st.binary(max_size=3)), max_size=12))
