@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.cards import ALL_CARDS, Card
 from daemon.engine.inputs import CardRead, ReadFailed
-from drivers.protocols.hid_wedge import HidWedgeDecoder, HidWedgeSettings, type_text
-from tests.drivers.splitting import assert_split_invariant
+from drivers.protocols.hid_wedge import RAW_KEEP, HidWedgeDecoder, HidWedgeSettings, type_text
+from tests.drivers.splitting import assert_same_when_cut, assert_split_invariant, cut_points
 
 
 def report(*keys: int, mods: int = 0) -> bytes:
@@ -83,10 +83,130 @@ def test_reset_discards_half_typed_code() -> None:
     assert frames[1].input.card == Card.parse("9d")
 
 
-@given(st.binary(max_size=400))
-def test_fuzz_arbitrary_reports_never_raise_and_cards_map_from_typed_text(data: bytes) -> None:
+# -- an independent oracle: the typed text rebuilt from the reports -----------------------------
+# Written from the HID usage tables and PROTOCOLS.md §3, not from the decoder's tables: it only
+# needs to know which keys can be part of a card code (letters, digits, keypad digits); every
+# other key makes the code name no card, whatever character it types.
+
+_LETTERS = {0x04 + i: chr(ord("A") + i) for i in range(26)}  # case never matters for a card code
+_DIGITS = {0x1E + i: "1234567890"[i] for i in range(10)}  # top row: Shift types a symbol instead
+_KEYPAD = {0x59 + i: "1234567890"[i] for i in range(10)}  # keypad digits type digits with Shift too
+_ENTER = {0x28, 0x58}
+_ROLLOVER = 0x01
+_NOT_IN_A_CODE = "\x00"  # stands for any other character: no card code contains it
+_RANKS = {**{rank: rank for rank in "A23456789TJQK"}, "10": "T"}
+
+
+def oracle_card(text: str) -> Card | None:
+    """The card a complete code names in the default grammar (rank then suit, any case)."""
+    rank, suit = _RANKS.get(text[:-1]), text[-1:]
+    if rank is None or suit not in ("C", "D", "H", "S"):
+        return None
+    return Card.parse(rank + suit.lower())
+
+
+def oracle_codes(reports: list[bytes]) -> list[list[Card | None]]:
+    """For each report: one entry per Enter pressed in it, the card the code before it names.
+
+    A key is typed when it is in a report and was not in the previous one (a held key types
+    once; the all-zero report releases). An ErrorRollOver report spoils the code being typed
+    and says nothing about which keys are down. A usage listed twice in one report counts as
+    two key-downs, as the decoder reads it (a real keyboard lists a pressed key once).
+    """
+    held: list[int] = []
+    text: list[str] = []
+    spoiled = False
+    out: list[list[Card | None]] = []
+    for rep in reports:
+        keys = [k for k in rep[2:8] if k]
+        finished: list[Card | None] = []
+        out.append(finished)
+        if _ROLLOVER in keys:
+            spoiled = True
+            continue
+        shifted = bool(rep[0] & 0x22)
+        for key in keys:
+            if key in held:
+                continue
+            if key in _ENTER:
+                finished.append(None if spoiled or not text else oracle_card("".join(text)))
+                text, spoiled = [], False
+            elif key in _LETTERS or key in _KEYPAD or (key in _DIGITS and not shifted):
+                text.append({**_LETTERS, **_DIGITS, **_KEYPAD}[key])
+            else:
+                text.append(_NOT_IN_A_CODE)
+        held = keys
+    return out
+
+
+def decoded_per_report(reports: list[bytes]) -> list[list[Card | None]]:
+    """The decoder fed report by report: per report, each completed code's card (None if none)."""
     decoder = HidWedgeDecoder()
-    for frame in decoder.feed(data, 0.0) + decoder.reset():
-        if isinstance(frame.input, CardRead):
-            assert frame.input.card in ALL_CARDS
-            assert frame.raw  # the reports the card came from are kept for audit
+    out: list[list[Card | None]] = []
+    for rep in reports:
+        frames = decoder.feed(rep, 0.0)
+        out.append([f.input.card if isinstance(f.input, CardRead) else None for f in frames])
+        for frame in frames:
+            if isinstance(frame.input, CardRead):
+                # the reports the card came from are kept for audit (up to RAW_KEEP bytes)
+                assert frame.raw.endswith(rep) or len(frame.raw) == RAW_KEEP
+    return out
+
+
+def _as_reports(data: bytes) -> list[bytes]:
+    return [data[i : i + 8] for i in range(0, len(data) - len(data) % 8, 8)]
+
+
+_CODE_KEYS = [*_LETTERS, *_DIGITS, *_KEYPAD, *_ENTER, _ROLLOVER, 0x2C, 0x2D, 0x38, 0x3A, 0x2F, 0xE0]
+_CARD_KEYS = [0x04, 0x1E, 0x27, 0x59, 0x62, 0x17, 0x0E, 0x14, 0x06, 0x07, 0x0B, 0x16, 0x1F, 0x25, 0x28, 0x58]
+_one_report = st.builds(
+    lambda mods, keys: bytes([mods, 0, *keys, *([0] * (6 - len(keys)))]),
+    st.sampled_from([0, 0, 0x02, 0x20, 0x22, 0x01, 0x40]),
+    st.lists(st.sampled_from(_CARD_KEYS) | st.sampled_from(_CODE_KEYS), max_size=6),
+)
+_typed_code = st.builds(
+    lambda text, release: type_text(text, release_between=release),
+    st.sampled_from([c.code.upper() for c in ALL_CARDS] + ["10H", "qs", "2c", "8S8", "1H", "?8", "!0S"])
+    | st.text(alphabet="A23456789TJQK10CDHSacdhs?x!", min_size=1, max_size=4),
+    st.booleans(),
+)
+_held = st.builds(lambda rep, times: [rep] * times, _one_report, st.integers(2, 3))
+_interrupted_code = st.builds(
+    lambda typed, extra, at: typed[: at % len(typed)] + extra + typed[at % len(typed) :],
+    _typed_code,
+    st.lists(_one_report | st.just(RELEASE), min_size=1, max_size=2) | _held,
+    st.integers(0, 20),
+)
+wedge_reports = st.lists(
+    _typed_code | _interrupted_code | _held | st.lists(_one_report | st.just(RELEASE), max_size=4),
+    max_size=16,
+).map(lambda parts: [rep for part in parts for rep in part])
+"""Codes typed as a wedge types them (some cards, some not) mixed with random key reports."""
+
+
+@given(st.binary(max_size=400))
+def test_fuzz_arbitrary_reports_give_a_card_exactly_for_each_complete_clean_typed_code(data: bytes) -> None:
+    reports = _as_reports(data)
+    assert decoded_per_report(reports) == oracle_codes(reports)
+    decoder = HidWedgeDecoder()
+    decoder.feed(data, 0.0)
+    assert not [f for f in decoder.reset() if f.input is not None]  # a partial code is never a card
+
+
+@given(wedge_reports)
+def test_fuzz_keyboard_like_reports_give_a_card_exactly_for_each_complete_clean_typed_code(
+    reports: list[bytes],
+) -> None:
+    assert decoded_per_report(reports) == oracle_codes(reports)
+
+
+@settings(max_examples=60)
+@given(wedge_reports, st.binary(max_size=11), cut_points)
+def test_fuzz_report_streams_cut_anywhere_give_the_same_frames(
+    reports: list[bytes], tail: bytes, cuts: list[int]
+) -> None:
+    data = b"".join(reports) + tail  # a tail that is not a whole report stays pending until reset
+    frames = assert_same_when_cut(HidWedgeDecoder, data, cuts)
+    assert [f["input"]["card"] for f in frames if f.get("input", {}).get("type") == "CardRead"] == [
+        card.code for per_report in oracle_codes(_as_reports(data)) for card in per_report if card is not None
+    ]
