@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -12,7 +12,7 @@ from daemon.engine.inputs import CardRead, ReadFailed
 from drivers.protocols import make_decoder
 from drivers.protocols.ascii_lines import AsciiLineDecoder, AsciiLineSettings
 from drivers.protocols.card_codes import CardCodeGrammar
-from tests.drivers.splitting import assert_split_invariant
+from tests.drivers.splitting import assert_same_when_cut, assert_split_invariant, cut_points
 
 TWO_GROUPS = "(?P<rank>.)(?P<suit>.)"
 SUIT_LETTER = {"s": "S", "h": "H", "c": "C", "d": "D"}
@@ -114,3 +114,37 @@ def test_fuzz_arbitrary_bytes_never_raise_and_cards_only_from_valid_lines(data: 
         if isinstance(frame.input, CardRead):
             text = frame.raw.decode("ascii").strip()
             assert text == line_for(frame.input.card).decode()
+
+
+_line_body = (
+    st.sampled_from(ALL_CARDS).map(line_for)
+    | st.sampled_from([b"S14", b"X08", b"S8", b"\xff\xfe", b"  H13 ", b"ERR", b"\x00S08", b"", b" "])
+    | st.binary(max_size=8).map(lambda b: b.replace(b"\n", b""))
+    | st.integers(60, 300).map(lambda n: b"D" * n)  # around and past max_line_length
+)
+line_stream = st.lists(
+    st.tuples(_line_body, st.sampled_from([b"\n", b"\r\n", b"\r\r\n", b""])).map(b"".join), max_size=20
+).map(b"".join)
+"""Card lines, unreadable, blank, binary and overlong lines; LF, CR LF, stray CR or no end."""
+
+
+def oracle_line_cards(data: bytes) -> list[str]:
+    """The card of every complete line that is a default-grammar code (suit letter, two-digit
+    rank 01-13), optionally padded with blanks, at most 64 bytes before its CR LF / LF."""
+    cards = []
+    for line in data.split(b"\n")[:-1]:  # after the last LF: no line yet, never a card
+        body = line.removesuffix(b"\r")
+        text = body.strip(b" \t\r\x0b\x0c")
+        if len(body) > 64 or len(text) != 3 or text[:1] not in (b"S", b"H", b"C", b"D"):
+            continue
+        if text[1:].isdigit() and 1 <= int(text[1:]) <= 13:
+            cards.append(Card.parse("A23456789TJQK"[int(text[1:]) - 1] + text[:1].decode().lower()).code)
+    return cards
+
+
+@settings(max_examples=60)
+@given(line_stream, cut_points)
+def test_fuzz_line_streams_cut_anywhere_give_the_same_frames(data: bytes, cuts: list[int]) -> None:
+    frames = assert_same_when_cut(AsciiLineDecoder, data, cuts)
+    cards = [f["input"]["card"] for f in frames if f.get("input", {}).get("type") == "CardRead"]
+    assert cards == oracle_line_cards(data)
