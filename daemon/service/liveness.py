@@ -8,7 +8,7 @@ is within ``stall_after`` seconds.
 What a sign of life is depends on the worker (``Daemon._register_probe``):
 
 * the engine thread beats on every turn of its loop (inputs, idle ticks, journal retries);
-* a worker with ``last_progress()`` (the reader drivers; the publisher once it has one)
+* a worker with ``last_progress()`` (the reader drivers, the publisher's drain loop)
   reports its loop's last turn. An idle shoe or an unreachable broker still turns the
   loop (read timeouts, reconnect waits in slices), a loop blocked in a read, a sink or
   a socket call does not, so it stops the pings although its thread lives;

@@ -192,17 +192,18 @@ def test_check_config_says_a_secret_is_missing_without_showing_any(tmp_path: Pat
         + str(tmp_path / "command.key")
         + "}\n"
     )
-    (tmp_path / "command.key").write_text("s3cr3t-command-key\n")
+    # keys long enough for any minimum HMAC key length
+    (tmp_path / "command.key").write_text("s3cr3t-command-key-0123456789abcdef\n")
     result = _cli("check-config", str(path), "--timeout", "1", env={"T7_EVENTS_KEY": ""})
     assert result.returncode == 1
     assert "broker.signing.events_key: secret from env T7_EVENTS_KEY is empty" in result.stderr
     assert "s3cr3t" not in result.stdout + result.stderr
-    (tmp_path / "events.key").write_text("an-events-key\n")
+    (tmp_path / "events.key").write_text("an-events-key-0123456789abcdef-xyz\n")
     path.write_text(path.read_text().replace("{env: T7_EVENTS_KEY}", f"{{file: {tmp_path / 'events.key'}}}"))
     result = _cli("check-config", str(path), "--timeout", "1", "--allow-insecure")
-    assert f"[ok] command key: readable from file {tmp_path / 'command.key'} (18 bytes)" in result.stdout
+    assert f"[ok] command key: readable from file {tmp_path / 'command.key'} (35 bytes)" in result.stdout
     assert "s3cr3t" not in result.stdout + result.stderr
-    assert "an-events-key" not in result.stdout
+    assert "an-events-key-0123456789abcdef-xyz" not in result.stdout
 
 
 @pytest.mark.mosquitto
