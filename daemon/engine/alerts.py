@@ -32,6 +32,7 @@ class AlertCode(StrEnum):
     CARD_OUTSIDE_GAME = "card_outside_game"
     JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
     READER_COMMAND_REFUSED = "reader_command_refused"
+    SHOE_SETTINGS_DIFFER = "shoe_settings_differ"
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +93,11 @@ ALERTS: dict[AlertCode, AlertSpec] = {
     AlertCode.READER_COMMAND_REFUSED: AlertSpec(
         "the reader did not carry out a supervisor's lock/unlock (refused, no answer or no reader): "
         "the shoe's lock state is not what was asked"
+    ),
+    AlertCode.SHOE_SETTINGS_DIFFER: AlertSpec(
+        "the engine was restarted with other decks/variant than this shoe was started with: the shoe "
+        "goes on with its own (the configuration takes effect at the next shoe); if its variant cannot be "
+        "loaded, its rounds are held (void them, or the shoe)"
     ),
     AlertCode.JOURNAL_FULL_CARD_REFUSED: AlertSpec(
         "the journal is full: cards that would open a new round are refused (not dealt, counted as out of "

@@ -65,18 +65,76 @@ _NEW_ROUND = Placement("P1", opens_round=True)
 _IN_ROUND = {slot: Placement(slot) for slot in ROUND_SLOTS}
 
 
-class EngineCore:
-    """The state, the emission discipline (decide, apply, return) and the round procedure."""
+VariantResolver = Callable[[str], Variant]
+"""Loads a variant by the name a ``shoe_started`` event recorded (the caller's I/O, not the engine's)."""
 
-    def __init__(self, settings: TableSettings, variant: Variant) -> None:
+
+class EngineCore:
+    """The state, the emission discipline (decide, apply, return) and the round procedure.
+
+    ``settings``/``variant`` are those of the shoe being dealt: the ``shoe_started`` event records
+    the decks and variant a shoe was started with, and the engine keeps using them for that shoe
+    (e.g. when restored under a changed configuration); ``configured_settings`` /
+    ``configured_variant`` (the arguments) start every new shoe.
+    """
+
+    def __init__(
+        self, settings: TableSettings, variant: Variant, resolve_variant: VariantResolver | None = None
+    ) -> None:
+        self.configured_settings = settings
+        self.configured_variant = variant
         self.settings = settings
         self.variant = variant
+        # A recorded variant name that could not be loaded: the shoe's rounds are held.
+        self.variant_missing: str | None = None
+        self._resolve_variant = resolve_variant
+        self._variants: dict[str, Variant | None] = {variant.name: variant}
         self.state = TableState(settings)
         self._settler = Settler(variant)
         self._camera_devices = frozenset(settings.camera.devices)
         self._needs_die = variant.needs_super_round_die
         self._out: list[Event] = []
         self._now = 0.0
+
+    def _use_shoe(self, data: dict[str, Any]) -> None:
+        """Deal the shoe a ``shoe_started`` event describes with its own decks and variant."""
+        configured = self.configured_settings
+        decks = data.get("decks", configured.decks)
+        if decks == configured.decks:
+            self.settings = configured
+        elif decks != self.settings.decks:
+            self.settings = configured.model_copy(update={"decks": decks})
+        name = data.get("variant", self.configured_variant.name)
+        variant = self._variant_named(name)
+        self.variant_missing = None if variant is not None else name
+        variant = variant or self.configured_variant  # (bets offered only: its rounds are held)
+        if variant is not self.variant:
+            self.variant = variant
+            self._settler = Settler(variant)
+            self._needs_die = variant.needs_super_round_die
+
+    def _variant_named(self, name: str) -> Variant | None:
+        if name not in self._variants:
+            found: Variant | None = None
+            if self._resolve_variant is not None:
+                try:
+                    found = self._resolve_variant(name)
+                except (ValueError, OSError, LookupError):
+                    found = None
+            self._variants[name] = found if found is not None and found.name == name else None
+        return self._variants[name]
+
+    def _shoe_differs(self) -> dict[str, Any] | None:
+        """How the shoe being dealt differs from the configuration (None: it does not, or no
+        shoe is being dealt), for the ``shoe_settings_differ`` alert."""
+        st = self.state
+        if st.phase == NO_SHOE or (st.phase == OVER and not st.held):
+            return None
+        recorded = {"decks": self.settings.decks, "variant": self.variant_missing or self.variant.name}
+        configured = {"decks": self.configured_settings.decks, "variant": self.configured_variant.name}
+        if recorded == configured:
+            return None
+        return {"shoe": recorded, "configured": configured, "variant_available": self.variant_missing is None}
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready current state (the publisher retains it)."""
@@ -131,6 +189,8 @@ class EngineCore:
     ) -> Event:
         event = new_event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
         self.state.apply(event)
+        if kind == "shoe_started":
+            self._use_shoe(data)
         self._out.append(event)
         return event
 
@@ -387,12 +447,20 @@ class EngineCore:
             reasons.append("awaiting the reader's verdict")
         if self._needs_die and rnd.die is None:
             reasons.append("awaiting the super-round die")
+        if self.variant_missing is not None:
+            reasons.append(
+                f"this shoe's variant {self.variant_missing!r} cannot be loaded (no other pay table)"
+            )
         return reasons
 
     def _decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
         """The round in progress is decided: complete it, or hold it while something blocks it."""
         # (a round with nothing to wait for, the usual case, skips building the reasons)
-        blockers = self._blockers(rnd) if rnd.holds or rnd.awaiting_verdict or self._needs_die else []
+        blockers = (
+            self._blockers(rnd)
+            if rnd.holds or rnd.awaiting_verdict or self._needs_die or self.variant_missing is not None
+            else []
+        )
         if self.settings.await_device_verdict:
             blockers.append("awaiting the reader's verdict")
         if blockers:
@@ -459,8 +527,8 @@ class EngineCore:
         new_id = shoe_id or f"shoe-{st.shoes_started + 1}-{round(at * 1000)}"
         data: dict[str, Any] = {
             "shoe_id": new_id,
-            "decks": self.settings.decks,
-            "variant": self.variant.name,
+            "decks": self.configured_settings.decks,
+            "variant": self.configured_variant.name,
             "started_by": "device" if cmd is None else "supervisor",
             "actor": None if cmd is None else cmd.actor,
             "command_id": None if cmd is None else cmd.command_id,

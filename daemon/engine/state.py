@@ -155,6 +155,8 @@ class TableState:
     storage_detail: str | None = None
     storage_alert: str | None = None
     storage_refused: int = 0  # cards refused under the open journal-full alert
+    # the shoe for which a restart under other decks/variant was alerted (once per shoe)
+    settings_notice_shoe: str | None = None
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
@@ -387,6 +389,8 @@ class TableState:
             self.rescan_alert = alert_id
         if code == "ambiguous_rescan":
             self.camera_fill = None
+        if code == "shoe_settings_differ":
+            self.settings_notice_shoe = e.shoe_id
         if code == "journal_full_card_refused":
             self.storage_alert = alert_id
             self.storage_refused = 0

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable
 
 from daemon.engine.alerts import AlertCode
-from daemon.engine.core import Placement
+from daemon.engine.core import Placement, VariantResolver
 from daemon.engine.events import Event
 from daemon.engine.inputs import (
     CardRead,
@@ -35,7 +35,7 @@ from daemon.engine.signals import DeviceSignals
 from daemon.engine.supervisor import SupervisorCommands
 from daemon.rules.variants import Variant
 
-__all__ = ["Engine", "Placement"]
+__all__ = ["Engine", "Placement", "VariantResolver"]
 
 _isfinite = math.isfinite
 
@@ -43,17 +43,37 @@ _isfinite = math.isfinite
 class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
     """One table's engine. Feed inputs to ``handle``; publish the events it returns."""
 
+    _settings_notice = False  # restored under another configuration: alert on the next input
+
     @classmethod
-    def restore(cls, settings: TableSettings, variant: Variant, events: Iterable[Event]) -> Engine:
-        """An engine whose state is the fold of ``events`` (its own earlier output)."""
-        engine = cls(settings, variant)
+    def restore(
+        cls,
+        settings: TableSettings,
+        variant: Variant,
+        events: Iterable[Event],
+        resolve_variant: VariantResolver | None = None,
+    ) -> Engine:
+        """An engine whose state is the fold of ``events`` (its own earlier output).
+
+        ``settings``/``variant`` are the configured ones; a shoe still being dealt goes on with
+        the decks and variant its ``shoe_started`` recorded (``resolve_variant`` loads that
+        variant by name when it is not ``variant``; without it, or if it cannot, the shoe's
+        rounds are held, never settled under another pay table). The configuration takes
+        effect at the next shoe. If they differ, the first input handled raises
+        ``shoe_settings_differ`` (once per shoe).
+        """
+        engine = cls(settings, variant, resolve_variant)
         for event in events:
             engine.apply(event)
+        if engine._shoe_differs() is not None and engine.state.settings_notice_shoe != engine.state.shoe_id:
+            engine._settings_notice = True
         return engine
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
         self.state.apply(event)
+        if event.kind == "shoe_started":
+            self._use_shoe(event.data)
         self._now = event.at
 
     def handle(self, inp: EngineInput) -> list[Event]:
@@ -73,6 +93,11 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._out = []
             return out
         self._now = inp.at
+        if self._settings_notice:
+            self._settings_notice = False
+            differs = self._shoe_differs()
+            if differs is not None:
+                self._alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM.value, **differs)
         st = self.state
         rescan_before = st.rescan_alert
         if st.held_reads:

@@ -71,7 +71,7 @@ def roundtrip(events: Iterable[Event]) -> list[Event]:
 
 def assert_restores(eng: Engine, events: list[Event]) -> None:
     """Folding the engine's own events (through JSON) gives an identical state and snapshot."""
-    restored = Engine.restore(eng.settings, eng.variant, roundtrip(events))
+    restored = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(events))
     assert restored.state.comparable() == eng.state.comparable()
     assert restored.snapshot() == eng.snapshot()
 
