@@ -9,7 +9,8 @@ variant) that the driver decodes with and that the fixture's header keeps for re
 
 The file is written as the capture goes: the header at once, then each step as one
 whole line. ``--duration``, Ctrl-C or SIGTERM end the recording cleanly; a recorder
-that is killed or crashes leaves a readable fixture with everything captured until then.
+that is killed or crashes leaves a readable fixture with everything captured until then
+(fsync only at the end: a power cut can lose the last lines the kernel had not written).
 Decoded inputs are echoed to stderr while recording.
 
 The expected engine events beside the fixture (``NAME.expected.jsonl``): set the
@@ -49,7 +50,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="YAML file with the protocol settings (grammar, HID map, BCC variant…); default: the protocol's",
     )
     parser.add_argument("--out", type=Path, required=True, help="fixture file to write (*.fixture.jsonl)")
-    parser.add_argument("--duration", type=float, help="stop after this many seconds (default: Ctrl-C)")
+    parser.add_argument(
+        "--duration", type=float, help="stop after this many seconds (default: until Ctrl-C or SIGTERM)"
+    )
     parser.add_argument("--site", default="", help="where/what was recorded, for the fixture's provenance")
     parser.add_argument("--description", default="")
     parser.set_defaults(handler=run)
