@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import secrets
 import threading
@@ -164,3 +166,47 @@ def signed_command(
     }
     command["sig"] = sign(command, key)
     return command
+
+
+@functools.cache
+def _engine_run() -> tuple[dict[str, Any], ...]:
+    from daemon.engine import Engine, TableSettings
+    from daemon.engine.inputs import EngineInput
+    from daemon.rules.variants import load_variant_by_name
+    from drivers.replay import replay_fixture
+    from drivers.simulate import DealSettings, FaultSpec, make_fixture
+
+    faults = [
+        FaultSpec.parse(text)
+        for text in ("unneeded_card@2", "double_pull@3", "misread@4", "card_exposed@5", "missing_card@6")
+    ]
+    runs = [
+        # dealing faults: alerts, holds, voids
+        (DealSettings(decks=8, seed=3, max_hands=8), faults, {}),
+        # a whole one-deck shoe to its end, each decided round held for the reader's verdict
+        (DealSettings(decks=1, seed=5), [], {"await_device_verdict": True}),
+    ]
+    snapshots: list[dict[str, Any]] = []
+    for deal, fault_specs, table in runs:
+        fixture = make_fixture("contract", "angel_eye", deal, fault_specs)
+        inputs: list[EngineInput] = []
+        replay_fixture(fixture, inputs.append)
+        settings = TableSettings.model_validate({**fixture.header.table, **table})
+        engine = Engine(settings, load_variant_by_name(settings.variant))
+        snapshots.append(engine.snapshot())
+        for inp in inputs:
+            engine.handle(inp)
+            snapshots.append(engine.snapshot())
+    return tuple(snapshots)
+
+
+def engine_snapshots() -> list[dict[str, Any]]:
+    """Real engine snapshots (what the runner hands the publisher), one after every input of
+    two simulated Angel Eye shoes: one with dealing faults (alerts, holds), one dealt to its
+    end with rounds held for the verdict. Fresh copies on every call."""
+    return copy.deepcopy(list(_engine_run()))
+
+
+def engine_snapshot_mid_round() -> dict[str, Any]:
+    """A real engine snapshot with a round in progress that has cards."""
+    return next(s for s in engine_snapshots() if s["round"] is not None and s["round"]["cards"])

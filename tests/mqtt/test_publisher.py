@@ -21,7 +21,13 @@ from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import verify
 from tests.mqtt.conftest import TABLE, card_event, make_settings
-from tests.mqtt.support import Subscriber, topic_count, validate_payload
+from tests.mqtt.support import (
+    Subscriber,
+    engine_snapshot_mid_round,
+    engine_snapshots,
+    topic_count,
+    validate_payload,
+)
 from tests.support.broker import MosquittoBroker
 
 pytestmark = pytest.mark.mosquitto
@@ -50,7 +56,7 @@ def test_every_event_arrives_in_order_signed_and_schema_valid(
         protocol=mqtt.MQTTv5 if protocol == "mqtt5" else mqtt.MQTTv311,
     )
     journal.append([], [card_event(n) for n in range(30)])  # journaled before the publisher runs
-    snapshot = {"shoe_id": "S1", "hand": 3, "round": None}
+    snapshot = engine_snapshot_mid_round()
     publisher = make_publisher(
         make_settings(mosquitto.port, keys, protocol=protocol, inflight_window=4),
         TABLE,
@@ -246,12 +252,13 @@ def test_state_is_published_on_connect_at_round_boundaries_and_at_stop_only(
 ) -> None:
     from daemon.journal import DeliveryEvent
 
+    real = engine_snapshots()
     snapshots = {"n": 0}
 
     def snapshot() -> dict[str, Any]:
         # A new object on every call: to the publisher the state changed every time.
         snapshots["n"] += 1
-        return {"shoe_id": "S1", "version": snapshots["n"]}
+        return dict(real[snapshots["n"] % len(real)])
 
     sub = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/state", f"baccarat/v1/{TABLE}/status"])
     publisher = make_publisher(
