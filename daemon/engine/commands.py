@@ -17,7 +17,9 @@ CARD_SLOT_NAMES = (*ROUND_SLOT_NAMES, "indicator", "burn")
 
 ACTIONS: dict[str, str] = {
     "new_shoe": "start a new shoe; args: shoe_id (optional text)",
-    "void_round": "void a round; args: hand (optional: default the round in progress), reason",
+    "void_round": "void a round; args: hand (optional: default the round in progress), reason, "
+    "opening_burn (optional, true: the opening burn was forgotten and caught before round 1 completed, "
+    "RULES.md shoe procedure: round 1's cards become burn cards and round 1 is dealt afresh)",
     "void_shoe": "void the shoe and every unfinished round in it; args: reason",
     "assign_card": "supply a card the reader did not deliver; args: card, slot (optional check), hand "
     "(optional: a held round)",

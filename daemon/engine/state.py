@@ -335,6 +335,11 @@ class TableState:
             self._ready_for_next_round(None)
         else:
             self.held.pop(hand, None)
+        if e.data.get("opening_burn"):
+            # Round 1's cards were the forgotten opening burn (they stay counted): the next round
+            # is round 1 again.
+            self.hand = hand - 1
+            self._ready_for_next_round(None)
 
     def _round_corrected(self, e: Event) -> None:
         rnd = self.round_for(e.data["hand"])

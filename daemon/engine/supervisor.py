@@ -88,10 +88,12 @@ class SupervisorCommands(EngineCore):
         return rnd
 
     def _cmd_void_round(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, {"hand", "reason"})
+        args_.check_keys(cmd.args, {"hand", "reason", "opening_burn"})
         reason = args_.opt_text(cmd.args, "reason") or ""
         st = self.state
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
+        if args_.opt_flag(cmd.args, "opening_burn"):
+            return self._void_as_opening_burn(cmd, hand, reason)
         completed = False
         if hand is not None and st.round_for(hand) is None:
             if st.last_decided is None or st.last_decided["hand"] != hand:
@@ -105,6 +107,44 @@ class SupervisorCommands(EngineCore):
                 return target
             target_hand, cards = target.hand, dict(target.cards)
         return lambda: self._void_round(cmd, target_hand, cards, reason, completed)
+
+    def _void_as_opening_burn(self, cmd: SupervisorCommand, hand: int | None, reason: str) -> Effect | str:
+        """RULES.md shoe procedure: a forgotten opening burn caught before the first round is
+        corrected on the spot (seed 002): the cards dealt as round 1 (in progress or held) are
+        burned after all, and round 1 is dealt afresh with the same hand number."""
+        st = self.state
+        if st.phase in (NO_SHOE, OVER):
+            return "no shoe is being dealt"
+        if hand not in (None, 1):
+            return "only round 1 can be turned into the opening burn"
+        if st.hand == 0:
+            return "no round has been dealt yet: the cards since the indicator are burn cards already"
+        rnd = st.round_for(1)
+        if st.hand > 1 or st.results or rnd is None:
+            return (
+                "round 1 has completed or later rounds were dealt: a forgotten opening burn now makes the "
+                "shoe invalid (RULES.md shoe procedure): void_shoe, then new_shoe"
+            )
+        cards = dict(rnd.cards)
+
+        def effect() -> None:
+            source = Source.SUPERVISOR.value
+            for alert_id in self._alerts_about(1):
+                self._clear_alert(alert_id, cmd.at, source, "round 1 burned", cmd)
+            pending = st.rescan_alert
+            if pending is not None and st.alerts[pending].get("hand") == 1:
+                self._clear_alert(pending, cmd.at, source, "round 1 burned", cmd)
+            data = {"hand": 1, "cards": cards, "reason": reason, "was_completed": False, "opening_burn": True}
+            self._emit(
+                "round_voided",
+                cmd.at,
+                source,
+                data | {"actor": cmd.actor, "command_id": cmd.command_id},
+                hand=1,
+            )
+            self._offer(1, cmd.at, source)
+
+        return effect
 
     def _is_holding(self, alert_id: str) -> bool:
         """Whether the alert keeps a round (current, held, or the next one) from completing."""
