@@ -459,7 +459,10 @@ def test_case_7_a_card_exposed_during_betting_voids_the_round() -> None:
     assert_restores(eng, events)
 
 
-def test_case_7_a_card_out_of_camera_view_voids_the_hand_and_an_exposure_can_void_the_shoe() -> None:
+def test_case_7_an_exposure_voiding_the_shoe_voids_the_round_in_progress_and_refuses_later_cards() -> None:
+    """Seed 002: a card exposed during betting may void the shoe; the supervisor's void_shoe
+    voids the round in progress, ends the shoe, later cards are refused until a new shoe.
+    (A hand voided because a card left the camera's view is the void_round of the test above.)"""
     eng = engine()
     events = start_shoe(eng)
     events += _deal(eng, NATURAL, 100)
@@ -471,7 +474,9 @@ def test_case_7_a_card_out_of_camera_view_voids_the_hand_and_an_exposure_can_voi
     refused = eng.handle(read("4h", 150))
     assert alerts(refused, "no_shoe")
     events += refused
-    assert eng.handle(cmd("new_shoe", 160, "ns"))[0].kind == "command_accepted"
+    events += eng.handle(cmd("new_shoe", 160, "ns"))
+    assert of_kind(events, "command_accepted")[-1].data["command_id"] == "ns"
+    assert_restores(eng, events)
 
 
 def test_case_8_network_failure_mid_round_the_engine_needs_no_network_and_resumes() -> None:
