@@ -169,7 +169,7 @@ class Daemon:
         cfg = self.config
         self.stats.started_at = self.clock()
         cfg.state_dir.mkdir(parents=True, exist_ok=True)
-        self.journal = Journal(cfg.journal, cfg.table_id, clock=self.clock)
+        self.journal = LoggedJournal(cfg.journal, cfg.table_id, clock=self.clock)
         history = [Event.from_dict(e.body) for e in self.journal.events()]
         self.engine = Engine.restore(cfg.table, self.loaded.variant, history)
         self._storage_full = bool(self.engine.state.storage_full)
@@ -360,7 +360,7 @@ class Daemon:
         self.stats.events += len(journaled)
         for event in journaled:
             self.stats.events_by_kind[event.kind] = self.stats.events_by_kind.get(event.kind, 0) + 1
-            self._log_event(event)
+            log_event(event)
         if events:
             self._snapshot_stale = True
             if any(event.kind in ROUND_BOUNDARY_KINDS for event in events):
@@ -471,29 +471,15 @@ class Daemon:
         log.warning("journal_storage_state", full=full, detail=detail)
         self._step(StorageState(full=full, at=self.clock(), detail=detail))
 
-    @staticmethod
-    def _log_event(event: JournaledEvent) -> None:
-        try:
-            log.info(
-                event.kind,
-                event_id=event.event_id,
-                seq=event.seq,
-                shoe_id=event.shoe_id,
-                hand=event.hand,
-                **_log_fields(event.data),
-            )
-        except Exception as exc:  # a log line must never stop the engine thread
-            log.error("log_failed", kind=event.kind, seq=event.seq, error=str(exc))
-
     def _delivery_event(self, kind: str, data: dict[str, Any]) -> None:
+        """Journal (and so log, with its event_id) an event of the service's own, then publish it."""
         assert self.journal is not None
         event = DeliveryEvent(kind=kind, at=self.clock(), data=data)
-        log.warning(kind, **_log_fields(data))
         try:
             self.journal.append_delivery_event(event)
-        except Exception as exc:
+        except Exception as exc:  # not in the stream: the log keeps all of it
             self.stats.journal_errors += 1
-            log.error("journal_write_failed", kind=kind, error=str(exc))
+            log.error("journal_write_failed", kind=kind, error=str(exc), **_log_fields(data))
             return
         self.publisher.notify()
 
@@ -763,6 +749,35 @@ _RESERVED_LOG_KEYS = frozenset(
 def _log_fields(data: dict[str, Any]) -> dict[str, Any]:
     """Event data as log fields; keys that would clash with the envelope's get a ``data_`` prefix."""
     return {(f"data_{k}" if k in _RESERVED_LOG_KEYS else k): v for k, v in data.items()}
+
+
+def log_event(event: JournaledEvent) -> None:
+    """One log line per journaled event, with ``event_id`` and ``seq``: traceable from the broker.
+
+    Alerts are logged at warning level (journald priority 4), everything else at info.
+    """
+    try:
+        emit = log.warning if event.kind == "alert_raised" else log.info
+        emit(
+            event.kind,
+            event_id=event.event_id,
+            seq=event.seq,
+            shoe_id=event.shoe_id,
+            hand=event.hand,
+            **_log_fields(event.data),
+        )
+    except Exception as exc:  # a log line must never stop the thread that stored the event
+        log.error("log_failed", kind=event.kind, seq=event.seq, error=str(exc))
+
+
+class LoggedJournal(Journal):
+    """The journal, logging every delivery-side event it stores (the publisher's alerts and
+    refused commands, the service's own alerts) like the engine's: by ``event_id``."""
+
+    def append_delivery_event(self, event: DeliveryEvent) -> JournaledEvent:
+        journaled = super().append_delivery_event(event)
+        log_event(journaled)
+        return journaled
 
 
 def install_signal_handlers(daemon: Daemon) -> None:

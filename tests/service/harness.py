@@ -89,8 +89,13 @@ class DaemonProcess:
         )
 
     def log_lines(self) -> list[dict[str, Any]]:
+        return self.read_log(self.log_path)
+
+    @staticmethod
+    def read_log(path: Path) -> list[dict[str, Any]]:
+        """The JSON log lines of a daemon's log file (a line that is not JSON kept as text)."""
         out = []
-        for line in self.log_path.read_text(errors="replace").splitlines():
+        for line in path.read_text(errors="replace").splitlines():
             try:
                 out.append(json.loads(line))
             except ValueError:
@@ -337,6 +342,32 @@ def expected_winners(plan: ShoePlan) -> list[tuple[int, str]]:
         (hand, RoundOutcome(tuple(sides["player"]), tuple(sides["banker"])).winner.value)
         for hand, sides in sorted(hands.items())
     ]
+
+
+_WALL_CLOCK_KEYS = frozenset({"at", "ts", "since", "command_id"})
+"""Data members that differ between two runs of the same shoe: times and fresh command ids."""
+
+
+def timeless(value: Any) -> Any:
+    """Event data without wall-clock times or command ids (two runs deal at different moments)."""
+    if isinstance(value, dict):
+        return {
+            k: timeless(v) for k, v in value.items() if k not in _WALL_CLOCK_KEYS and not k.endswith("_at")
+        }
+    if isinstance(value, list):
+        return [timeless(v) for v in value]
+    return value
+
+
+def comparable_stream(events: list[dict[str, Any]]) -> list[tuple[int, str, Any]]:
+    """(seq, kind, data without times) of a deduplicated stream: equal for two runs of one shoe."""
+    return [(e["seq"], e["kind"], timeless(e["data"])) for e in events]
+
+
+def untraced_events(events: list[dict[str, Any]], log: list[dict[str, Any]]) -> list[str]:
+    """``kind seq event_id`` of every published event whose ``event_id`` no daemon log line carries."""
+    logged = {line.get("event_id") for line in log}
+    return [f"{e['kind']} {e['seq']} {e['event_id']}" for e in events if e["event_id"] not in logged]
 
 
 def received_cards(events: list[dict[str, Any]]) -> list[tuple[str, str, int | None]]:

@@ -15,17 +15,20 @@ import socket
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from drivers.fixtures import FixtureStep
 from drivers.pty_device import PtyDevice
 from drivers.simulate import ShoePlan
 from tests.service.harness import (
     DaemonProcess,
     TableSubscriber,
     TcpForwarder,
+    comparable_stream,
     contract_violations,
     dealt_shoe,
     device_health,
@@ -34,6 +37,7 @@ from tests.service.harness import (
     play,
     received_cards,
     received_winners,
+    untraced_events,
     wait_until_commandable,
     wait_until_idle,
     write_config,
@@ -121,10 +125,8 @@ def test_full_shoe_arrives_as_dealt_with_sd_notify_and_clean_stop(
     assert plan.hands > 60
     log = daemon.log_lines()
     assert any(line.get("event") == "daemon_stopped" for line in log)
-    # every card, round and alert is traceable in the log by event_id
-    card_ids = {e["event_id"] for e in events if e["kind"] in ("card_dealt", "round_completed")}
-    logged_ids = {line.get("event_id") for line in log}
-    assert card_ids <= logged_ids
+    # every card, round and alert (every event) is traceable in the log by event_id
+    assert untraced_events(events, log) == []
 
 
 def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosquitto: MosquittoBroker) -> None:
@@ -172,6 +174,87 @@ def test_sigterm_mid_shoe_then_restart_continues_the_shoe(tmp_path: Path, mosqui
     hands = [e["data"]["hand"] for e in events if e["kind"] == "round_completed"]
     assert hands == list(range(1, 25))
     assert len({e["shoe_id"] for e in events if e["kind"] == "card_dealt"}) == 1  # the same shoe
+
+
+MID_ROUND_HANDS = 8
+MID_ROUND_HAND = 5
+
+
+def _received_at_least(count: int) -> Callable[[TableSubscriber], bool]:
+    return lambda s: len(s.events) >= count
+
+
+def _deal_with_sigterms(
+    tmp: Path, port: int, steps: list[FixtureStep], stop_after: list[int]
+) -> tuple[TableSubscriber, list[list[dict[str, Any]]]]:
+    """Deal ``steps``; after each step index in ``stop_after``: wait until everything read is
+    handled, SIGTERM (exit 0), start ``baccarat-edge run`` again. Returns the subscriber and
+    the stream as it stood at each stop."""
+    tmp.mkdir()
+    deal, _plan, _steps = dealt_shoe(seed=5, max_hands=MID_ROUND_HANDS)
+    shoe = PtyDevice(tmp / "baccarat-shoe")
+    config, events_key, command_key = write_config(tmp, shoe.path, port, deal)
+    subscriber = TableSubscriber(port, events_key, command_key).start()
+    refused: list[str] = []
+    at_stops: list[list[dict[str, Any]]] = []
+    bounds = [0, *(k + 1 for k in stop_after), len(steps)]
+    logs: list[Path] = []
+    try:
+        for part in range(len(bounds) - 1):
+            logs.append(tmp / f"daemon-{part}.log")
+            daemon = DaemonProcess(config, logs[-1])
+            try:
+                assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+                wait_until_commandable(daemon)
+                # pyserial drops what was written before it opened the pty: deal once it has
+                daemon.wait_for_log("device connected")
+                play(steps[bounds[part] : bounds[part + 1]], shoe, subscriber, refused)
+                wait_until_idle(daemon, shoe)
+                if part < len(bounds) - 2:
+                    journaled = _journal_events(tmp / "state" / "journal.sqlite3")
+                    assert subscriber.wait_for(_received_at_least(journaled), 30)
+                    at_stops.append(subscriber.sorted_events())
+                assert daemon.terminate() == 0
+            finally:
+                daemon.kill()
+            assert subscriber.wait_for(lambda s: s.status[-1:] == ["offline"], 10)
+    finally:
+        shoe.close()
+        subscriber.stop()
+    assert refused == []
+    assert subscriber.rejected == []
+    assert subscriber.consumer.unexplained_gaps == []
+    log = [line for path in logs for line in DaemonProcess.read_log(path)]
+    assert untraced_events(subscriber.sorted_events(), log) == []
+    return subscriber, at_stops
+
+
+def test_sigterm_mid_round_then_restart_finishes_the_same_round(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    """SIGTERM after P1 and B1 of a hand, before the round is decided: the restarted daemon
+    finishes that round from the journal with the cards still to come, and the server's
+    stream is the one an uninterrupted daemon gives (seq, kind, data), with no gap."""
+    _deal, plan, steps = dealt_shoe(seed=5, max_hands=MID_ROUND_HANDS)
+    hand = [a for a in plan.actions if a.kind == "draw" and a.hand == MID_ROUND_HAND]
+    assert [a.target.value for a in hand[:3] if a.target is not None] == ["P1", "B1", "P2"]
+    cut = (hand[1].t + hand[2].t) / 2  # after every copy of B1's frame, before P2's
+    stop_after = max(i for i, s in enumerate(steps) if s.t < cut)
+
+    calm, _ = _deal_with_sigterms(tmp_path / "calm", mosquitto.port, steps, [])
+    stopped, [at_stop] = _deal_with_sigterms(tmp_path / "stopped", mosquitto.port, steps, [stop_after])
+
+    # the stop really was mid-round: P1 and B1 of the hand dealt, the round not decided
+    cards = [e["data"] for e in at_stop if e["kind"] == "card_dealt"]
+    last_two = [(c["slot"], c.get("round")) for c in cards[-2:]]
+    assert last_two == [("P1", MID_ROUND_HAND), ("B1", MID_ROUND_HAND)]
+    assert [h for h, _ in received_winners(at_stop)] == list(range(1, MID_ROUND_HAND))
+    calm_events, stopped_events = calm.sorted_events(), stopped.sorted_events()
+    _assert_stream_matches_plan(stopped_events, plan)
+    assert stopped_events[0]["seq"] == 1
+    # the same round went on: hand 5's cards after the restart belong to the round opened before
+    assert len({e["shoe_id"] for e in stopped_events if e["kind"] == "card_dealt"}) == 1
+    assert comparable_stream(stopped_events) == comparable_stream(calm_events)
 
 
 def _alert_codes(path: Path) -> set[str]:
@@ -292,6 +375,11 @@ def test_full_journal_raises_alerts_and_the_daemon_keeps_running(
     cleared = {e["data"]["code"] for e in events if e["kind"] == "alert_cleared"}
     assert {"journal_full", "journal_full_card_refused"} <= cleared
     assert contract_violations(subscriber.payloads) == []
+    # the engine's alerts and the publisher's own are traceable in the log by event_id
+    alerts = [e for e in events if e["kind"] in ("alert_raised", "alert_cleared")]
+    assert {e["data"]["code"] for e in alerts} >= {"journal_full", "journal_full_card_refused"}
+    assert untraced_events(alerts, daemon.log_lines()) == []
+    assert untraced_events(events, daemon.log_lines()) == []
 
 
 def test_missing_device_is_an_alert_and_the_daemon_waits_for_it(
@@ -318,6 +406,12 @@ def test_missing_device_is_an_alert_and_the_daemon_waits_for_it(
         subscriber.stop()
         if shoe is not None:
             shoe.close()
+    alerts = [e for e in subscriber.sorted_events() if e["kind"] in ("alert_raised", "alert_cleared")]
+    assert [(e["kind"], e["data"]["code"]) for e in alerts] == [
+        ("alert_raised", "reader_disconnected"),
+        ("alert_cleared", "reader_disconnected"),
+    ]
+    assert untraced_events(alerts, daemon.log_lines()) == []
 
 
 def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
@@ -382,3 +476,6 @@ def test_lock_and_unlock_reach_the_shoe_and_its_answer_comes_back(
     assert nak["details"]["reader_code"] == 21  # the NAK's reason code
     assert no_answer["details"]["command_id"] == silent["command_id"]
     assert "no answer" in no_answer["details"]["detail"]
+    alerts = [e for e in events if e["kind"] == "alert_raised"]
+    assert len(alerts) == 2
+    assert untraced_events(events, daemon.log_lines()) == []
