@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 
 
@@ -80,10 +82,15 @@ class PubackProxy:
 
     :meth:`fail_next` makes the next ``count`` PUBACKs for PUBLISHes whose topic satisfies
     ``topic_filter`` carry ``code`` instead of success; :meth:`refuse_seq` refuses the copies
-    of one event (by its JSON ``seq``) a number of times, whatever else goes through."""
+    of one event (by its JSON ``seq``) a number of times, whatever else goes through.
 
-    def __init__(self, target_port: int) -> None:
+    ``broker_latency_s`` delays every packet from the broker by that much (in order, without
+    limiting throughput): a PUBACK then reaches the client well after the broker forwarded
+    the message to its subscribers, a window in which a crash test can kill the client."""
+
+    def __init__(self, target_port: int, broker_latency_s: float = 0.0) -> None:
         self.target_port = target_port
+        self.broker_latency_s = broker_latency_s
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
@@ -128,18 +135,53 @@ class PubackProxy:
             broker = socket.create_connection(("127.0.0.1", self.target_port))
             self._sockets += [client, broker]
             threading.Thread(target=self._pipe, args=(client, broker, self._from_client), daemon=True).start()
-            threading.Thread(target=self._pipe, args=(broker, client, self._from_broker), daemon=True).start()
+            latency = self.broker_latency_s
+            threading.Thread(
+                target=self._pipe, args=(broker, client, self._from_broker, latency), daemon=True
+            ).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket, rewrite: Callable[[bytes], bytes]) -> None:
+    def _pipe(
+        self,
+        source: socket.socket,
+        sink: socket.socket,
+        rewrite: Callable[[bytes], bytes],
+        latency: float = 0.0,
+    ) -> None:
+        delayed: queue.Queue[tuple[float, bytes] | None] | None = None
+        if latency > 0:
+            delayed = queue.Queue()
+            threading.Thread(target=self._send_delayed, args=(delayed, source, sink), daemon=True).start()
         while True:
             packet = _read_packet(source)
             if packet is None:
                 break
+            if delayed is not None:
+                delayed.put((time.monotonic() + latency, rewrite(packet)))
+                continue
             try:
                 sink.sendall(rewrite(packet))
             except OSError:
                 break
-        for sock in (source, sink):
+        if delayed is not None:
+            delayed.put(None)
+            return  # the sender shuts both down once the delayed packets went out
+        self._shutdown(source, sink)
+
+    def _send_delayed(
+        self, delayed: queue.Queue[tuple[float, bytes] | None], source: socket.socket, sink: socket.socket
+    ) -> None:
+        while (item := delayed.get()) is not None:
+            due, packet = item
+            time.sleep(max(0.0, due - time.monotonic()))
+            try:
+                sink.sendall(packet)
+            except OSError:
+                break
+        self._shutdown(source, sink)
+
+    @staticmethod
+    def _shutdown(*sockets: socket.socket) -> None:
+        for sock in sockets:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
 
