@@ -95,6 +95,7 @@ class EngineCore:
         self._needs_die = variant.needs_super_round_die
         self._out: list[Event] = []
         self._now = 0.0
+        self._pull_gap_raised = False  # within one ``handle``: a pull's gap opened a rescan
 
     def _use_shoe(self, data: dict[str, Any]) -> None:
         """Deal the shoe a ``shoe_started`` event describes with its own decks and variant."""

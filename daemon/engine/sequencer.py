@@ -99,6 +99,7 @@ class ReadSequencer(EngineCore):
         cards wait below it, and ``missing_card`` holds the round (or the next one).
         """
         st = self.state
+        self._pull_gap_raised = True
         hand = st.round.hand if st.round is not None else None
         source = held[0]["source"]
         waiting = [{"position": r["position"], "card": r["card"]} for r in held]

@@ -100,6 +100,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
                 self._alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM.value, **differs)
         st = self.state
         rescan_before = st.rescan_alert
+        self._pull_gap_raised = False
         if st.held_reads:
             self._expire_pulls(inp.at)
         if isinstance(inp, CardRead):
@@ -128,7 +129,9 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._on_storage(inp)
         elif isinstance(inp, Tick):
             pass  # expiry above is all a tick does
-        if rescan_before is not None and st.rescan_alert is None and st.held_reads:
+        # A rescan open before this input, or raised by it for a pull's gap, and now closed:
+        # the cards held below the missing one follow.
+        if (rescan_before is not None or self._pull_gap_raised) and st.rescan_alert is None and st.held_reads:
             for device in self._held_devices():
                 self._release_by_target(device)
                 self._release_all(device, "rescanned")

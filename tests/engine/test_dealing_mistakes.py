@@ -163,6 +163,24 @@ def test_case_3_and_5_a_pull_whose_top_card_never_arrives_is_missing_not_guessed
     assert_restores(eng, events)
 
 
+def test_case_3_and_5_the_card_that_ends_a_pulls_window_is_the_missing_card_and_the_pull_follows_it() -> None:
+    """The read that makes the window run out (no tick in between) is taken as the missing top
+    card, and the cards held below it follow at once, in position order."""
+    eng = engine(pull_hold_window_s=0.3)
+    events = start_shoe(eng)
+    events += feed(eng, [read("2d", 100.0, position=3), read("3c", 100.01, position=2)])
+    out = eng.handle(read("4h", 101.0))
+    events += out
+    assert [a.data["code"] for a in alerts(out)] == ["missing_card", "rescan_needed"]
+    assert [(e.data["slot"], e.data["card"]) for e in of_kind(out, "card_dealt")] == [
+        ("P1", "4h"),
+        ("B1", "3c"),
+        ("P2", "2d"),
+    ]
+    assert eng.snapshot()["reads_waiting_in_pull"] == 0
+    assert_restores(eng, events)
+
+
 def _targeted(cards: Sequence[tuple[str, str, float]]) -> list[CardRead]:
     """Reads from a shoe that names each card's slot (Angel Eye target/index), no position."""
     return [read(code, at, target=DeviceTarget(slot), transmission_id=f"t{at}") for code, slot, at in cards]

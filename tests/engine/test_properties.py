@@ -1,22 +1,32 @@
 """Property tests: faults injected into dealt shoes, and arbitrary input streams.
 
-Whatever arrives (double pulls, extra cards, misreads, duplicates, foreign and
-over-composition cards, garbage order, device noise, malformed commands), the
+Whatever arrives (double pulls, pulls missing a card, extra cards, misreads, duplicates,
+foreign and over-composition cards, garbage order, device noise, malformed commands), the
 engine never raises, never publishes an illegal or incomplete round, never lets a
 card exceed the shoe's composition, answers every command exactly once, and its
 state is always the fold of its events.
+
+With faults injected into a dealt shoe, every completed round is also the reference
+dealer's round for the same physical cards (``_physical_cards``: the cards that came out
+of the shoe, in the order they came out, whether the reader reported them or not), starting
+right after the last card (in shoe order) the engine dealt before the round opened, unless something that
+tells a supervisor the engine's model may be off covers it: a holding alert, a rescan, a
+journal-full refusal, a void, a correction, or a card the camera or a supervisor supplied.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS
+from daemon.cards import ALL_CARDS, Card
+from daemon.engine.alerts import HOLDING_CODES
 from daemon.engine.events import Event
 from daemon.engine.inputs import (
     CardRead,
@@ -38,7 +48,7 @@ from daemon.engine.inputs import (
 )
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
-from tests.engine.reference import deal_shoe, shuffled_shoe
+from tests.engine.reference import CARD_GAP, deal_round, deal_shoe, shuffled_shoe
 from tests.engine.support import assert_legal, assert_restores, variant
 
 FAULTS = [
@@ -46,6 +56,7 @@ FAULTS = [
     "camera",
     "dup",
     "pull",
+    "lost",
     "misread",
     "extra",
     "foreign",
@@ -108,21 +119,42 @@ def _random_command(rng: random.Random, at: float, n: int) -> SupervisorCommand:
     return SupervisorCommand(action, at, "fuzz", f"cmd-{n}", args)
 
 
-def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) -> list[EngineInput]:
+def _run_of_reads(out: list[EngineInput], i: int, k: int) -> list[CardRead]:
+    """Up to ``k`` reads from ``out[i]`` that a dealer could pull together: consecutive card reads
+    of one run (one round, or a burn run), no betting interval between them; else []."""
+    group = out[i : i + k]
+    reads = [x for x in group if isinstance(x, CardRead) and x.source is Source.READER and x.position is None]
+    if len(reads) < 2 or len(reads) != len(group):
+        return []
+    if any(b.at - a.at != CARD_GAP for a, b in itertools.pairwise(reads)):
+        return []
+    return reads
+
+
+def _inject(
+    inputs: list[EngineInput], rng: random.Random, faults: list[str]
+) -> tuple[list[EngineInput], dict[str, list[CardRead]]]:
+    """The inputs with ``faults`` injected, and the pulled cards the reader never reported
+    (by pull tag: a pull's reads carry ``raw = "pull<n>"``)."""
     out = list(inputs)
+    lost: dict[str, list[CardRead]] = {}
     for n, fault in enumerate(faults):
         i = rng.randrange(1, len(out))
         here = out[i]
         at = here.at
         if fault == "dup" and isinstance(here, CardRead):
             out.insert(i + 1, here)
-        elif fault == "pull":
-            k = rng.randint(2, 3)
-            group = [x for x in out[i : i + k] if isinstance(x, CardRead)]
+        elif fault in ("pull", "lost"):
+            group = _run_of_reads(out, i, rng.randint(2, 3))
+            if not group:
+                continue
+            tag = f"pull{n}"
             pulled = [
-                CardRead(x.card, at + 0.01 * j, position=j + 1, transmission_id=x.transmission_id)
+                CardRead(x.card, at + 0.01 * j, position=j + 1, transmission_id=x.transmission_id, raw=tag)
                 for j, x in enumerate(group)
             ]
+            if fault == "lost":  # the reader never reports one card above the bottom one
+                lost[tag] = [pulled.pop(rng.randrange(len(pulled) - 1))]
             rng.shuffle(pulled)
             out[i : i + len(group)] = pulled
         elif fault == "misread":
@@ -132,9 +164,11 @@ def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) ->
             for _ in range(1 if fault == "extra" else rng.randint(1, 9)):
                 out.insert(i, CardRead(card, at - 0.05, transmission_id=f"x{n}"))
         elif fault == "garbage":
+            # Inputs arrive in another order (their times stay in order: the clock runs forward).
             window = out[i : i + 3]
+            times = [x.at for x in window]
             rng.shuffle(window)
-            out[i : i + 3] = window
+            out[i : i + 3] = [replace(x, at=t) for x, t in zip(window, times, strict=True)]
         elif fault == "tick":
             out.insert(i, Tick(at + rng.random()))
         elif fault == "cut":
@@ -155,9 +189,7 @@ def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) ->
             out.insert(i, StorageState(True, at - 0.03, "disk full"))
             out.insert(i + rng.randint(1, 6), StorageState(False, at + 0.5))
         elif fault == "target" and isinstance(here, CardRead):
-            out[i] = CardRead(
-                here.card, at, target=rng.choice(list(DeviceTarget)), transmission_id=here.transmission_id
-            )
+            out[i] = replace(here, target=rng.choice(list(DeviceTarget)))
         elif fault == "camera":
             card = here.card if isinstance(here, CardRead) and rng.random() < 0.7 else rng.choice(ALL_CARDS)
             slot = rng.choice(
@@ -167,7 +199,82 @@ def _inject(inputs: list[EngineInput], rng: random.Random, faults: list[str]) ->
                 card, at + 0.3, source=Source.CAMERA, device="camera", target=slot, confidence=rng.random()
             )
             out.insert(i + 1, camera)
+    return out, lost
+
+
+def _physical_cards(
+    inputs: list[EngineInput], lost: dict[str, list[CardRead]]
+) -> list[tuple[str | None, str]]:
+    """The cards that physically came out of the shoe, in order, as (transmission id, card).
+
+    Reader reads in arrival order, a resend (same transmission id and card) once; a pull's cards
+    (tagged ``pull<n>``) at its first read's place, in position order, with any card the reader
+    never reported. Camera reads and cards drawn outside the game are not layout cards.
+    """
+    pulls: dict[str, list[CardRead]] = {tag: list(cards) for tag, cards in lost.items()}
+    for x in inputs:
+        if isinstance(x, CardRead) and x.raw is not None and x.raw.startswith("pull"):
+            pulls.setdefault(x.raw, []).append(x)
+    out: list[tuple[str | None, str]] = []
+    seen: set[tuple[str | None, str]] = set()
+    for x in inputs:
+        if not isinstance(x, CardRead) or x.source is not Source.READER:
+            continue
+        group = [x]
+        if x.raw in pulls:
+            group = sorted(pulls.pop(x.raw), key=lambda r: r.position or 0)
+        elif x.raw is not None and x.raw.startswith("pull"):
+            continue  # a later read of a pull placed already
+        for r in group:
+            key = (r.transmission_id, r.card.code)
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
     return out
+
+
+# What tells a supervisor the engine's model may differ from the layout.
+_COVERING_ALERTS = HOLDING_CODES | {"rescan_needed", "journal_full_card_refused"}
+_COVERING_KINDS = {"round_voided", "round_corrected", "shoe_started", "shoe_voided"}
+
+
+def _covers(event: Event) -> bool:
+    if event.kind == "alert_raised":
+        return event.data["code"] in _COVERING_ALERTS
+    return event.kind in _COVERING_KINDS
+
+
+def assert_rounds_are_the_physical_ones(events: list[Event], physical: list[tuple[str | None, str]]) -> None:
+    """Every completed round not covered (see the module docstring) is the reference dealer's
+    round from the physical card after the last card (in shoe order) the engine dealt before it
+    opened."""
+    index = {key: n for n, key in enumerate(physical)}
+    last: int | None = None  # physical index of the last card (in shoe order) the engine dealt
+    last_at = 0  # and the index of its event
+    rounds: dict[tuple[str | None, int], tuple[int | None, int, list[tuple[str, int | None]]]] = {}
+    for n, e in enumerate(events):
+        if e.kind == "round_opened":
+            rounds[(e.shoe_id, e.data["hand"])] = (last, last_at, [])
+        elif e.kind == "card_dealt":
+            read = e.data.get("read")
+            found = None
+            if read is not None and read["source"] == "reader":
+                found = index.get((read["transmission_id"], read["card"]))
+            if "round" in e.data and (e.shoe_id, e.data["round"]) in rounds:
+                rounds[(e.shoe_id, e.data["round"])][2].append((e.data["slot"], found))
+            if found is not None and (last is None or found > last):
+                last, last_at = found, n
+        elif e.kind == "round_completed" and (e.shoe_id, e.data["hand"]) in rounds:
+            anchor, since, cards = rounds[(e.shoe_id, e.data["hand"])]
+            if anchor is None or any(_covers(x) for x in events[since:n]) or any(i is None for _, i in cards):
+                continue
+            start = anchor + 1
+            dealt = deal_round([Card.parse(code) for _, code in physical[start:]])
+            expected = [(slot, start + k) for k, (slot, _) in enumerate(dealt)]
+            assert cards == expected, (
+                f"hand {e.hand} of {e.shoe_id} settled {e.data['cards']} with no alert or void, but the "
+                f"cards from the shoe were {[physical[i][1] for i in range(start, start + len(dealt))]}"
+            )
 
 
 def _run_checked(eng: Engine, inputs: list[EngineInput]) -> list[Event]:
@@ -208,8 +315,10 @@ def test_injected_faults_never_yield_an_illegal_round(
     cut_at = rng.randint(len(cards) - 40, len(cards) - 22)
     clean = deal_shoe(cfg, variant(variant_name), cards, cut_at, dies=rng).inputs
     eng = Engine(cfg, variant(variant_name))
-    events = _run_checked(eng, _inject(clean, rng, faults))
+    inputs, lost = _inject(clean, rng, faults)
+    events = _run_checked(eng, inputs)
     assert_legal(events, decks)
+    assert_rounds_are_the_physical_ones(events, _physical_cards(inputs, lost))
     assert_restores(eng, events)
 
 
