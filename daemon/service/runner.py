@@ -40,6 +40,7 @@ import queue
 import signal
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,32 @@ JOURNAL_RETRY_INITIAL_S = 0.05
 JOURNAL_RETRY_MAX_S = 2.0
 STORAGE_CHECK_INTERVAL_S = 1.0
 """How often an idle engine thread re-checks the journal's capacity (a card checks at once)."""
+OUTAGE_REPORT_RETRY_S = 1.0
+"""How often an idle engine thread retries journaling a ``journal_recovered`` alert that failed."""
+JOURNAL_RECOVERED_ALERT = "journal_recovered"
+
+
+@dataclass(slots=True)
+class _JournalOutage:
+    """A spell of failing journal appends, reported as one alert once the journal works again.
+
+    While it lasts nothing can be journaled (so nothing published): only the log and health
+    know. When an input is stored again the outage becomes ``recovered``; the alert that
+    tells the stream is journaled next. Should that append fail too, the outage stays open
+    and a later failing spell is folded into the same report.
+    """
+
+    since_wall: float
+    since_mono: float
+    errors_before: int
+    first_error: str
+    until_mono: float | None = None
+    inputs_waited: int = 0
+    spells: int = 1
+
+    @property
+    def recovered(self) -> bool:
+        return self.until_mono is not None
 
 
 @dataclass(slots=True)
@@ -153,6 +180,8 @@ class Daemon:
         self.reader_commands = ReaderCommandWorker(lambda: self.drivers, self.submit, self.clock)
         self._queue_deep = False
         self._journal_failing_since: float | None = None
+        self._outage: _JournalOutage | None = None  # not yet reported in the event stream
+        self._outage_report_tried = 0.0
         self._storage_full = False
         self._storage_checked = 0.0
         self._stopping = threading.Event()
@@ -324,6 +353,7 @@ class Daemon:
                     continue
                 self._update_storage_state(item)
                 self._step(item)
+                self._report_outage_when_due(item)
                 if not isinstance(item, Tick):
                     self.stats.processed += 1
                 if self._snapshot_stale and time.monotonic() >= self._snapshot_due_at:
@@ -401,6 +431,7 @@ class Daemon:
                     backoff = Backoff(JOURNAL_RETRY_INITIAL_S, JOURNAL_RETRY_MAX_S)
                     if self._journal_failing_since is None:
                         self._journal_failing_since = time.monotonic()
+                        self._outage_started(str(exc))
                         log.error(
                             "journal_failing",
                             input=type(inp).__name__,
@@ -423,7 +454,76 @@ class Daemon:
                     errors=self.stats.journal_errors,
                 )
                 self._journal_failing_since = None
+                if self._outage is not None:
+                    self._outage.until_mono = time.monotonic()
+                    # the engine thread was stuck on this input: nothing left the queue meanwhile
+                    waited = 1 + self._inputs_queued()
+                    self._outage.inputs_waited = max(self._outage.inputs_waited, waited)
             return journaled
+
+    def _inputs_queued(self) -> int:
+        """Inputs and commands in the queue (not the barriers and stop markers among them)."""
+        with self.queue.mutex:
+            return sum(1 for item in self.queue.queue if not isinstance(item, _Barrier | _Stop))
+
+    def _outage_started(self, error: str) -> None:
+        if self._outage is None:
+            self._outage = _JournalOutage(
+                since_wall=self.clock(),
+                since_mono=time.monotonic(),
+                errors_before=self.stats.journal_errors - 1,
+                first_error=error,
+            )
+        else:  # the last outage's report is not journaled yet: one report for both
+            self._outage.until_mono = None
+            self._outage.spells += 1
+
+    def _report_outage_when_due(self, item: QueueItem) -> None:
+        """After a stored input, or on an idle tick at most every OUTAGE_REPORT_RETRY_S."""
+        if self._outage is None or not self._outage.recovered:
+            return
+        if isinstance(item, Tick) and time.monotonic() - self._outage_report_tried < OUTAGE_REPORT_RETRY_S:
+            return
+        self._report_outage()
+
+    def _report_outage(self) -> None:
+        """Journal one ``journal_recovered`` alert for a journal outage that is over.
+
+        Engine thread only, after an input was stored again. The alert is a report of
+        something past: it is never cleared (like ``mqtt_dead_letter``).
+        """
+        outage = self._outage
+        if outage is None or outage.until_mono is None or self._abandoned:
+            return
+        assert self.journal is not None
+        self._outage_report_tried = time.monotonic()
+        failed_for = round(outage.until_mono - outage.since_mono, 3)
+        errors = self.stats.journal_errors - outage.errors_before
+        data = {
+            "alert_id": f"journal-{uuid.uuid4().hex[:12]}",
+            "code": JOURNAL_RECOVERED_ALERT,
+            "severity": "warning",
+            "message": f"the journal could not store anything for {failed_for:.1f} s "
+            f"({outage.first_error}); {outage.inputs_waited} input(s) waited in memory and were "
+            "then stored in the order they arrived: nothing was lost, events of that time were "
+            "published late",
+            "failed_since": outage.since_wall,
+            "failed_for_s": failed_for,
+            "inputs_waited": outage.inputs_waited,
+            "failed_appends": errors,
+            "spells": outage.spells,
+            "error": outage.first_error,
+        }
+        try:
+            self.journal.append_delivery_event(DeliveryEvent(kind="alert_raised", at=self.clock(), data=data))
+        except Exception as exc:  # tried again after the next stored input or idle second
+            self.stats.journal_errors += 1
+            log.error(
+                "journal_write_failed", kind="alert_raised", error=str(exc), code=JOURNAL_RECOVERED_ALERT
+            )
+            return
+        self._outage = None
+        self.publisher.notify()
 
     def _not_stored(self, inp: EngineInput, why: str) -> None:
         """Shutdown with a failing journal: the input is lost, so the log keeps all of it."""
