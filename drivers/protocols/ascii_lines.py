@@ -18,6 +18,7 @@ from drivers.protocols.frames import DecodedFrame, hex_raw
 
 RAW_KEEP = 256
 """At most this many bytes of an overlong line are kept for the audit trail."""
+_BLANKS = b" \t\r\x0b\x0c"  # blanks around a code; every other byte below 0x20 is refused
 
 
 class AsciiLineSettings(BaseModel):
@@ -93,10 +94,12 @@ class AsciiLineDecoder:
             return DecodedFrame(
                 raw=raw, rejected=f"line of {length} bytes exceeds {self.settings.max_line_length}"
             )
-        if not body.strip():
+        # Only real blanks are trimmed: str.strip() would also drop the control characters
+        # 0x1C-0x1F and read a card in b"\x1fS08", which is refused like any control byte.
+        if not body.strip(_BLANKS):
             return None
         try:
-            text = body.decode("ascii").strip()
+            text = body.decode("ascii").strip(_BLANKS.decode())
         except UnicodeDecodeError:
             return self._unreadable(raw, at, "line holds non-ASCII bytes")
         if not text.isprintable():

@@ -148,6 +148,9 @@ class HidWedgeDecoder:
             if key in ENTER_KEYS:
                 out.append(self._finish(at))
                 continue
+            if not self._raw:
+                # A code begun after an Enter in this same report: its audit bytes start here.
+                self._raw += report
             char = (_SHIFTED if shifted else _PLAIN).get(key)
             if char is None:
                 self._problem = self._problem or f"key usage 0x{key:02X} types no character"

@@ -146,10 +146,6 @@ def decoded_per_report(reports: list[bytes]) -> list[list[Card | None]]:
     for rep in reports:
         frames = decoder.feed(rep, 0.0)
         out.append([f.input.card if isinstance(f.input, CardRead) else None for f in frames])
-        if len(frames) > 1:
-            # A second code typed and ended within one report (two Enter usages in it, which a
-            # wedge never sends) keeps no audit bytes in the decoder: reported, not checked here.
-            continue
         for frame in frames:
             if isinstance(frame.input, CardRead):
                 # the reports the card came from are kept for audit (up to RAW_KEEP bytes)
@@ -214,3 +210,15 @@ def test_fuzz_report_streams_cut_anywhere_give_the_same_frames(
     assert [f["input"]["card"] for f in frames if f.get("input", {}).get("type") == "CardRead"] == [
         card.code for per_report in oracle_codes(_as_reports(data)) for card in per_report if card is not None
     ]
+
+
+def test_a_code_begun_after_an_enter_in_the_same_report_keeps_that_report_for_audit() -> None:
+    # Enter, A, C, Enter in one report (no wedge sends this; a broken one might): the empty
+    # Enter is rejected, the code after it names a card whose audit bytes are that report.
+    report = bytes([0, 0, 0x28, 0x04, 0x06, 0x28, 0, 0])
+    frames = HidWedgeDecoder().feed(report, 1.0)
+    assert [f.rejected for f in frames] == ["Enter with no code typed", None]
+    card = frames[1].input
+    assert isinstance(card, CardRead)
+    assert card.card == Card.parse("Ac")
+    assert frames[1].raw == report
