@@ -20,6 +20,7 @@ from daemon.cards import ALL_CARDS, Card
 from daemon.engine.inputs import (
     CardRead,
     CutCardDrawn,
+    DeviceTarget,
     EngineInput,
     ShoeVerdict,
     SupervisorCommand,
@@ -161,29 +162,36 @@ def deal_shoe(
     cut_at: int,
     shoe_id: str = "S1",
     dies: random.Random | None = None,
+    started_by_device: bool = False,
 ) -> Dealt:
     """A whole clean shoe: new_shoe, indicator, burn, rounds until the cut card's last round.
 
     ``cut_at`` is the index in ``cards`` before which the cut card comes out.
+    ``started_by_device``: no new_shoe command; the reader marks the indicator as the shoe's
+    first card (``device_starts_shoe``), and the shoe id is the engine's own
+    ``shoe-1-<indicator time in ms>``.
     """
     out = Dealt()
     t = 100.0
     hand = 0
+    if started_by_device:
+        shoe_id = f"shoe-1-{round((t + CARD_GAP) * 1000)}"
 
     def ev(kind: str, hand_: int | None, shoe: str | None = shoe_id, **data: Any) -> None:
         out.expected.append({"kind": kind, "shoe_id": shoe, "hand": hand_, "data": data})
 
-    out.inputs.append(SupervisorCommand("new_shoe", t, "sup", "cmd-shoe", {"shoe_id": shoe_id}))
-    ev("command_accepted", None, None, command_id="cmd-shoe", action="new_shoe", actor="sup", reason=None)
+    if not started_by_device:
+        out.inputs.append(SupervisorCommand("new_shoe", t, "sup", "cmd-shoe", {"shoe_id": shoe_id}))
+        ev("command_accepted", None, None, command_id="cmd-shoe", action="new_shoe", actor="sup", reason=None)
     ev(
         "shoe_started",
         None,
         shoe_id=shoe_id,
         decks=settings.decks,
         variant=variant.name,
-        started_by="supervisor",
-        actor="sup",
-        command_id="cmd-shoe",
+        started_by="device" if started_by_device else "supervisor",
+        actor=None if started_by_device else "sup",
+        command_id=None if started_by_device else "cmd-shoe",
     )
     i = 0
     cut_seen = False
@@ -200,7 +208,8 @@ def deal_shoe(
             last_hand = during if (during is not None and finish) else (during or hand) + 1
             ev("cut_card", during, during_hand=during, policy=settings.cut_card_policy.value, device="reader")
             ev("last_round", last_hand, hand=last_hand)
-        out.inputs.append(CardRead(cards[i], t, transmission_id=f"tx{i}"))
+        target = DeviceTarget.FIRST_CARD if started_by_device and kind_slot == "indicator" else None
+        out.inputs.append(CardRead(cards[i], t, target=target, transmission_id=f"tx{i}"))
         i += 1
 
     indicator = cards[0]

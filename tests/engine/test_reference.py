@@ -13,13 +13,18 @@ from hypothesis import strategies as st
 from daemon.engine.inputs import CardRead, DeviceTarget, EngineInput
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
-from tests.engine.reference import CARD_GAP, Dealt, deal_shoe, project, shuffled_shoe
+from tests.engine.reference import CARD_GAP, ROUND_GAP, Dealt, deal_shoe, project, shuffled_shoe
 from tests.engine.support import assert_legal, assert_restores, variant
 
 VARIANTS = ["standard", "no-commission", "ez", "tiger", "super-98", "cow-cow", "seed-000"]
 
+# Timing settings the reference models: the unneeded-card window is shorter than the betting
+# interval between rounds (ROUND_GAP + CARD_GAP, so no clean card is unneeded; 0 disables it),
+# a pull's window is longer than the spread of its reads (at most 0.04 s here) and shorter than
+# the time to the next pull (CARD_GAP: a longer one cannot tell two pulls apart), a resend comes
+# 0.01 s after its read (dropped while the duplicate window is open).
 table_settings = st.builds(
-    lambda decks, counts, ace, face, per_round, per_round_cards, policy, verdict: (
+    lambda decks, counts, ace, face, per_round, per_round_cards, policy, verdict, timing: (
         TableSettings.model_validate(
             {
                 "decks": decks,
@@ -28,6 +33,7 @@ table_settings = st.builds(
                 "round_burn_cards": per_round_cards,
                 "cut_card_policy": policy,
                 "await_device_verdict": verdict,
+                **timing,
             }
         )
     ),
@@ -39,24 +45,59 @@ table_settings = st.builds(
     st.sampled_from([1, 2]),
     st.sampled_from(["finish_current_round", "one_more_round"]),
     st.booleans(),
+    st.fixed_dictionaries(
+        {
+            "unneeded_card_window_s": st.sampled_from([0.0, 1.5, 5.0, ROUND_GAP]),
+            "device_starts_shoe": st.booleans(),
+            "pull_hold_window_s": st.sampled_from([0.05, 0.3, 0.9]),
+            "duplicate_window_s": st.sampled_from([0.05, 2.0, 30.0]),
+            "duplicate_memory": st.sampled_from([1, 8, 64]),
+        }
+    ),
 )
 
 
-def _deal(cfg: TableSettings, variant_name: str, seed: int):
+def _deal(cfg: TableSettings, variant_name: str, seed: int) -> Dealt:
+    """A clean shoe; started by the reader's first-card mark when ``device_starts_shoe``."""
     rng = random.Random(seed)
     cards = shuffled_shoe(cfg.decks, rng)
     first_round = 1 + cfg.burn_count(int(cards[0].rank)) + 1
     lo, hi = max(first_round, len(cards) - 90), len(cards) - 22
-    return deal_shoe(cfg, variant(variant_name), cards, rng.randint(lo, hi), dies=rng)
+    return deal_shoe(
+        cfg,
+        variant(variant_name),
+        cards,
+        rng.randint(lo, hi),
+        dies=rng,
+        started_by_device=cfg.device_starts_shoe,
+    )
+
+
+def _with_resends(inputs: list[EngineInput], rng: random.Random) -> list[EngineInput]:
+    """Some reads sent twice by the shoe (same transmission id and card, 0.01 s later)."""
+    out: list[EngineInput] = []
+    for x in inputs:
+        out.append(x)
+        if isinstance(x, CardRead) and rng.random() < 0.2:
+            out.append(replace(x, at=x.at + 0.01))
+    return out
 
 
 @settings(max_examples=80)
-@given(cfg=table_settings, variant_name=st.sampled_from(VARIANTS), seed=st.integers(0, 2**32))
-def test_engine_events_equal_the_reference_dealers(cfg: TableSettings, variant_name: str, seed: int) -> None:
+@given(
+    cfg=table_settings,
+    variant_name=st.sampled_from(VARIANTS),
+    seed=st.integers(0, 2**32),
+    resends=st.booleans(),
+)
+def test_engine_events_equal_the_reference_dealers(
+    cfg: TableSettings, variant_name: str, seed: int, resends: bool
+) -> None:
     dealt = _deal(cfg, variant_name, seed)
     eng = Engine(cfg, variant(variant_name))
+    inputs = _with_resends(dealt.inputs, random.Random(seed)) if resends else dealt.inputs
     events = []
-    for inp in dealt.inputs:
+    for inp in inputs:
         events.extend(eng.handle(inp))
     assert [project(e) for e in events] == dealt.expected
     assert_legal(events, cfg.decks)
@@ -110,9 +151,7 @@ def _as_pulls(inputs: list[EngineInput], rng: random.Random) -> list[EngineInput
             continue
         first = group[0].at
         pulled: list[EngineInput] = [
-            CardRead(x.card, first, position=n + 1, transmission_id=x.transmission_id)
-            for n, x in enumerate(group)
-            if isinstance(x, CardRead)
+            replace(x, at=first, position=n + 1) for n, x in enumerate(group) if isinstance(x, CardRead)
         ]
         rng.shuffle(pulled)
         out.extend(pulled)
