@@ -8,8 +8,8 @@ is within ``stall_after`` seconds.
 What a sign of life is depends on the worker (``Daemon._register_probe``):
 
 * the engine thread beats on every turn of its loop (inputs, idle ticks, journal retries);
-* a worker with ``last_progress()`` (the reader drivers, the publisher's drain loop)
-  reports its loop's last turn. An idle shoe or an unreachable broker still turns the
+* a worker with ``last_progress()`` (the reader drivers, the publisher's drain loop, the
+  reader-command worker) reports its loop's last turn. An idle shoe or an unreachable broker still turns the
   loop (read timeouts, reconnect waits in slices), a loop blocked in a read, a sink or
   a socket call does not, so it stops the pings although its thread lives;
 * any other worker (e.g. the camera) counts as progressing while its thread(s) live and

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,9 @@ log = structlog.get_logger("baccarat_edge.reader_commands")
 ReplyFn = Callable[..., None]
 LOCK_CODES: dict[str, int] = {"lock": 2, "unlock": 1}
 """Angel Eye ``LK`` data: 2 locks the shoe, 1 unlocks it."""
+
+IDLE_SLICE_S = 1.0
+"""Longest an idle worker loop goes without a turn (its watchdog sign of life)."""
 
 _DONE_KIND = {"lock": ReaderSignalKind.LOCKED, "unlock": ReaderSignalKind.UNLOCKED}
 
@@ -80,10 +84,12 @@ class ReaderCommandWorker:
         self._timeout = timeout
         self._queue: queue.Queue[ReaderRequest | _Stop] = queue.Queue()
         self._thread: threading.Thread | None = None
+        self._progress: float | None = None  # time.monotonic() of the loop's last turn
         self.performed = 0
 
     def start(self) -> None:
         if self._thread is None:
+            self._progress = time.monotonic()
             self._thread = threading.Thread(target=self._run, name="reader-commands", daemon=True)
             self._thread.start()
 
@@ -97,6 +103,18 @@ class ReaderCommandWorker:
         """Queue a journaled request (called by the engine thread; never blocks)."""
         self._queue.put(request)
 
+    def last_progress(self) -> float | None:
+        """``time.monotonic()`` of the worker loop's last turn; None when its thread is not running.
+
+        The idle loop turns every :data:`IDLE_SLICE_S`, and a command turns it before and after
+        each reader it is sent to (each bounded by the reader timeout), so only a loop blocked in
+        a driver's ``send_command`` or in a reply falls behind, and the watchdog sees it.
+        """
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return None
+        return self._progress
+
     def health(self) -> dict[str, Any]:
         return {
             "running": self._thread is not None and self._thread.is_alive(),
@@ -106,7 +124,11 @@ class ReaderCommandWorker:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            self._progress = time.monotonic()
+            try:
+                item = self._queue.get(timeout=IDLE_SLICE_S)
+            except queue.Empty:
+                continue
             if isinstance(item, _Stop):
                 return
             try:
@@ -126,7 +148,9 @@ class ReaderCommandWorker:
             return
         failures: list[str] = []
         for name, driver in targets:
+            self._progress = time.monotonic()
             detail, code = self._send(name, driver, action)
+            self._progress = time.monotonic()
             at = self._clock()
             if detail is None:
                 self._submit(

@@ -266,12 +266,13 @@ class Daemon:
     def _register_probe(self, name: str, worker: Any) -> None:
         """Watch ``worker`` through its ``last_progress()`` when it has one, else its threads.
 
-        ``last_progress()`` (reader drivers, the publisher) is the ``time.monotonic()`` of its
+        ``last_progress()`` (reader drivers, the publisher, the reader-command worker) is the
+        ``time.monotonic()`` of its
         loop's last turn, or None when not running: a loop blocked in a read, a sink or a
         socket stops advancing it and the worker counts as stalled after ``watchdog_stall_s``
         although its thread lives.
 
-        A worker without it (the camera, the reader-command worker) shows progress only in
+        A worker without it (the camera) shows progress only in
         the weaker sense that its thread(s) live and its ``health()`` answers (it takes the
         worker's own lock, so a deadlock on that lock stalls the main loop and no ping goes
         out); a loop blocked elsewhere in such a worker is not detected. A worker with a

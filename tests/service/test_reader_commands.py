@@ -58,3 +58,57 @@ def test_lock_without_a_commandable_reader_is_journaled_refused_and_alerted(
     assert alert["details"]["command_id"] == "c-lock"
     assert "no configured reader accepts host commands" in alert["details"]["detail"]
     assert daemon.reader_commands.health()["running"] is False  # stopped with the daemon
+
+
+class _StuckShoe:
+    """A reader whose ``send_command`` blocks until released (a wedged serial write)."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def send_command(self, type_code: str, data: int, *, timeout: float = 1.0) -> None:
+        self.entered.set()
+        self.release.wait(30)
+
+
+def test_the_worker_reports_its_loop_turns_and_a_blocked_command_stops_them() -> None:
+    from daemon.service.liveness import Liveness
+    from daemon.service.reader_commands import IDLE_SLICE_S, ReaderCommandWorker, ReaderRequest
+
+    shoe = _StuckShoe()
+    submitted: list[Any] = []
+    replies: list[Any] = []
+    worker = ReaderCommandWorker(lambda: {"reader": shoe}, submitted.append, time.time)
+    liveness = Liveness(stall_after=2 * IDLE_SLICE_S, clock=time.monotonic)
+    liveness.register("reader_commands", worker.last_progress)
+    assert worker.last_progress() is None  # not started
+    worker.start()
+    try:
+        started = worker.last_progress()
+        assert started is not None
+        deadline = time.monotonic() + 10
+        while (worker.last_progress() or 0.0) <= started:  # the idle loop turns by itself
+            assert time.monotonic() < deadline, "the idle worker loop never turned"
+            time.sleep(0.05)
+        command = SupervisorCommand("lock", time.time(), "supervisor:test", "c-stuck")
+        worker.request(ReaderRequest(command, lambda *a: replies.append(a), {"accepted": True}))
+        assert shoe.entered.wait(10)
+        blocked_at = worker.last_progress()
+        while time.monotonic() - (blocked_at or 0.0) <= 2 * IDLE_SLICE_S:
+            time.sleep(0.05)
+        # its thread lives, but the loop has not turned: the watchdog withholds its ping
+        assert worker.health()["running"] is True
+        assert worker.last_progress() == blocked_at
+        assert not liveness.all_progressing()
+        shoe.release.set()
+        deadline = time.monotonic() + 10
+        while not replies:
+            assert time.monotonic() < deadline, "no reply after the shoe was released"
+            time.sleep(0.05)
+        assert liveness.all_progressing()
+        assert len(submitted) == 1  # the shoe gave no answer: a refusal input
+    finally:
+        shoe.release.set()
+        worker.stop()
+    assert worker.last_progress() is None  # stopped
