@@ -98,6 +98,12 @@ class RecognitionParams:
     corners, its face 0.045 nearer 3♠)..."""
     face_lookalike_min_score: float = 0.6
     """...and the face is visible enough to say so (a covered face correlates poorly)."""
+    weak_face_score: float = 0.75
+    """A one-corner read whose face correlates less than this with the card (a face of another
+    deck, or a half-covered one)..."""
+    weak_face_corner_score: float = 0.88
+    """...needs its rank and suit to score at least this (a foreign deck's 7♠ read 7♣ by one
+    corner at 0.86, its face 0.67)."""
     face_confirm_margin: float = 0.12
     """A face naming a one-corner read's card by this lead overrules the other corner's suit
     looking like the look-alike (a rank or colour pointing elsewhere still vetoes)."""
@@ -478,6 +484,18 @@ class Recognizer:
                 and face.score - face.score_of(own) >= p.face_lookalike_deficit
             ):
                 return None, 0.0, "the face prefers the look-alike suit"
+            named_corners = [r for r in readings if r.card is not None]
+            if (
+                reason == "read (one corner)"
+                and face.score_of(own) < p.weak_face_score
+                and any(
+                    r.rank is not None
+                    and r.suit is not None
+                    and min(r.rank.score, r.suit.score) < p.weak_face_corner_score
+                    for r in named_corners
+                )
+            ):
+                return None, 0.0, "one corner only, on a face unlike this deck's card"
             return card, confidence, reason
         if face.score < p.face_min_score or face.margin < p.face_min_margin:
             return None, 0.0, reason

@@ -261,3 +261,13 @@ def test_the_face_drops_an_index_read_it_clearly_disagrees_with(recognizers) -> 
     assert recognizer.decide((spade, _corner(None, None, None)), lookalike)[0] is None
     assert recognizer.decide((spade, spade), lookalike)[0] is None
     assert recognizer.decide((spade, spade), _face("3c", 0.90, "3s", 0.02))[0] == Card.parse("3s")
+
+
+def test_one_weak_corner_on_a_face_unlike_the_deck_is_not_enough(faces, recognizers) -> None:
+    # Bench seed 79, foreign_deck frame 0: a younestouati 7♠ read with svg-cards templates; one
+    # corner read 7♣ (rank 0.86), the face agreed but correlated only 0.67 with svg-cards' 7♣.
+    frame = frame_set(faces["younestouati"], "clean", frames=1, seed=7909)[0]
+    recognitions = recognizers["svg-cards"].recognize_frame(frame.image)
+    score = score_frame(frame, recognitions)
+    assert score.wrong == 0, score.wrong_examples
+    assert any(r.reason == "one corner only, on a face unlike this deck's card" for r in recognitions)
