@@ -17,6 +17,7 @@ a sink or decoder that hangs) stops advancing it while the thread still lives.
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 import threading
 import time
@@ -32,6 +33,33 @@ Sink = Callable[[EngineInput], None]
 Clock = Callable[[], float]
 
 log = structlog.get_logger("drivers")
+
+EPERM_HINT = (
+    "the kernel refused this device node to the service (systemd DeviceAllow=): under the "
+    "strict-devices drop-in only the nodes the udev names pointed to when the service started "
+    "are allowed, and a device replugged since may have come back on a new node; "
+    "run `systemctl restart baccarat-edge` (systemd/README.md, strict device access)"
+)
+EACCES_HINT = (
+    "permission denied on the device node: the service user must be in its group "
+    "(dialout for serial, plugdev for raw USB, video for cameras; `id baccarat-edge`) and the "
+    "udev rule must set GROUP/MODE (systemd/99-baccarat-edge.rules)"
+)
+
+
+def open_failure_hint(exc: BaseException) -> str | None:
+    """What a technician should check when a device cannot be opened, by the error's errno.
+
+    EPERM is the device cgroup (``DevicePolicy=closed`` without a matching ``DeviceAllow=``),
+    EACCES the file permissions; anything else (ENOENT: unplugged) needs no hint.
+    """
+    code = getattr(exc, "errno", None)
+    if code == errno.EPERM:
+        return EPERM_HINT
+    if code == errno.EACCES:
+        return EACCES_HINT
+    return None
+
 
 WAIT_SLICE_S = 1.0
 """Longest stretch a waiting reader loop goes without recording a turn (reconnect backoff is up to 30 s)."""
@@ -84,6 +112,7 @@ class ReaderDriver:
             "discarded_partials": 0,
         }
         self._last_error: str | None = None
+        self._open_refused: int | None = None  # errno of the open failure last logged with a hint
         self._replies: list[CommandReply] = []
         self.tap: Callable[[bytes, float], None] | None = None
         """Called with every raw chunk (serial bytes or one HID report) and its time: ``record`` uses it."""
@@ -223,12 +252,28 @@ class ReaderDriver:
     # Only the driver's own thread changes the connection state. The sink hears about a change
     # before waiters do, so whoever waits on the state sees the input already delivered.
 
+    def _open_failed(self, what: str, exc: BaseException) -> None:
+        """The device could not be opened: disconnected, with a hint when the errno has one.
+
+        A refused open is logged once per errno until the device opens again (the reconnect
+        loop retries it with backoff; the state change alone is logged only once, and a
+        replug under the strict device policy first shows up as a read error).
+        """
+        hint = open_failure_hint(exc)
+        detail = f"{what}: {exc}" if hint is None else f"{what}: {exc} — {hint}"
+        code = getattr(exc, "errno", None)
+        if hint is not None and code != self._open_refused:
+            self._open_refused = code
+            log.error("device open refused", device=self.device, error=str(exc), errno=code, hint=hint)
+        self._mark_disconnected(detail)
+
     def _mark_connected(self, detail: str) -> None:
         with self._state:
             was = self._connected
         if was is not True:
             log.info("device connected", device=self.device, detail=detail)
             self._sink(DeviceConnection(connected=True, at=self._clock(), device=self.device, detail=detail))
+        self._open_refused = None
         with self._state:
             if self._ever_connected and was is False:
                 self._reconnects += 1

@@ -67,7 +67,7 @@ class SerialReader(ReaderDriver):
             try:
                 port = self._open()
             except (serial.SerialException, OSError, ValueError) as exc:
-                self._mark_disconnected(f"cannot open {url}: {exc}")
+                self._open_failed(f"cannot open {url}", exc)
                 self._wait(self._backoff.next_delay())
                 continue
             self._backoff.reset()

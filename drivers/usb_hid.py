@@ -110,7 +110,7 @@ class UsbHidReader(ReaderDriver):
                 ep = self._claim(dev)
             except (usb.core.USBError, ValueError, KeyError) as exc:
                 self._release(dev)
-                self._mark_disconnected(f"cannot open USB device {self.ids}: {exc}")
+                self._open_failed(f"cannot open USB device {self.ids}", exc)
                 self._wait(self._backoff.next_delay())
                 continue
             self._backoff.reset()

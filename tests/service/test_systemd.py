@@ -13,6 +13,7 @@ import pytest
 
 SYSTEMD_DIR = Path(__file__).resolve().parents[2] / "systemd"
 UNIT = SYSTEMD_DIR / "baccarat-edge.service"
+STRICT_DROP_IN = SYSTEMD_DIR / "strict-devices.conf"
 INSTALLED_BINARY = "/opt/baccarat-edge/venv/bin/baccarat-edge"
 
 
@@ -23,16 +24,36 @@ def _tool(name: str) -> str:
     return path
 
 
-def _unit_settings() -> dict[str, list[str]]:
-    """Every ``Key=value`` of the unit, by key (repeated keys keep every value)."""
+def _unit_settings(*drop_ins: Path) -> dict[str, list[str]]:
+    """Every ``Key=value`` of the unit, by key (repeated keys keep every value), then of each
+    drop-in: as systemd applies them, an empty assignment of a list setting empties it."""
     settings: dict[str, list[str]] = {}
-    for raw in UNIT.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith(("#", ";", "[")):
-            continue
-        key, _, value = line.partition("=")
-        settings.setdefault(key.strip(), []).append(value.strip())
+    for path in (UNIT, *drop_ins):
+        for raw in path.read_text().splitlines():
+            line = raw.strip()
+            if not line or line.startswith(("#", ";", "[")):
+                continue
+            key, _, value = line.partition("=")
+            if value.strip():
+                settings.setdefault(key.strip(), []).append(value.strip())
+            else:
+                settings[key.strip()] = []
     return settings
+
+
+def _verify(unit_text: str, drop_in_text: str | None, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``systemd-analyze verify`` on the unit (ExecStart pointed at this checkout's entry point,
+    which must exist) with the drop-in, if any, in ``baccarat-edge.service.d/`` beside it."""
+    entry_point = Path(sys.executable).with_name("baccarat-edge")
+    assert entry_point.exists(), f"{entry_point} missing: install the project (make venv)"
+    copy = tmp_path / UNIT.name
+    copy.write_text(unit_text.replace(INSTALLED_BINARY, str(entry_point)))
+    if drop_in_text is not None:
+        (tmp_path / f"{UNIT.name}.d").mkdir()
+        (tmp_path / f"{UNIT.name}.d" / STRICT_DROP_IN.name).write_text(drop_in_text)
+    return subprocess.run(
+        [_tool("systemd-analyze"), "verify", str(copy)], capture_output=True, text=True, timeout=60
+    )
 
 
 def test_unit_passes_systemd_analyze_verify_without_any_message(tmp_path: Path) -> None:
@@ -90,6 +111,32 @@ def test_unit_has_notify_watchdog_restart_and_hardening() -> None:
     assert {"Unit", "Service", "Install"} <= set(parser.sections())
 
 
+def test_strict_devices_drop_in_passes_verify_without_any_message(tmp_path: Path) -> None:
+    result = _verify(UNIT.read_text(), STRICT_DROP_IN.read_text(), tmp_path)
+    assert result.stderr == "", result.stderr
+    assert result.stdout == "", result.stdout
+    assert result.returncode == 0
+
+
+def test_verify_reads_the_drop_in(tmp_path: Path) -> None:
+    """The drop-in test above means something only if verify loads the drop-in: a typo there prints."""
+    bad = STRICT_DROP_IN.read_text().replace("DeviceAllow=/dev/baccarat-camera rw", "DeviceAlow=/dev/x rw")
+    result = _verify(UNIT.read_text(), bad, tmp_path)
+    assert "DeviceAlow" in result.stderr
+    assert STRICT_DROP_IN.name in result.stderr
+
+
+def test_strict_drop_in_allows_only_the_udev_names() -> None:
+    default = {v.split()[0] for v in _unit_settings()["DeviceAllow"]}
+    assert {"char-ttyUSB", "char-ttyACM", "char-usb_device", "char-video4linux"} <= default
+    strict = _unit_settings(STRICT_DROP_IN)
+    allowed = [v.split() for v in strict["DeviceAllow"]]
+    assert all(access == "rw" for _path, access in allowed)
+    assert {path for path, _ in allowed} == _udev_symlinks()
+    assert strict["DevicePolicy"] == ["closed"]  # the drop-in narrows the list, not the policy
+    assert "PrivateDevices" not in strict
+
+
 def test_sysusers_creates_the_user_in_the_device_groups(tmp_path: Path) -> None:
     root = tmp_path / "root"
     (root / "etc" / "sysusers.d").mkdir(parents=True)
@@ -139,6 +186,12 @@ def test_tmpfiles_creates_config_secrets_and_state_dirs(tmp_path: Path) -> None:
     assert (root / "var/lib/baccarat-edge").stat().st_uid == 995
 
 
+def _udev_symlinks() -> set[str]:
+    """The ``/dev/`` names the udev rules create."""
+    text = (SYSTEMD_DIR / "99-baccarat-edge.rules").read_text()
+    return {"/dev/" + name for name in re.findall(r'SYMLINK\+="([^"]+)"', text)}
+
+
 def test_udev_rules_match_the_unit_names_and_groups() -> None:
     rules = [
         line
@@ -161,5 +214,6 @@ def test_udev_rules_match_the_unit_names_and_groups() -> None:
         if "SYMLINK" in fields:
             symlinks.add("/dev/" + fields["SYMLINK"])
     allowed = {v.split()[0] for v in _unit_settings()["DeviceAllow"]}
-    assert symlinks == {"/dev/baccarat-shoe", "/dev/baccarat-camera"}
+    assert symlinks == {"/dev/baccarat-shoe", "/dev/baccarat-shoe-usb", "/dev/baccarat-camera"}
+    assert symlinks == _udev_symlinks()
     assert symlinks <= allowed
