@@ -82,22 +82,40 @@ class JournaledEvent:
 
 @dataclass(frozen=True, slots=True)
 class Capacity:
-    """How full the journal is against its limits."""
+    """How full the journal is against its limits, as seen at ``now`` (journal clock)."""
 
     size_bytes: int
     max_bytes: int
     undelivered: int
     max_undelivered: int
     oldest_undelivered_at: float | None
+    """``journaled_at`` of the first undelivered event in ``seq`` order (None when none)."""
+    max_undelivered_age_s: float
+    now: float
+
+    @property
+    def oldest_undelivered_age_s(self) -> float | None:
+        """How long ago the oldest undelivered event was journaled (None when none)."""
+        if self.oldest_undelivered_at is None:
+            return None
+        return self.now - self.oldest_undelivered_at
 
     @property
     def full(self) -> bool:
-        return self.size_bytes >= self.max_bytes or self.undelivered >= self.max_undelivered
+        """True when any limit is reached: size, undelivered count or undelivered age."""
+        return self.reason is not None
 
     @property
     def reason(self) -> str | None:
+        """Which limit is reached, in words (the first of size, count, age), or None."""
         if self.size_bytes >= self.max_bytes:
             return f"journal size {self.size_bytes} bytes reached the limit of {self.max_bytes}"
         if self.undelivered >= self.max_undelivered:
             return f"{self.undelivered} undelivered events reached the limit of {self.max_undelivered}"
+        age = self.oldest_undelivered_age_s
+        if age is not None and age >= self.max_undelivered_age_s:
+            return (
+                f"oldest undelivered event is {age:.0f} s old, reached the age limit of "
+                f"{self.max_undelivered_age_s:.0f} s ({self.max_undelivered_age_s / 3600:.1f} h)"
+            )
         return None

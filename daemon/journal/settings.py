@@ -38,6 +38,15 @@ class JournalSettings(BaseModel):
     max_undelivered_events: int = Field(
         default=500_000, ge=10, description="Limit on events journaled but not yet acknowledged."
     )
+    max_undelivered_age_s: float = Field(
+        default=6 * 3600.0,
+        ge=60.0,
+        le=30 * 86400.0,
+        description="Limit on how long ago the oldest event not yet acknowledged was journaled "
+        "(seconds, 60 s to 30 days). Well above an hour's broker outage, which must not stop "
+        "dealing; it bounds how far settlement may lag when delivery is stuck but the journal "
+        "is far from its count and size limits.",
+    )
     on_full: FullPolicy = FullPolicy.REFUSE_NEW_ROUNDS
     audit_retention_days: float = Field(
         default=90.0,

@@ -113,9 +113,12 @@ class Journal:
         self._monotonic = monotonic
         self._lock = threading.RLock()
         # Kept in memory so the per-card "may a new round open?" check costs no SQL: the
-        # undelivered count follows every append/mark (rebuilt once on open); the file size
-        # is stat()ed at most every ``size_check_interval_s``.
+        # undelivered count follows every append/mark (rebuilt once on open); so does the
+        # journaled_at of the first undelivered event (set by an append when nothing was
+        # pending, re-read by a mark that took events off); the file size is stat()ed at most
+        # every ``size_check_interval_s``.
         self._undelivered = 0
+        self._oldest_undelivered_at: float | None = None
         self._size_bytes = 0
         self._size_checked_at: float | None = None
         settings.path.parent.mkdir(parents=True, exist_ok=True)
@@ -172,6 +175,7 @@ class Journal:
                 "SELECT count(*) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
             ).fetchone()[0]
         )
+        self._oldest_undelivered_at = self._read_oldest_undelivered_at()
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db, self._lock)
@@ -208,6 +212,8 @@ class Journal:
             self._append_rows(input_rows, events, bodies, body_texts, origin, now, out)
             # Counted after COMMIT (still under the lock): a failed transaction never counts.
             self._undelivered += len(out)
+            if out and self._oldest_undelivered_at is None:
+                self._oldest_undelivered_at = now
         return out
 
     def _append_rows(
@@ -291,7 +297,7 @@ class Journal:
                         "AND delivered_at IS NULL AND dead_letter IS NULL",
                         rows,
                     ).rowcount
-                self._undelivered -= max(0, marked)
+                self._after_marks(marked)
             finally:
                 self._db.execute("PRAGMA synchronous=FULL")
 
@@ -304,7 +310,22 @@ class Journal:
                     "AND delivered_at IS NULL AND dead_letter IS NULL",
                     (reason, seq),
                 ).rowcount
-            self._undelivered -= max(0, marked)
+            self._after_marks(marked)
+
+    def _after_marks(self, marked: int) -> None:
+        """Follow a committed delivery/dead-letter mark of ``marked`` events (under the lock)."""
+        if marked <= 0:
+            return
+        self._undelivered -= marked
+        self._oldest_undelivered_at = self._read_oldest_undelivered_at() if self._undelivered > 0 else None
+
+    def _read_oldest_undelivered_at(self) -> float | None:
+        """``journaled_at`` of the first undelivered event: one row of the partial index."""
+        row = self._db.execute(
+            "SELECT journaled_at FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL "
+            "ORDER BY seq LIMIT 1"
+        ).fetchone()
+        return None if row is None else float(row[0])
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -423,30 +444,32 @@ class Journal:
         return self._undelivered
 
     def capacity(self) -> Capacity:
-        """How full the journal is: the in-memory undelivered count, the recent file size and
-        the oldest undelivered event (one indexed row)."""
+        """How full the journal is, now: the in-memory undelivered count and oldest undelivered
+        ``journaled_at`` (no SQL) and the recent file size."""
         with self._lock:
-            row = self._db.execute(
-                "SELECT journaled_at FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL "
-                "ORDER BY seq LIMIT 1"
-            ).fetchone()
             undelivered = self._undelivered
+            oldest = self._oldest_undelivered_at
         return Capacity(
             size_bytes=self._recent_size_bytes(),
             max_bytes=self.settings.max_bytes,
             undelivered=undelivered,
             max_undelivered=self.settings.max_undelivered_events,
-            oldest_undelivered_at=None if row is None else float(row[0]),
+            oldest_undelivered_at=oldest,
+            max_undelivered_age_s=self.settings.max_undelivered_age_s,
+            now=self._clock(),
         )
 
     def admits_new_round(self) -> bool:
         """False when the journal is full and the policy is ``refuse_new_rounds``.
 
-        Cheap enough to ask for every card: no SQL, at most one stat() pair per
-        ``size_check_interval_s``."""
+        Cheap enough to ask for every card: no SQL, one clock read, at most one stat() pair
+        per ``size_check_interval_s``."""
         if self.settings.on_full is FullPolicy.ALERT_ONLY:
             return True
         if self._undelivered >= self.settings.max_undelivered_events:
+            return False
+        oldest = self._oldest_undelivered_at
+        if oldest is not None and self._clock() - oldest >= self.settings.max_undelivered_age_s:
             return False
         return self._recent_size_bytes() < self.settings.max_bytes
 

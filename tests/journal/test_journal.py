@@ -3,10 +3,12 @@ compaction, command nonces, reopening."""
 
 from __future__ import annotations
 
+import random
 import sqlite3
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from daemon.cards import Card
 from daemon.engine.inputs import CardRead, Tick
@@ -137,6 +139,123 @@ def test_full_by_size(tmp_path: Path) -> None:
     # ...and the new one once the interval passed.
     assert not j.admits_new_round()
     assert "journal size" in (j.capacity().reason or "")
+
+
+HOUR = 3600.0
+
+
+def test_full_by_undelivered_age_refuses_new_rounds_until_delivered(tmp_path: Path) -> None:
+    clock = Clock()
+    j = open_journal(tmp_path, clock=clock, max_undelivered_age_s=HOUR)
+    assert j.capacity().oldest_undelivered_age_s is None
+    j.append([], [event("card", n=1)])  # seq 1, journaled at t0
+    clock.now += HOUR - 1
+    assert j.admits_new_round()
+    assert not j.capacity().full
+    j.append([], [event("card", n=2)])  # seq 2, journaled at t0 + 1 h - 1 s
+    clock.now += 1
+    assert not j.admits_new_round()
+    cap = j.capacity()
+    assert cap.full
+    assert cap.oldest_undelivered_age_s == HOUR
+    assert cap.reason == ("oldest undelivered event is 3600 s old, reached the age limit of 3600 s (1.0 h)")
+    # The round in progress still completes: validated events are never dropped.
+    assert j.append([], [event("round_completed")])[0].seq == 3
+    # Seq 1 acknowledged: the oldest undelivered is now seq 2, 1 s old.
+    j.mark_delivered([1])
+    assert j.admits_new_round()
+    assert j.capacity().oldest_undelivered_age_s == 1.0
+    assert not j.capacity().full
+    j.mark_delivered([2, 3])
+    assert j.capacity().oldest_undelivered_at is None
+    clock.now += 10 * HOUR
+    assert j.admits_new_round()
+
+
+def test_a_dead_letter_also_ends_the_age(tmp_path: Path) -> None:
+    clock = Clock()
+    j = open_journal(tmp_path, clock=clock, max_undelivered_age_s=HOUR)
+    j.append([], [event("card")])
+    clock.now += 2 * HOUR
+    j.append([], [event("card")])
+    assert not j.admits_new_round()
+    j.mark_dead_letter(1, "rejected by the broker: Not authorized (0x87)")
+    assert j.admits_new_round()
+    assert j.capacity().oldest_undelivered_age_s == 0.0
+
+
+def test_the_undelivered_age_survives_a_restart(tmp_path: Path) -> None:
+    clock = Clock()
+    j = open_journal(tmp_path, clock=clock, max_undelivered_age_s=HOUR)
+    j.append([], [event("card", n=1), event("card", n=2)])
+    journaled_at = clock.now
+    j.close()
+    clock.now += HOUR  # the daemon was down (or the broker was) for the hour
+    reopened = open_journal(tmp_path, clock=clock, max_undelivered_age_s=HOUR)
+    assert not reopened.admits_new_round()
+    cap = reopened.capacity()
+    assert cap.oldest_undelivered_at == journaled_at
+    assert "age limit of 3600 s" in (cap.reason or "")
+    reopened.mark_delivered([1, 2])
+    assert reopened.admits_new_round()
+
+
+def test_alert_only_policy_admits_past_the_age_limit(tmp_path: Path) -> None:
+    clock = Clock()
+    j = open_journal(tmp_path, clock=clock, max_undelivered_age_s=HOUR, on_full=FullPolicy.ALERT_ONLY)
+    j.append([], [event("card")])
+    clock.now += HOUR
+    assert j.capacity().full
+    assert "age limit" in (j.capacity().reason or "")
+    assert j.admits_new_round()
+
+
+def test_admits_new_round_runs_no_sql_while_events_wait(tmp_path: Path) -> None:
+    clock = Clock()
+    j = open_journal(tmp_path, clock=clock, max_undelivered_age_s=HOUR)
+    j.append([], [event("card")])
+    assert j.admits_new_round()  # the file size is measured once here
+    statements: list[str] = []
+    j._db.set_trace_callback(statements.append)
+    for _ in range(3):
+        assert j.admits_new_round()
+    clock.now += HOUR
+    assert not j.admits_new_round()
+    j.capacity()
+    assert statements == []
+
+
+def test_the_in_memory_oldest_undelivered_matches_the_file(tmp_path: Path) -> None:
+    """Random appends, acknowledgements (some repeated), dead letters and reopenings: the
+    in-memory oldest undelivered ``journaled_at`` always equals what the file says."""
+    rng = random.Random(5)
+    clock = Clock()
+    j = open_journal(tmp_path, clock=clock)
+    appended = 0
+    for _ in range(300):
+        clock.now += rng.uniform(0.0, 30.0)
+        action = rng.random()
+        if action < 0.45:
+            appended += len(j.append([], [event("card") for _ in range(rng.randint(0, 3))]))
+        elif action < 0.8 and appended:
+            j.mark_delivered(rng.sample(range(1, appended + 1), min(appended, rng.randint(1, 4))))
+        elif action < 0.95 and appended:
+            j.mark_dead_letter(rng.randint(1, appended), "rejected")
+        else:
+            j.close()
+            j = open_journal(tmp_path, clock=clock)
+        with sqlite3.connect(tmp_path / "j.sqlite3") as db:
+            row = db.execute(
+                "SELECT min(journaled_at) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
+            ).fetchone()
+        assert j.capacity().oldest_undelivered_at == row[0]
+
+
+def test_the_age_limit_is_validated() -> None:
+    assert JournalSettings().max_undelivered_age_s == 6 * HOUR
+    for bad in (0.0, 59.0, 31 * 86400.0, float("inf"), float("nan")):
+        with pytest.raises(ValidationError, match="max_undelivered_age_s"):
+            JournalSettings(max_undelivered_age_s=bad)
 
 
 def test_undelivered_count_follows_marks_and_is_rebuilt_on_open(tmp_path: Path) -> None:
