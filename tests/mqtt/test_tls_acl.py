@@ -1,11 +1,14 @@
 """TLS with certificate verification and the production ACL (config/mosquitto/acl) on a real
 mosquitto, certificates made by config/mosquitto/make-pki.sh: a table cannot publish into
-another table's topics, a broker rejection is dead-lettered with an alert (never retried
-forever), and the daemon refuses a broker it cannot verify."""
+another table's topics nor into any command topic (its own included), reads nothing but its
+own commands, commands with a bad signature, an old timestamp or a reused nonce are refused
+there too, a broker rejection is dead-lettered with an alert (never retried forever), and the
+daemon refuses a broker it cannot verify."""
 
 from __future__ import annotations
 
 import getpass
+import json
 import ssl
 import subprocess
 import threading
@@ -21,10 +24,13 @@ from paho.mqtt.enums import CallbackAPIVersion
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.consumer import EventConsumer
 from daemon.mqtt.publisher import Publisher
-from daemon.mqtt.settings import BrokerSettings, DeliverySettings, TlsSettings
+from daemon.mqtt.secrets import Secret, SecretSource
+from daemon.mqtt.settings import BrokerSettings, DeliverySettings, SigningSettings, TlsSettings
+from daemon.mqtt.signing import verify
 from tests.conftest import REPO_ROOT
-from tests.mqtt.conftest import card_event
-from tests.mqtt.support import Subscriber, validate_payload
+from tests.mqtt.conftest import TABLE, card_event
+from tests.mqtt.support import Subscriber, signed_command, validate_payload
+from tests.mqtt.test_commands import EngineDouble, Supervisor
 from tests.support.broker import MosquittoBroker
 
 pytestmark = pytest.mark.mosquitto
@@ -195,6 +201,171 @@ def test_a_table_cannot_publish_into_another_tables_topics(tls_broker: Mosquitto
     t1.disconnect()
     t1.loop_stop()
     server.close()
+
+
+def publish_and_collect_acks(client: mqtt.Client, messages: list[tuple[str, bytes]]) -> list[int]:
+    """Publish each (topic, payload) at QoS 1 in order; return the PUBACK reason codes."""
+    acks: dict[int, int] = {}
+    done = threading.Event()
+
+    def on_publish(client: Any, userdata: Any, mid: int, reason: Any, props: Any) -> None:
+        acks[mid] = reason.value
+        if len(acks) >= len(messages):
+            done.set()
+
+    client.on_publish = on_publish
+    mids = [client.publish(topic, payload, qos=1).mid for topic, payload in messages]
+    assert done.wait(10), f"PUBACKs missing: got {acks}"
+    return [acks[mid] for mid in mids]
+
+
+def test_no_table_writes_a_command_topic_its_own_included(
+    tls_broker: MosquittoBroker, pki: Path, command_key: Secret
+) -> None:
+    """Only the game server writes commands: even a correctly signed command (a leaked key)
+    published by a table is refused by the broker and reaches no subscriber."""
+    server = server_subscriber(tls_broker.port, pki)
+    t1_cmd = Subscriber(
+        tls_broker.port, ["baccarat/v1/T1/cmd"], configure=tls_for(pki, "T1"), client_id="T1-sub"
+    )
+    t2_cmd = Subscriber(
+        tls_broker.port, ["baccarat/v1/T2/cmd"], configure=tls_for(pki, "T2"), client_id="T2-sub"
+    )
+    t1 = raw_client(tls_broker.port, pki, "T1")
+    forged = [
+        ("baccarat/v1/T1/cmd", json.dumps(signed_command(command_key, "T1", "void_shoe")).encode()),
+        ("baccarat/v1/T2/cmd", json.dumps(signed_command(command_key, "T2", "void_shoe")).encode()),
+        ("baccarat/v1/T1/cmd", b"not even json"),
+        # T1's own events topic, allowed: the marker that the forged ones were handled first.
+        ("baccarat/v1/T1/events", b'{"own": true}'),
+    ]
+    assert publish_and_collect_acks(t1, forged) == [0x87, 0x87, 0x87, 0]  # 0x87 Not authorized
+    # The broker handled the refusals before the PUBACKs came back; markers the server sends
+    # afterwards reach each subscriber after anything the forged publishes would have queued.
+    server.wait_for(lambda msgs: any(m.topic == "baccarat/v1/T1/events" for m in msgs))
+    for table in ("T1", "T2"):
+        server.client.publish(f"baccarat/v1/{table}/cmd", b'{"marker": true}', qos=1).wait_for_publish(5)
+    for subscriber in (t1_cmd, t2_cmd):
+        subscriber.wait_for(lambda msgs: len(msgs) >= 1)
+    server.wait_for(lambda msgs: sum(m.topic.endswith("/cmd") for m in msgs) >= 2)
+    assert [m.payload for m in t1_cmd.messages] == [b'{"marker": true}']
+    assert [m.payload for m in t2_cmd.messages] == [b'{"marker": true}']
+    assert [(m.topic, m.payload) for m in server.messages if m.topic.endswith("/cmd")] == [
+        ("baccarat/v1/T1/cmd", b'{"marker": true}'),
+        ("baccarat/v1/T2/cmd", b'{"marker": true}'),
+    ]
+    t1.disconnect()
+    t1.loop_stop()
+    for subscriber in (t1_cmd, t2_cmd, server):
+        subscriber.close()
+
+
+def test_a_table_reads_nothing_but_its_own_commands(tls_broker: MosquittoBroker, pki: Path) -> None:
+    """Wildcard subscriptions are granted but deliver only what the ACL lets T1 read: its own
+    ``cmd``. Not T2's events, retained state or replies, not T2's commands, not its own stream."""
+    server = raw_client(tls_broker.port, pki, "game-server")
+    t2 = raw_client(tls_broker.port, pki, "T2")
+    state = t2.publish("baccarat/v1/T2/state", b'{"retained": true}', qos=1, retain=True)
+    state.wait_for_publish(5)
+    t1_reads = Subscriber(
+        tls_broker.port,
+        ["baccarat/v1/#", "baccarat/v1/+/events", "baccarat/v1/T2/#", "#"],
+        configure=tls_for(pki, "T1"),
+        client_id="T1-wildcards",
+    )
+    t1 = raw_client(tls_broker.port, pki, "T1")
+    assert publish_and_collect_acks(t1, [("baccarat/v1/T1/events", b'{"own": true}')]) == [0]
+    assert publish_and_collect_acks(
+        t2,
+        [
+            ("baccarat/v1/T2/events", b'{"t2": true}'),
+            ("baccarat/v1/T2/alerts", b'{"t2": true}'),
+            ("baccarat/v1/T2/cmd/reply", b'{"t2": true}'),
+        ],
+    ) == [0, 0, 0]
+    server.publish("baccarat/v1/T2/cmd", b'{"for": "T2"}', qos=1).wait_for_publish(5)
+    server.publish("baccarat/v1/T1/cmd", b'{"for": "T1"}', qos=1).wait_for_publish(5)
+    # The last message, and the only one T1 may read: once it arrived, any other would have.
+    messages = t1_reads.wait_for(lambda msgs: any(m.payload == b'{"for": "T1"}' for m in msgs))
+    assert {(m.topic, m.payload) for m in messages} == {("baccarat/v1/T1/cmd", b'{"for": "T1"}')}
+    for client in (server, t1, t2):
+        client.disconnect()
+        client.loop_stop()
+    t1_reads.close()
+
+
+def test_command_refusals_on_the_tls_acl_broker(
+    tls_broker: MosquittoBroker,
+    pki: Path,
+    tmp_path: Path,
+    keys: dict[str, Path],
+    events_key: Secret,
+    command_key: Secret,
+) -> None:
+    """The refusals of test_commands.py, on the production broker set-up: the game server
+    sends commands over verified TLS through the ACL; a bad signature, an old timestamp and a
+    reused nonce are refused, with the reason, and never reach the engine."""
+    assert TABLE == "T1"  # the helpers of test_commands.py address T1, whose certificate we hold
+    journal = Journal(JournalSettings(path=tmp_path / "t1.sqlite3"), TABLE)
+    signing = SigningSettings(
+        events_key=SecretSource(file=keys["events"]), command_key=SecretSource(file=keys["command"])
+    )
+    settings = tls_settings(tls_broker.port, pki, TABLE).model_copy(update={"signing": signing})
+    engine = EngineDouble()
+    publisher = Publisher(settings, TABLE, journal, on_command=engine.on_command)
+    publisher.start()
+    supervisor = TlsSupervisor(tls_broker.port, pki)
+    try:
+        assert publisher.subscribed.wait(10), "the broker did not grant T1 its cmd subscription"
+        good = signed_command(command_key, TABLE, "void_round", {"reason": "misdeal"}, command_id="good")
+        supervisor.send(good)
+        assert supervisor.reply_to("good")[0]["status"] == "accepted"
+        supervisor.send(good)  # the same nonce again
+        tampered = signed_command(command_key, TABLE, "void_shoe", command_id="tampered")
+        tampered["action"] = "new_shoe"
+        supervisor.send(tampered)
+        supervisor.send(
+            signed_command(command_key, TABLE, "void_shoe", ts=time.time() - 300, command_id="old")
+        )
+        replies = {
+            "replayed": supervisor.reply_to("good", count=2)[1],
+            "bad_signature": supervisor.reply_to("tampered")[0],
+            "stale": supervisor.reply_to("old")[0],
+        }
+        wait_until(lambda: not journal.pending(), what="the refusals delivered")
+    finally:
+        supervisor.close()
+        publisher.stop()
+    for code, reply in replies.items():
+        assert (reply["status"], reply["code"]) == ("refused", code)
+        assert reply["reason"]
+    assert [c.command_id for c in engine.commands] == ["good"]
+    for message in supervisor.replies.messages:
+        assert message.topic == "baccarat/v1/T1/cmd/reply"
+        assert verify(validate_payload(message.topic, message.payload), events_key)
+    refusals = [e for e in journal.events(origin=None) if e.kind == "command_refused"]
+    assert [(e.data["command_id"], e.data["code"]) for e in refusals] == [
+        ("good", "replayed"),
+        ("tampered", "bad_signature"),
+        ("old", "stale"),
+    ]
+    assert publisher.counters.dead_lettered == 0  # the ACL let T1 publish its replies and events
+    journal.close()
+
+
+class TlsSupervisor(Supervisor):
+    """test_commands.Supervisor as the game server over verified TLS with its certificate."""
+
+    def __init__(self, port: int, pki: Path) -> None:
+        # Same attributes as Supervisor.__init__ (send/reply_to/close are reused as they are);
+        # only the connections differ: TLS with the game-server certificate.
+        self.replies = Subscriber(
+            port,
+            [f"baccarat/v1/{TABLE}/cmd/reply"],
+            configure=tls_for(pki, "game-server"),
+            client_id="gs-replies",
+        )
+        self.client = raw_client(port, pki, "game-server")
 
 
 def test_broker_rejection_is_dead_lettered_with_an_alert_not_retried(
