@@ -123,6 +123,18 @@ class RecognitionParams:
     face_support_suit_score: float = 0.7
     """...or with its suit: best suit with this score, on the suit's side of the look-alike
     axis, in the right print colour."""
+    pair_min_separation: float = 0.3
+    """Club/spade, heart/diamond of one rank: the face's lead over the look-alike divided by
+    half the squared distance between the two learned faces (0 = midway, 1 = at the card's
+    own face). Where the face names a card, this replaces the raw lead over the look-alike
+    (3♣ vs 3♠ lead by 0.02 on blurred frames, separation 0.6-1.0)."""
+    pair_confirm_separation: float = 0.5
+    """The face *settles* the look-alike question at this separation (score >= ``face_min_score``,
+    lead over every other card >= ``face_min_margin``): a one-corner read whose other corner's
+    suit looks like the look-alike, or two corners split between the pair, are named by it, and
+    a corner suit shaped like the look-alike no longer vetoes the face's card. A corner read
+    whose face lies this far toward the look-alike (score >= ``face_lookalike_min_score``) is
+    dropped."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +249,31 @@ def _pair_separation(bank: _Bank, vector: NDArray[Any], label: int, rival: int) 
     return (float(vector @ direction) - midpoint) / half
 
 
+def _look_alike(label: int) -> int:
+    """Index in ``ALL_CARDS`` of the same rank in the same-colour look-alike suit."""
+    card = ALL_CARDS[label]
+    return ALL_CARDS.index(Card(card.rank, Suit(SUIT_ORDER[_SAME_COLOUR[_suit_index(card)]])))
+
+
+def _pair_spread(vectors: NDArray[Any], labels: NDArray[Any]) -> NDArray[Any]:
+    """Per card: half the mean squared distance between its learned faces and its look-alike's.
+
+    A card and its look-alike (3♣/3♠) differ only in pip shape, so their faces correlate
+    with any picture almost equally; the lead of one over the other is evidence only in
+    proportion to how far apart the two learned faces are. Faces are unit vectors learned
+    in the same order per card (height, orientation), so slot k of one card matches slot k
+    of the other.
+    """
+    spread = np.ones(len(ALL_CARDS), dtype=np.float32)
+    for label in range(len(ALL_CARDS)):
+        own, other = vectors[labels == label], vectors[labels == _look_alike(label)]
+        count = min(len(own), len(other))
+        if count:
+            difference = own[:count] - other[:count]
+            spread[label] = max(float(np.einsum("ij,ij->i", difference, difference).mean()) / 2, 1e-6)
+    return spread
+
+
 class Recognizer:
     """Recognises the cards of one deck in BGR frames."""
 
@@ -257,6 +294,7 @@ class Recognizer:
             t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights, t.suit_variants
         )
         self._heights = np.array(sorted(self._rank_banks), dtype=np.float32)
+        self._pair_spread = _pair_spread(t.face_vectors, t.face_labels)
 
     def _scale(self, height_px: float) -> float:
         """The learned card height nearest (in ratio) to a card seen ``height_px`` high."""
@@ -455,7 +493,7 @@ class Recognizer:
             card is None
             and named == {candidate}
             and face.score >= p.face_min_score
-            and face.margin >= p.face_confirm_margin
+            and (face.margin >= p.face_confirm_margin or self._pair_settled(face))
             and not any(self._contradicts(r, candidate, look_alike=False) for r in unnamed)
         ):
             # One corner names the card, the other's suit looks like the look-alike or its own
@@ -463,6 +501,15 @@ class Recognizer:
             # pictures differ by suit) settles it.
             alone = max(r.confidence for r in readings if r.card is not None)
             return candidate, alone * p.single_corner_factor, "read (one corner, face agrees)"
+        if (
+            card is None
+            and len(named) == 2
+            and named == {candidate, ALL_CARDS[_look_alike(face.label)]}
+            and self._pair_settled(face)
+        ):
+            # The corners agree on the rank and split on the look-alike suit (a blurred club
+            # read as a spade): the face, compared on the pair's own axis, decides.
+            return candidate, 0.6, "read (corners split on the look-alike suit, face decides)"
         if (
             card is None
             and not named
@@ -477,11 +524,16 @@ class Recognizer:
             own = ALL_CARDS.index(card)
             if face.label != own and face.score - face.score_of(own) > p.face_veto_deficit:
                 return None, 0.0, f"face contradicts index ({ALL_CARDS[face.label].code})"
-            look_alike = ALL_CARDS.index(Card(card.rank, Suit(SUIT_ORDER[_SAME_COLOUR[_suit_index(card)]])))
+            look_alike = _look_alike(own)
             if (
                 face.label == look_alike
                 and face.score >= p.face_lookalike_min_score
                 and face.score - face.score_of(own) >= p.face_lookalike_deficit
+            ):
+                return None, 0.0, "the face prefers the look-alike suit"
+            if (
+                face.score_of(look_alike) >= p.face_lookalike_min_score
+                and self.pair_separation(face, look_alike) >= p.pair_confirm_separation
             ):
                 return None, 0.0, "the face prefers the look-alike suit"
             named_corners = [r for r in readings if r.card is not None]
@@ -497,19 +549,53 @@ class Recognizer:
             ):
                 return None, 0.0, "one corner only, on a face unlike this deck's card"
             return card, confidence, reason
-        if face.score < p.face_min_score or face.margin < p.face_min_margin:
+        margin = self._face_margin(face)
+        if face.score < p.face_min_score or margin < p.face_min_margin:
             return None, 0.0, reason
         if named - {candidate}:
             return None, 0.0, reason
-        if any(self._contradicts(r, candidate) for r in readings if r.card is None):
+        # Once the face has settled club/spade (heart/diamond) on the pair's axis, a corner's
+        # suit shaped like the look-alike is no longer a veto; its rank or colour still is.
+        settled = self._pair_settled(face)
+        if any(self._contradicts(r, candidate, look_alike=not settled) for r in readings if r.card is None):
             return None, 0.0, reason
         if any(self._supports(r, candidate) for r in readings):
-            lead = (face.margin - p.face_min_margin) / p.face_min_margin
+            lead = (margin - p.face_min_margin) / p.face_min_margin
             return candidate, 0.6 + 0.3 * min(1.0, lead), "read (face, index agrees)"
-        if face.margin >= p.face_alone_margin and all(r.reason != _NO_PRINT for r in readings):
-            lead = (face.margin - p.face_alone_margin) / p.face_alone_margin
+        if margin >= p.face_alone_margin and all(r.reason != _NO_PRINT for r in readings):
+            lead = (margin - p.face_alone_margin) / p.face_alone_margin
             return candidate, 0.6 + 0.2 * min(1.0, lead), "read (face, index silent)"
         return None, 0.0, reason
+
+    def pair_separation(self, face: FaceMatch, label: int) -> float:
+        """Where the face lies between card ``label`` (+1) and its look-alike (-1), 0 midway."""
+        rival = _look_alike(label)
+        return (face.score_of(label) - face.score_of(rival)) / float(self._pair_spread[label])
+
+    def _pair_settled(self, face: FaceMatch) -> bool:
+        """True when the face names its card clearly, its look-alike judged on the pair's axis."""
+        p = self.params
+        return (
+            face.score >= p.face_min_score
+            and self.pair_separation(face, face.label) >= p.pair_confirm_separation
+            and self._lead_over_others(face, face.label) >= p.face_min_margin
+        )
+
+    def _lead_over_others(self, face: FaceMatch, label: int) -> float:
+        """The face's lead for ``label`` over every card except its look-alike."""
+        others = np.delete(face.scores, [label, _look_alike(label)])
+        return face.score_of(label) - float(others.max())
+
+    def _face_margin(self, face: FaceMatch) -> float:
+        """The face's lead, with the look-alike judged by pair separation, not raw correlation.
+
+        Returns the lead over every other card when the pair separation reaches
+        ``pair_min_separation`` (that lead is what the margin rules compare), else the plain
+        margin (the look-alike then is the runner-up, within a few hundredths).
+        """
+        if self.pair_separation(face, face.label) >= self.params.pair_min_separation:
+            return self._lead_over_others(face, face.label)
+        return face.margin
 
     def _points_at(self, reading: CornerReading, card: Card) -> bool:
         """True when a corner that named nothing is just short of naming ``card``."""
