@@ -15,7 +15,8 @@
   thread, with the *same* input and events, until it succeeds: the engine already
   holds the state those events describe and nothing else touches it meanwhile, so
   the engine and the journal never disagree once the append lands. Readers keep
-  queueing; health shows ``journal_failing`` and the inputs waiting. Only at shutdown
+  queueing; health shows ``journal_failing`` and the inputs waiting; once it works again
+  one ``journal_recovered`` alert puts the outage in the event stream. Only at shutdown
   does the retry give up, logging every input it could not store.
 * The journal's capacity reaches the engine as ``StorageState`` inputs on
   transitions (full / has room), checked before any card that could open a round
@@ -267,15 +268,14 @@ class Daemon:
         """Watch ``worker`` through its ``last_progress()`` when it has one, else its threads.
 
         ``last_progress()`` (reader drivers, the publisher, the reader-command worker) is the
-        ``time.monotonic()`` of its
-        loop's last turn, or None when not running: a loop blocked in a read, a sink or a
-        socket stops advancing it and the worker counts as stalled after ``watchdog_stall_s``
-        although its thread lives.
+        ``time.monotonic()`` of its loop's last turn, or None when not running: a loop blocked
+        in a read, a sink or a socket stops advancing it and the worker counts as stalled
+        after ``watchdog_stall_s`` although its thread lives.
 
-        A worker without it (the camera) shows progress only in
-        the weaker sense that its thread(s) live and its ``health()`` answers (it takes the
-        worker's own lock, so a deadlock on that lock stalls the main loop and no ping goes
-        out); a loop blocked elsewhere in such a worker is not detected. A worker with a
+        A worker without it (the camera) shows progress only in the weaker sense that its
+        thread(s) live and its ``health()`` answers (it takes the worker's own lock, so a
+        deadlock on that lock stalls the main loop and no ping goes out); a loop blocked
+        elsewhere in such a worker is not detected. A worker with a
         ``running`` property and no ``last_progress`` is asked only that (a ``health()``
         that is a costly report is not called several times a second).
         """
