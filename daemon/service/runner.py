@@ -56,6 +56,7 @@ from daemon.engine.inputs import CardRead, EngineInput, StorageState, Supervisor
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.settings import BrokerSettings
+from daemon.rules.variants import load_variant_by_name
 from daemon.service.config import (
     RELOADABLE,
     LoadedConfig,
@@ -201,7 +202,7 @@ class Daemon:
         cfg.state_dir.mkdir(parents=True, exist_ok=True)
         self.journal = LoggedJournal(cfg.journal, cfg.table_id, clock=self.clock)
         history = [Event.from_dict(e.body) for e in self.journal.events()]
-        self.engine = Engine.restore(cfg.table, self.loaded.variant, history)
+        self.engine = Engine.restore(cfg.table, self.loaded.variant, history, load_variant_by_name)
         self._storage_full = bool(self.engine.state.storage_full)
         self._set_snapshot(self.engine.snapshot())
         log.info(
@@ -610,7 +611,7 @@ class Daemon:
 
         assert self.journal is not None
         history = [Event.from_dict(e.body) for e in self.journal.events()]
-        self.engine = Engine.restore(self.config.table, self.loaded.variant, history)
+        self.engine = Engine.restore(self.config.table, self.loaded.variant, history, load_variant_by_name)
         self._storage_full = bool(self.engine.state.storage_full)
         self._set_snapshot(self.engine.snapshot())
 
