@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.cards import ALL_CARDS, Card
+from drivers.camera.geometry import find_card_outlines
 from drivers.camera.recognize import Recognizer
 from tests.camera.evaluate import Score, score_frame
 from tests.camera.synth import (
@@ -334,3 +335,19 @@ def test_a_club_and_a_spade_of_the_same_rank_are_never_swapped(
     assert total.wrong == 0, total.wrong_examples
     assert total.right >= 35
     assert by_face >= 1
+
+
+@pytest.mark.parametrize(("deck", "index"), [("younestouati", 20), ("svg-cards", 4)])
+def test_a_small_card_turned_near_45_degrees_in_perspective_is_outlined(
+    deck: str, index: int, faces, recognizers
+) -> None:
+    # Bench seed 31, perspective: cards 110-140 px high turned near 45° whose first quad fit put
+    # its vertices on the rounded corners (covering 83-87 % of the outline) were never outlined.
+    frame = frame_set(faces[deck], "perspective", frames=index + 1, seed=3101)[index]
+    outlines = find_card_outlines(frame.image)
+    for placed in frame.cards:
+        centre = tuple(float(v) for v in placed.corners.mean(axis=0))
+        assert any(cv2.pointPolygonTest(o.corners.reshape(-1, 1, 2), centre, False) >= 0 for o in outlines)
+    score = score_frame(frame, recognizers[deck].recognize_frame(frame.image))
+    assert score.wrong == 0, score.wrong_examples
+    assert score.right >= 3
