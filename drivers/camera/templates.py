@@ -325,7 +325,8 @@ def load_templates(path: Path) -> DeckTemplates:
             raise TemplateError(f"{path}: meta.format is not 'baccarat-edge-card-templates'")
         if meta.get("version") != FORMAT_VERSION:
             raise TemplateError(
-                f"{path}: meta.version {meta.get('version')!r} unsupported (want {FORMAT_VERSION})"
+                f"{path}: meta.version {meta.get('version')!r} unsupported (want {FORMAT_VERSION}); "
+                "recalibrate the deck with `baccarat-edge camera calibrate`"
             )
         deck = meta.get("deck")
         if not isinstance(deck, str):

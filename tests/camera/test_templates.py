@@ -67,6 +67,11 @@ def test_bad_files_are_rejected_with_file_and_key(templates_file: Path, tmp_path
             {"meta": np.array(json.dumps({"format": "baccarat-edge-card-templates", "version": 99}))},
             "meta.version",
         ),
+        # A file written before the face channel (version 1, no face arrays): recalibrate.
+        "version1.npz": (
+            {"meta": np.array(json.dumps({"format": "baccarat-edge-card-templates", "version": 1}))},
+            "meta.version 1 unsupported (want 2); recalibrate the deck with `baccarat-edge camera calibrate`",
+        ),
         "labels.npz": ({"rank_labels": np.zeros(3, np.int16)}, "rank_labels"),
         "nan.npz": ({"suit_vectors": np.full((4, 576), np.nan, np.float32)}, "suit"),
         "no_faces.npz": ({"face_vectors": None}, "missing array 'face_vectors'"),
