@@ -8,7 +8,8 @@ a chosen speed, which is how the first-run demo feeds the daemon without
 hardware; :func:`make_fixture` wraps them as a fixture file.
 
 Faults (``KIND@HAND``): ``misread`` (cannot read, then the rescan),
-``unneeded_card`` and ``two_unneeded_cards`` (RULES.md mistakes 1 and 2),
+``unneeded_card`` and ``two_unneeded_cards`` (RULES.md mistakes 1 and 2; the unneeded
+card holds the next round, which a supervisor ``resolve_hold`` releases once it is decided),
 ``double_pull`` / ``triple_pull`` (mistake 3: cards pulled together; a reader that
 names slots reports them out of order), ``missing_card`` (mistake 5: a card not
 scanned, supplied by a supervisor ``assign_card``), ``card_exposed`` (mistake 7: a
@@ -208,6 +209,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
     hand = 0
     last_hand: int | None = None
     carried_p1: Card | None = None
+    confirm_hand: int | None = None  # the round an unneeded card holds, for the supervisor to confirm
     while True:
         if not cut_seen and pos >= cut_index:
             cut_seen = True
@@ -259,12 +261,19 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
                 cut_seen, last_hand, plan.cut_hand = False, None, None
             t += timing.round_gap
             continue
+        if confirm_hand == hand:
+            # The unneeded card before this round holds it: the supervisor, who watched the
+            # dealer draw it, accepts the engine's reading once the round is decided.
+            confirm = {"action": "resolve_hold", "args": {"hand": hand}}
+            acts.append(Action(t + timing.verdict / 2, "supervisor", hand=hand, supervisor=confirm))
+            confirm_hand = None
         outcome = RoundOutcome(tuple(player), tuple(banker))
         winner = {Winner.PLAYER: "player", Winner.BANKER: "banker", Winner.TIE: "tie"}[outcome.winner]
         acts.append(Action(t + timing.verdict, "verdict", hand=hand,
                            verdict=(winner, outcome.player_pair, outcome.banker_pair)))  # fmt: skip
         extra = 2 if Fault.TWO_UNNEEDED_CARDS in kinds else 1 if Fault.UNNEEDED_CARD in kinds else 0
         if extra and len(cards) - pos > 8:
+            confirm_hand = hand + 1
             acts.append(
                 Action(t + timing.card, "draw", card=take(), target=DeviceTarget.BURN, index=1, hand=hand)
             )

@@ -50,7 +50,10 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         auto="a valid read of the card (reader rescan or a confident camera read), or rescan_ack",
     ),
     AlertCode.UNNEEDED_CARD: AlertSpec(
-        "a card came out that the round did not need (RULES.md dealing mistakes 1/2); result unchanged"
+        "a card came out right after a decided round (RULES.md dealing mistakes 1/2): that round stands; "
+        "the engine took it as the next round's burn (or Player 1), which a fast dealer's real Player 1 "
+        "would also look like, so the next round is held: acknowledge (the reading is right) or correct it",
+        holds=True,
     ),
     AlertCode.OVER_COMPOSITION: AlertSpec(
         "this exact card has already appeared as often as the shoe holds it: misread or foreign card, "

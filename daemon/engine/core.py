@@ -400,11 +400,14 @@ class EngineCore:
         device = None if read is None else read["device"]
         if plan.unneeded:
             became = "the next round's burn card" if plan.unneeded == 1 else "the next round's Player 1"
+            # Told from the next round's Player 1 by time only: the round it opens (or, for a
+            # burn, the next one) is held until a supervisor accepts or corrects the reading.
             self._alert(
                 AlertCode.UNNEEDED_CARD,
                 at,
                 source,
                 hand=st.hand if plan.unneeded == 1 else round_hand,
+                holds="next_round" if plan.unneeded == 1 else round_hand,
                 device=device,
                 card=code,
                 became=became,

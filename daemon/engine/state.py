@@ -346,8 +346,11 @@ class TableState:
         assert rnd is not None, "round_corrected for an unknown hand"
         after: dict[str, str] = e.data["after"]
         rnd.sources = {s: rnd.sources.get(s, "supervisor") for s in after}
+        from_burn = e.data.get("from_unneeded_burn", ())
         for slot in e.data["supplied"]:
             rnd.sources[slot] = "supervisor"
+            if slot in from_burn:
+                continue  # the unneeded burn card, counted when it was burned
             code = after[slot]
             self.counts[code] = self.counts.get(code, 0) + 1
             self.cards_out += 1

@@ -163,7 +163,10 @@ class SupervisorCommands(EngineCore):
         about = [
             a
             for a, d in st.alerts.items()
-            if d.get("hand") == hand and a not in holding and d["code"] in HOLDING_CODES
+            if d.get("hand") == hand
+            and a not in holding
+            and d["code"] in HOLDING_CODES
+            and not self._is_holding(a)  # (an unneeded card after ``hand`` holds the next round)
         ]
         return holding + about
 
@@ -294,7 +297,20 @@ class SupervisorCommands(EngineCore):
             else:
                 supplied.append(slot)
         removed = sorted(spare.elements())
-        new_counts = Counter(ordered[s] for s in supplied)
+        # A card the engine took as this round's unneeded burn (a fast dealer's real Player 1) is
+        # out of the shoe and counted already: put back into the round, it is not counted again.
+        st = self.state
+        burned = Counter(
+            st.alerts[a]["details"]["card"]
+            for a in rnd.holds
+            if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD.value and st.alerts[a]["holds"] == "next_round"
+        )
+        from_burn: list[str] = []
+        for slot in supplied:
+            if burned[ordered[slot]] > 0:
+                burned[ordered[slot]] -= 1
+                from_burn.append(slot)
+        new_counts = Counter(ordered[s] for s in supplied if s not in from_burn)
         decks = self.settings.decks
         for code, n in new_counts.items():
             if self.state.counts.get(code, 0) + n > decks:
@@ -305,7 +321,6 @@ class SupervisorCommands(EngineCore):
 
         def effect() -> None:
             source = Source.SUPERVISOR.value
-            st = self.state
             self._emit(
                 "round_corrected",
                 cmd.at,
@@ -317,6 +332,7 @@ class SupervisorCommands(EngineCore):
                     "after": ordered,
                     "supplied": supplied,
                     "removed": removed,
+                    **({"from_unneeded_burn": from_burn} if from_burn else {}),
                     "args": dict(cmd.args),
                     "actor": cmd.actor,
                     "command_id": cmd.command_id,
@@ -325,8 +341,15 @@ class SupervisorCommands(EngineCore):
             )
             if st.rescan_alert is not None and pending_slot is not None and pending_slot in supplied:
                 self._clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd)
+            # The correction is the supervisor's reading of this round's cards: it answers the
+            # unneeded-card alerts that held it (other holds stay: resolve_hold).
+            unneeded = [a for a in rnd.holds if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD.value]
             if rnd is self.state.round and rnd.next_slot() is None:
+                for alert_id in unneeded:
+                    self._clear_alert(alert_id, cmd.at, source, "corrected", cmd)
                 self._decide(rnd, cmd.at, source, cmd.at)
+            elif unneeded:
+                self._release_unneeded(unneeded, cmd, "corrected")
 
         return effect
 
@@ -377,11 +400,24 @@ class SupervisorCommands(EngineCore):
         alert = st.alerts.get(alert_id)
         if alert is None:
             return f"no open alert {alert_id!r}"
+        if alert["code"] == AlertCode.UNNEEDED_CARD.value:
+            # The supervisor accepts the engine's reading: the round it held goes on (or completes).
+            return lambda: self._release_unneeded([alert_id], cmd, "acknowledged")
         if self._is_holding(alert_id):
             return "this alert holds a round: use resolve_hold, a correction or void_round"
         if alert["code"] == AlertCode.READER_DISCONNECTED.value and alert.get("device") in st.disconnected:
             return f"device {alert.get('device')!r} is still disconnected"
         return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR.value, "acknowledged", cmd)
+
+    def _release_unneeded(self, alert_ids: list[str], cmd: SupervisorCommand, reason: str) -> None:
+        """Clear ``unneeded_card`` alerts; a held round they alone kept back completes as it stands."""
+        st = self.state
+        source = Source.SUPERVISOR.value
+        held = [r for r in st.held.values() if any(a in r.holds for a in alert_ids)]
+        for alert_id in alert_ids:
+            self._clear_alert(alert_id, cmd.at, source, reason, cmd)
+        for rnd in held:
+            self._try_complete_held(rnd, cmd.at, source)
 
     def _cmd_resolve_hold(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"hand"})

@@ -85,7 +85,8 @@ def assert_legal(events: list[Event], decks: int) -> None:
             seen[e.data["card"]] += 1
         elif e.kind == "round_corrected":
             for slot in e.data["supplied"]:
-                seen[e.data["after"][slot]] += 1
+                if slot not in e.data.get("from_unneeded_burn", ()):  # (counted as a burn already)
+                    seen[e.data["after"][slot]] += 1
         elif e.kind == "shoe_started":
             seen.clear()
             completed.clear()

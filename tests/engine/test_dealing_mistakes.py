@@ -58,16 +58,110 @@ def test_case_1_one_unneeded_card_becomes_next_rounds_burn() -> None:
     assert_restores(eng, events)
 
 
-def test_case_1_with_a_burn_before_each_round_the_unneeded_card_is_that_burn() -> None:
-    eng = engine(burn_before_each_round=True)
+def test_case_1_one_unneeded_card_holds_the_next_round_until_acknowledged_then_it_settles_as_dealt() -> None:
+    eng = engine()
     events = start_shoe(eng)
-    events += _deal(eng, ["Qs"], 50)  # round 1's own burn
     events += _deal(eng, NATURAL, 100)
-    extra = _deal(eng, ["7c"], 103.2)
-    assert of_kind(extra, "card_dealt")[0].data["burn"] == "unneeded"
-    nxt = _deal(eng, ["8d"], 130)
-    assert [e.data.get("slot") for e in of_kind(nxt, "card_dealt")] == ["P1"]
-    assert_restores(eng, events + extra + nxt)
+    extra = _deal(eng, ["7c"], 103.5)
+    (alert,) = alerts(extra, "unneeded_card")
+    assert alert.data["holds"] == "next_round"
+    events += extra
+    nxt = _deal(eng, BANKER_DRAWS, 130)
+    events += nxt
+    (held,) = of_kind(nxt, "round_held")
+    assert held.data["blocked_by"] == [f"alert {alert.data['alert_id']}"]
+    assert "round_completed" not in kinds(nxt)
+    assert of_kind(nxt, "bets_offered")[-1].data["hand"] == 3  # the game goes on meanwhile
+    ack = eng.handle(cmd("acknowledge_alert", 140, "ack", alert_id=alert.data["alert_id"]))
+    events += ack
+    assert kinds(ack) == ["command_accepted", "alert_cleared", "round_completed"]
+    assert ack[1].data["reason"] == "acknowledged"
+    (settled,) = of_kind(ack, "round_completed")
+    assert (settled.hand, list(settled.data["cards"].values())) == (2, list(BANKER_DRAWS))
+    assert settled.data["outcome"]["winner"] == "banker"  # B 2+2+5 = 9 over P 3+4 = 7, as dealt
+    assert settled.data["corrected"] is False
+    # The round the card followed was never touched.
+    assert [e.hand for e in of_kind(events, "round_completed")] == [1, 2]
+    assert of_kind(events, "round_corrected") == []
+    assert_legal(events, 8)
+    assert_restores(eng, events)
+
+
+def test_case_1_acknowledged_before_the_next_round_is_decided_it_completes_at_once() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, NATURAL, 100)
+    events += _deal(eng, ["7c"], 103.5)
+    events += _deal(eng, BANKER_DRAWS[:2], 130)
+    events += eng.handle(cmd("acknowledge_alert", 131.5, "ack", alert_id="S1:a1"))
+    rest = _deal(eng, BANKER_DRAWS[2:], 132)
+    events += rest
+    assert "round_held" not in kinds(rest)
+    assert [e.hand for e in of_kind(rest, "round_completed")] == [2]
+    assert_restores(eng, events)
+
+
+def test_case_1_real_player_one_in_the_window_taken_as_burn_is_held_and_a_correction_settles_it_right() -> (
+    None
+):
+    """A fast dealer's real Player 1 read 1 s after the deciding card is taken as an unneeded
+    burn; every later card of that round sits one slot early. The round is held, never settled
+    shifted; the supervisor's correction (one deck: the burned card is not counted twice) gives
+    the round that was dealt."""
+    real = {"P1": "8d", "B1": "2s", "P2": "Ks", "B2": "3h"}  # P 8 natural, B 5
+    clean = engine(decks=1)
+    start_shoe(clean)
+    _deal(clean, NATURAL, 100)
+    (want,) = of_kind(_deal(clean, list(real.values()), 130), "round_completed")
+
+    eng = engine(decks=1)
+    events = start_shoe(eng)
+    events += _deal(eng, NATURAL, 100)
+    events += _deal(eng, ["8d"], 104.0)  # the real P1, inside the window
+    events += _deal(eng, ["2s", "Ks", "3h"], 106.0)  # B1 P2 B2, outside it
+    assert [e.data["burn"] for e in of_kind(events, "card_dealt") if e.data.get("burn") == "unneeded"] == [
+        "unneeded"
+    ]
+    assert eng.snapshot()["round"]["cards"] == {"P1": "2s", "B1": "Ks", "P2": "3h"}  # shifted
+    assert eng.snapshot()["round"]["blocked_by"] == ["alert S1:a1"]
+    fix = eng.handle(cmd("rearrange", 110, "fix", hand=2, cards=real))
+    events += fix
+    assert kinds(fix)[:2] == ["command_accepted", "round_corrected"]
+    corrected = of_kind(fix, "round_corrected")[0].data
+    assert (corrected["supplied"], corrected["from_unneeded_burn"]) == (["P1"], ["P1"])
+    assert [(e.data["code"], e.data["reason"]) for e in of_kind(fix, "alert_cleared")] == [
+        ("unneeded_card", "corrected")
+    ]
+    (settled,) = of_kind(fix, "round_completed")
+    assert settled.data["cards"] == want.data["cards"] == real
+    assert settled.data["outcome"] == want.data["outcome"]
+    assert settled.data["bets"] == want.data["bets"]
+    assert settled.data["corrected"] is True
+    assert eng.snapshot()["shoe"]["cards_out"] == clean.snapshot()["shoe"]["cards_out"]
+    assert eng.state.counts == clean.state.counts
+    assert [e.hand for e in of_kind(events, "round_completed")] == [1, 2]
+    assert_legal(events, 1)
+    assert_restores(eng, events)
+
+
+def test_case_1_voiding_the_round_before_keeps_the_hold_voiding_the_held_round_clears_it() -> None:
+    eng = engine()
+    events = start_shoe(eng)
+    events += _deal(eng, NATURAL, 100)
+    events += _deal(eng, ["7c"], 103.5)
+    before = eng.handle(cmd("void_round", 110, "v1", hand=1, reason="exposed card"))
+    events += before
+    assert kinds(before) == ["command_accepted", "round_voided"]  # the unneeded card is not about round 1
+    assert eng.state.next_round_holds == ["S1:a1"]
+    events += _deal(eng, BANKER_DRAWS, 130)
+    assert sorted(eng.state.held) == [2]
+    void = eng.handle(cmd("void_round", 141, "v2", hand=2, reason="dealer error"))
+    events += void
+    assert kinds(void) == ["command_accepted", "alert_cleared", "round_voided"]
+    assert eng.state.alerts == {}
+    assert eng.state.held == {}
+    assert_legal(events, 8)
+    assert_restores(eng, events)
 
 
 def test_case_2_two_unneeded_cards_burn_then_next_player_one() -> None:
@@ -89,6 +183,19 @@ def test_case_2_two_unneeded_cards_burn_then_next_player_one() -> None:
     events += rest
     assert [e.data["slot"] for e in of_kind(rest, "card_dealt")] == ["B1", "P2", "B2"]
     assert eng.snapshot()["round"]["cards"] == {"P1": "6d", "B1": "Ah", "P2": "Kd", "B2": "Ks"}
+    # Both alerts hold round 2 (under supervisor watch): decided, it is held until both are answered.
+    first_alert, second_alert = (a.data["alert_id"] for a in alerts(extra, "unneeded_card"))
+    last = _deal(eng, ["4c"], 133)  # B3
+    events += last
+    assert [e.hand for e in of_kind(last, "round_held")] == [2]
+    one = eng.handle(cmd("acknowledge_alert", 140, "a1", alert_id=first_alert))
+    assert kinds(one) == ["command_accepted", "alert_cleared"]
+    two = eng.handle(cmd("acknowledge_alert", 141, "a2", alert_id=second_alert))
+    assert kinds(two) == ["command_accepted", "alert_cleared", "round_completed"]
+    events += one + two
+    assert of_kind(two, "round_completed")[0].data["cards"] == {
+        "P1": "6d", "B1": "Ah", "P2": "Kd", "B2": "Ks", "B3": "4c"
+    }  # fmt: skip
     assert_legal(events, 8)
     assert_restores(eng, events)
 
