@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from daemon.commands._settings_file import load_protocol_settings
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -43,22 +45,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("file", nargs="?", default="-", help="input file, or - for stdin (default)")
     parser.set_defaults(handler=run)
-
-
-def _load_settings(path: Path | None) -> dict[str, Any] | str:
-    if path is None:
-        return {}
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        return f"{path}: cannot read settings: {exc}"
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        return f"{path}: settings must be a mapping of setting names to values"
-    return data
 
 
 def _emit(frames: list[Any], at: float) -> int:
@@ -127,7 +113,7 @@ def _make_decoder(args: argparse.Namespace, protocol: str, settings: dict[str, A
 def run(args: argparse.Namespace) -> int:
     from drivers.fixtures import FixtureError, is_fixture_header, parse_fixture
 
-    settings = _load_settings(args.settings)
+    settings = load_protocol_settings(args.settings)
     if isinstance(settings, str):
         print(f"error: {settings}", file=sys.stderr)
         return 2

@@ -30,6 +30,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from daemon.commands._settings_file import load_protocol_settings
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
@@ -58,22 +60,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
-def _protocol_settings(path: Path | None) -> dict[str, Any] | str:
-    if path is None:
-        return {}
-    import yaml
-
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        return f"{path}: cannot read settings: {exc}"
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        return f"{path}: settings must be a mapping of setting names to values"
-    return data
-
-
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
@@ -94,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"error: {args.driver} needs --url", file=sys.stderr)
             return 2
         settings = {"url": args.url, "baudrate": args.baudrate}
-    protocol = _protocol_settings(args.settings)
+    protocol = load_protocol_settings(args.settings)
     if isinstance(protocol, str):
         print(f"error: {protocol}", file=sys.stderr)
         return 2
