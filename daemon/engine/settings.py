@@ -74,8 +74,13 @@ class TableSettings(BaseModel):
     decks: int = Field(default=8, ge=1, le=8, description="Decks in the shoe (RULES.md: 1-8).")
     variant: str = Field(
         default="standard",
-        pattern=r"^[a-z0-9][a-z0-9_-]*$",
-        description="Game variant name: config/variants/<name>.yaml.",
+        pattern=r"^([a-z0-9][a-z0-9_-]*|.*/.*|.+\.ya?ml)$",
+        description=(
+            "Game variant: a shipped name (config/variants/<name>.yaml) or the path of a variant "
+            "YAML file (ends in .yaml/.yml or has a '/'; a relative path is relative to the config "
+            "file's folder). Each shoe_started records the pay table's digest; a shoe resumed after "
+            "a restart is settled only under a pay table with that digest."
+        ),
     )
     burn: BurnSettings = BurnSettings()
     burn_before_each_round: bool = Field(

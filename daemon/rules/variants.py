@@ -22,8 +22,11 @@ Every key is checked (unknown keys refused); a bad file is refused with a
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from fractions import Fraction
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +96,24 @@ class Variant(BaseModel):
                 f"bets {users} have super-round payouts but the variant has no 'super_round' die settings"
             )
         return self
+
+    @cached_property
+    def digest(self) -> str:
+        """sha256 (hex) of the pay table's canonical JSON form, stable across processes.
+
+        The form is ``model_dump(mode="json")`` without ``description``: the name, the
+        super-round die and every bet in file order with its kind, payouts (exact, as reduced
+        fractions) and limits, defaults included; keys sorted, no whitespace, UTF-8. A file
+        that only differs in comments, layout, key order, spelling of a number (0.95 vs 19/20)
+        or description has the same digest; any payout, limit or bet change gives another.
+        """
+        canonical = json.dumps(
+            self.model_dump(mode="json", exclude={"description"}),
+            sort_keys=True,
+            separators=(",", ":"),
+            ensure_ascii=False,
+        )
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
     @property
     def needs_super_round_die(self) -> bool:
@@ -178,9 +199,14 @@ def shipped_variant_names() -> list[str]:
 def load_variant_arg(text: str) -> Variant:
     """A variant given on a command line: a file path, or the name of a shipped variant."""
     candidate = Path(text)
-    if candidate.suffix in (".yaml", ".yml") or candidate.exists() or "/" in text:
+    if is_variant_path(text) or candidate.exists():
         return load_variant(candidate)
     return load_variant_by_name(text)
+
+
+def is_variant_path(text: str) -> bool:
+    """Whether a variant setting names a file (ends in .yaml/.yml or has a '/') rather than a shipped name."""
+    return Path(text).suffix in (".yaml", ".yml") or "/" in text
 
 
 def _describe(path: Path, raw: dict[str, Any], exc: ValidationError) -> str:

@@ -31,7 +31,14 @@ from daemon.journal.settings import JournalSettings
 from daemon.mqtt.secrets import SecretError, SecretSource
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.topics import TopicError, validate_table_id
-from daemon.rules.variants import Variant, VariantError, load_variant_by_name, shipped_variant_names
+from daemon.rules.variants import (
+    Variant,
+    VariantError,
+    is_variant_path,
+    load_variant,
+    load_variant_by_name,
+    shipped_variant_names,
+)
 from daemon.service.configfile import (
     ConfigError,
     ConfigProblem,
@@ -289,13 +296,22 @@ def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigPro
 
 
 def _load_variant(raw: RawConfig, name: str, found: list[ConfigProblem]) -> Variant | None:
+    """The shipped variant ``name``, or the variant file it names (relative to the config file's folder)."""
     try:
+        if is_variant_path(name):
+            return load_variant(variant_file_path(raw.source, name))
         return load_variant_by_name(name)
     except VariantError as exc:
         source, line = raw.describe(("table", "variant"))
         known = ", ".join(shipped_variant_names())
         found.append(ConfigProblem(source, ("table", "variant"), f"{exc} (shipped: {known})", line))
         return None
+
+
+def variant_file_path(config_source: str, setting: str) -> Path:
+    """Where a ``table.variant`` path points: absolute, or relative to the config file's folder."""
+    path = Path(setting).expanduser()
+    return path if path.is_absolute() else Path(config_source).parent / path
 
 
 def _validate_device_settings(

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import subprocess
+import sys
 import tempfile
 from fractions import Fraction
 from pathlib import Path
@@ -265,3 +270,64 @@ def test_meaningless_combinations_are_refused(tmp_path: Path, bet: dict[str, Any
     message = refusal(tmp_path, {"name": "t", "bets": [{"name": "X", **bet}]})
     assert "bet 'X' (bets[0])" in message
     assert fragment in message
+
+
+HOUSE = """\
+name: house
+description: A casino's own pay table.
+bets:
+  - name: Banker
+    kind: banker
+    payout: 0.95
+  - name: Big
+    kind: big
+    payout: 0.5
+    max_hand: 30
+"""
+
+# The same pay table: comments, flow style, key order, 19/20 for 0.95, another description.
+HOUSE_REFORMATTED = """\
+# edited by the floor manager, pay table unchanged
+description: "Reworded"
+name: house
+bets:
+  - {kind: banker, name: Banker, payout: 19/20}   # 5% commission
+  - kind: big
+    max_hand: 30
+    payout: 1/2
+    name: Big
+"""
+
+
+def test_digest_ignores_comments_layout_and_description(tmp_path: Path) -> None:
+    first = load_variant(write(tmp_path, HOUSE, "a.yaml"))
+    again = load_variant(write(tmp_path, HOUSE_REFORMATTED, "b.yaml"))
+    assert again.description != first.description
+    assert again.digest == first.digest
+    assert re.fullmatch(r"[0-9a-f]{64}", first.digest)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [("payout: 0.95", "payout: 0.96"), ("max_hand: 30", "max_hand: 40"), ("name: Big", "name: Grand")],
+)
+def test_digest_changes_with_any_payout_limit_or_bet(tmp_path: Path, old: str, new: str) -> None:
+    first = load_variant(write(tmp_path, HOUSE, "a.yaml"))
+    edited = load_variant(write(tmp_path, HOUSE.replace(old, new), "b.yaml"))
+    assert edited.name == first.name
+    assert edited.digest != first.digest
+
+
+def test_digest_is_the_same_in_another_process() -> None:
+    """No hash randomisation: a digest journalled before a restart is met again after it."""
+    here = {name: load_variant_by_name(name).digest for name in SHIPPED}
+    script = (
+        "import json; from daemon.rules.variants import load_variant_by_name as l; "
+        f"print(json.dumps({{n: l(n).digest for n in {SHIPPED!r}}}))"
+    )
+    for seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        command = [sys.executable, "-c", script]
+        out = subprocess.run(command, capture_output=True, text=True, env=env, check=True)
+        assert json.loads(out.stdout) == here
+    assert len(set(here.values())) == len(SHIPPED)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from daemon.rules.bets import BankerBet
 from daemon.service.config import DEFAULTS_FILE, load_config
 from daemon.service.configfile import ConfigError, format_key_path
 from drivers.pty_device import PtyDevice
@@ -289,3 +290,61 @@ def test_config_readme_documents_every_key() -> None:
     assert missing == [], (
         f"config/README.md lacks {missing}: run `python -m daemon.service.config_docs --write`"
     )
+
+
+HOUSE_VARIANT = """\
+name: house
+bets:
+  - name: Banker
+    kind: banker
+    payout: 0.9   # the casino's own commission
+  - name: Player
+    kind: player
+    payout: 1
+"""
+
+
+def _config_naming_variant(folder: Path, variant: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "table.yaml"
+    path.write_text(
+        f"table_id: T7\nstate_dir: {folder / 'state'}\ntable:\n  variant: {variant}\n"
+        "readers:\n  - driver: angel_eye\n    settings: {url: /dev/ttyUSB0}\n"
+    )
+    return path
+
+
+def test_a_casino_variant_file_is_loaded_relative_to_the_config_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "etc"
+    (folder / "variants").mkdir(parents=True)
+    (folder / "variants" / "house.yaml").write_text(HOUSE_VARIANT)
+    path = _config_naming_variant(folder, "variants/house.yaml")
+    monkeypatch.chdir(tmp_path)  # not the config's folder: the path is not read from here
+    loaded = load_config(path, environ={}, check_secrets=False)
+    assert loaded.variant.name == "house"
+    banker = loaded.variant.bet("Banker")
+    assert isinstance(banker, BankerBet)
+    assert str(banker.payout) == "9/10"
+    assert loaded.config.table.variant == "variants/house.yaml"
+    absolute = _config_naming_variant(tmp_path / "other", str(folder / "variants" / "house.yaml"))
+    assert load_config(absolute, environ={}, check_secrets=False).variant.digest == loaded.variant.digest
+
+
+def test_a_bad_casino_variant_file_is_refused_naming_config_key_file_bet_and_field(tmp_path: Path) -> None:
+    folder = tmp_path / "etc"
+    folder.mkdir()
+    (folder / "house.yaml").write_text(HOUSE_VARIANT.replace("payout: 0.9", "payot: 0.9"))
+    path = _config_naming_variant(folder, "house.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={}, check_secrets=False)
+    (problem,) = info.value.problems
+    assert (problem.source, format_key_path(problem.path), problem.line) == (str(path), "table.variant", 4)
+    assert str(folder / "house.yaml") in problem.message
+    assert "bet 'Banker'" in problem.message
+    assert "'payot'" in problem.message
+    missing = _config_naming_variant(tmp_path / "none", "variants/gone.yaml")
+    with pytest.raises(ConfigError) as info:
+        load_config(missing, environ={}, check_secrets=False)
+    assert f"{tmp_path / 'none' / 'variants' / 'gone.yaml'}: variant file not found" in str(info.value)
