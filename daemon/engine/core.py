@@ -85,10 +85,14 @@ class EngineCore:
         self.configured_variant = variant
         self.settings = settings
         self.variant = variant
-        # A recorded variant name that could not be loaded: the shoe's rounds are held.
+        # A recorded variant that could not be loaded, or whose pay table (digest) changed since
+        # the shoe started: the shoe's rounds are held.
         self.variant_missing: str | None = None
+        self.variant_changed = False  # variant_missing because no pay table has the recorded digest
+        # The digest shoe_started recorded (None: a journal from before digests were recorded).
+        self.shoe_variant_digest: str | None = None
         self._resolve_variant = resolve_variant
-        self._variants: dict[str, Variant | None] = {variant.name: variant}
+        self._resolved: dict[str, Variant | None] = {}
         self.state = TableState(settings)
         self._settler = Settler(variant)
         self._camera_devices = frozenset(settings.camera.devices)
@@ -106,24 +110,40 @@ class EngineCore:
         elif decks != self.settings.decks:
             self.settings = configured.model_copy(update={"decks": decks})
         name = data.get("variant", self.configured_variant.name)
-        variant = self._variant_named(name)
+        digest = data.get("variant_digest")
+        self.shoe_variant_digest = digest if isinstance(digest, str) else None
+        candidates = self._variants_named(name)
+        if self.shoe_variant_digest is None:
+            variant = candidates[0] if candidates else None
+        else:
+            variant = next((v for v in candidates if v.digest == self.shoe_variant_digest), None)
         self.variant_missing = None if variant is not None else name
+        self.variant_changed = variant is None and bool(candidates)
         variant = variant or self.configured_variant  # (bets offered only: its rounds are held)
         if variant is not self.variant:
             self.variant = variant
             self._settler = Settler(variant)
             self._needs_die = variant.needs_super_round_die
 
-    def _variant_named(self, name: str) -> Variant | None:
-        if name not in self._variants:
-            found: Variant | None = None
+    def _variants_named(self, name: str) -> list[Variant]:
+        """The variants called ``name`` the engine can use: the configured one first, then the
+        resolver's (asked only when the configured one is not called so, or has another digest)."""
+        configured = self.configured_variant
+        found = [configured] if configured.name == name else []
+        if found and (self.shoe_variant_digest is None or configured.digest == self.shoe_variant_digest):
+            return found
+        if name not in self._resolved:
+            resolved: Variant | None = None
             if self._resolve_variant is not None:
                 try:
-                    found = self._resolve_variant(name)
+                    resolved = self._resolve_variant(name)
                 except (ValueError, OSError, LookupError):
-                    found = None
-            self._variants[name] = found if found is not None and found.name == name else None
-        return self._variants[name]
+                    resolved = None
+            self._resolved[name] = resolved if resolved is not None and resolved.name == name else None
+        resolved = self._resolved[name]
+        if resolved is not None and resolved is not configured:
+            found.append(resolved)
+        return found
 
     def _shoe_differs(self) -> dict[str, Any] | None:
         """How the shoe being dealt differs from the configuration (None: it does not, or no
@@ -131,11 +151,25 @@ class EngineCore:
         st = self.state
         if st.phase == NO_SHOE or (st.phase == OVER and not st.held):
             return None
-        recorded = {"decks": self.settings.decks, "variant": self.variant_missing or self.variant.name}
-        configured = {"decks": self.configured_settings.decks, "variant": self.configured_variant.name}
+        recorded: dict[str, Any] = {
+            "decks": self.settings.decks,
+            "variant": self.variant_missing or self.variant.name,
+        }
+        configured: dict[str, Any] = {
+            "decks": self.configured_settings.decks,
+            "variant": self.configured_variant.name,
+        }
+        if self.shoe_variant_digest is not None:  # (journals from before digests: compared by name)
+            recorded["variant_digest"] = self.shoe_variant_digest
+            configured["variant_digest"] = self.configured_variant.digest
         if recorded == configured:
             return None
-        return {"shoe": recorded, "configured": configured, "variant_available": self.variant_missing is None}
+        return {
+            "shoe": recorded,
+            "configured": configured,
+            "variant_available": self.variant_missing is None,
+            "pay_table_changed": self.variant_changed,
+        }
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready current state (the publisher retains it)."""
@@ -452,10 +486,16 @@ class EngineCore:
         if self._needs_die and rnd.die is None:
             reasons.append("awaiting the super-round die")
         if self.variant_missing is not None:
-            reasons.append(
-                f"this shoe's variant {self.variant_missing!r} cannot be loaded (no other pay table)"
-            )
+            reasons.append(self._variant_missing_text())
         return reasons
+
+    def _variant_missing_text(self) -> str:
+        if self.variant_changed:
+            return (
+                f"this shoe's variant {self.variant_missing!r} pay table changed since the shoe started "
+                f"(recorded digest {self.shoe_variant_digest}): not settled under another pay table"
+            )
+        return f"this shoe's variant {self.variant_missing!r} cannot be loaded (no other pay table)"
 
     def _decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
         """The round in progress is decided: complete it, or hold it while something blocks it."""
@@ -533,6 +573,7 @@ class EngineCore:
             "shoe_id": new_id,
             "decks": self.configured_settings.decks,
             "variant": self.configured_variant.name,
+            "variant_digest": self.configured_variant.digest,
             "started_by": "device" if cmd is None else "supervisor",
             "actor": None if cmd is None else cmd.actor,
             "command_id": None if cmd is None else cmd.command_id,

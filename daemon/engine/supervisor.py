@@ -439,9 +439,7 @@ class SupervisorCommands(EngineCore):
         if rnd is not st.round and needed is not None:
             return f"held round {hand} still needs {needed}: supply it with assign_card or rearrange"
         if self.variant_missing is not None:
-            return (
-                f"this shoe's variant {self.variant_missing!r} cannot be loaded: void the round or the shoe"
-            )
+            return f"{self._variant_missing_text()}: void the round or the shoe"
         if self._needs_die and rnd.die is None and rnd is not st.round:
             return f"hand {hand} needs the super-round die: send super_round_die"
         resolved_hand = hand

@@ -189,6 +189,7 @@ def deal_shoe(
         shoe_id=shoe_id,
         decks=settings.decks,
         variant=variant.name,
+        variant_digest=variant.digest,
         started_by="device" if started_by_device else "supervisor",
         actor=None if started_by_device else "sup",
         command_id=None if started_by_device else "cmd-shoe",

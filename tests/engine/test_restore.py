@@ -8,10 +8,12 @@ shoe's rounds: never settled under another pay table.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
-from daemon.rules.variants import Variant, VariantError
+from daemon.rules.variants import Variant, VariantError, load_variant
 from tests.engine.support import alerts, cmd, engine, feed, of_kind, read, roundtrip, start_shoe, variant
 
 COW_COW_ONE_DECK = TableSettings(decks=1, variant="cow-cow")
@@ -41,9 +43,10 @@ def test_restored_under_another_variant_and_decks_the_open_shoe_settles_as_recor
     assert notice.data["code"] == "shoe_settings_differ"
     assert notice.data["holds"] is None
     assert notice.data["details"] == {
-        "shoe": {"decks": 8, "variant": "standard"},
-        "configured": {"decks": 1, "variant": "cow-cow"},
+        "shoe": {"decks": 8, "variant": "standard", "variant_digest": variant("standard").digest},
+        "configured": {"decks": 1, "variant": "cow-cow", "variant_digest": variant("cow-cow").digest},
         "variant_available": True,
+        "pay_table_changed": False,
     }
     assert not alerts(out, "over_composition")
     (done,) = of_kind(out, "round_completed")
@@ -99,3 +102,109 @@ def test_a_restore_under_the_same_configuration_raises_nothing() -> None:
     assert [e.to_dict() for e in restored.handle(read("9s", 103))] == [
         e.to_dict() for e in live.handle(read("9s", 103))
     ]
+
+
+HOUSE = """\
+name: house
+bets:
+  - name: Player
+    kind: player
+    payout: 1
+  - name: Banker
+    kind: banker
+    payout: 0.95
+  - name: Tie
+    kind: tie
+    payout: 8
+"""
+
+# Same pay table, another file: a comment, flow style, 19/20 for 0.95.
+HOUSE_REFORMATTED = """\
+# reviewed 2026-11 -- no payout changed
+name: house
+bets:
+  - {name: Player, kind: player, payout: 1}
+  - {name: Banker, kind: banker, payout: 19/20}   # 5% commission
+  - {name: Tie, kind: tie, payout: 8}
+"""
+
+HOUSE_EDITED = HOUSE.replace("payout: 0.95", "payout: 0.9")
+
+
+def _house(tmp_path: Path, text: str, file: str) -> Variant:
+    path = tmp_path / file
+    path.write_text(text)
+    return load_variant(path)
+
+
+def _house_mid_round(tmp_path: Path) -> tuple[Engine, list[Event]]:
+    house = _house(tmp_path, HOUSE, "house.yaml")
+    eng = Engine(TableSettings(decks=8, variant="house.yaml"), house)
+    events = start_shoe(eng)
+    events += feed(eng, [read("9s", 100), read("9s", 101), read("8h", 102)])
+    return eng, events
+
+
+def test_shoe_started_records_the_pay_table_digest(tmp_path: Path) -> None:
+    eng, events = _house_mid_round(tmp_path)
+    (started,) = of_kind(events, "shoe_started")
+    assert started.data["variant"] == "house"
+    assert started.data["variant_digest"] == eng.configured_variant.digest
+
+
+def test_a_pay_table_edited_under_the_same_name_holds_the_shoe_and_alerts(tmp_path: Path) -> None:
+    _, events = _house_mid_round(tmp_path)
+    edited = _house(tmp_path, HOUSE_EDITED, "house-edited.yaml")
+    settings = TableSettings(decks=8, variant="house.yaml")
+    # The resolver finds only the edited file too: no pay table has the recorded digest.
+    restored = Engine.restore(settings, edited, roundtrip(events), lambda name: edited)
+    out = restored.handle(read("9s", 103))
+    (notice,) = alerts(out, "shoe_settings_differ")
+    details = notice.data["details"]
+    assert details["variant_available"] is False
+    assert details["pay_table_changed"] is True
+    assert details["shoe"]["variant"] == details["configured"]["variant"] == "house"
+    assert details["shoe"]["variant_digest"] != details["configured"]["variant_digest"] == edited.digest
+    assert not of_kind(out, "round_completed")
+    (held,) = of_kind(out, "round_held")
+    assert "pay table changed" in held.data["blocked_by"][0]
+    refused = restored.handle(cmd("resolve_hold", 110, "r"))
+    assert refused[0].kind == "command_refused"
+    assert "pay table changed" in refused[0].data["reason"]
+    voided = restored.handle(cmd("void_round", 111, "v", hand=1, reason="pay table changed"))
+    assert of_kind(voided, "round_voided")
+
+
+def test_an_edited_configured_pay_table_defers_to_the_recorded_one_found_by_name(tmp_path: Path) -> None:
+    live, events = _house_mid_round(tmp_path)
+    edited = _house(tmp_path, HOUSE_EDITED, "house-edited.yaml")
+    original = live.configured_variant
+    restored = Engine.restore(TableSettings(decks=8), edited, roundtrip(events), lambda name: original)
+    out = restored.handle(read("9s", 103))
+    assert alerts(out, "shoe_settings_differ")[0].data["details"]["variant_available"] is True
+    (done,) = of_kind(out, "round_completed")
+    assert done.data["bets"]["Banker"]["multiplier"] == "19/20"  # the recorded table, not 9/10
+
+
+def test_an_unchanged_pay_table_in_a_reformatted_file_resumes_normally(tmp_path: Path) -> None:
+    live, events = _house_mid_round(tmp_path)
+    same = _house(tmp_path, HOUSE_REFORMATTED, "house-reformatted.yaml")
+    restored = Engine.restore(live.configured_settings, same, roundtrip(events))
+    assert [e.to_dict() for e in restored.handle(read("9s", 103))] == [
+        e.to_dict() for e in live.handle(read("9s", 103))
+    ]
+
+
+def test_a_journal_without_a_digest_resumes_by_name_as_before(tmp_path: Path) -> None:
+    live, events = _house_mid_round(tmp_path)
+    old = [
+        Event.from_dict({**e.to_dict(), "data": {k: v for k, v in e.data.items() if k != "variant_digest"}})
+        for e in roundtrip(events)
+    ]
+    assert "variant_digest" not in of_kind(old, "shoe_started")[0].data
+    edited = _house(tmp_path, HOUSE_EDITED, "house-edited.yaml")
+    restored = Engine.restore(live.configured_settings, edited, old)
+    out = restored.handle(read("9s", 103))
+    assert not alerts(out, "shoe_settings_differ")
+    (done,) = of_kind(out, "round_completed")
+    assert done.data["bets"]["Banker"]["multiplier"] == "9/10"  # today's behaviour: the name's table

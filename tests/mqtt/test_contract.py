@@ -98,6 +98,30 @@ def test_a_card_event_with_a_bad_card_code_is_outside_the_contract() -> None:
         validate_payload("x/events", json.dumps(envelope).encode())
 
 
+def test_shoe_started_carries_the_pay_table_digest_in_the_contract() -> None:
+    variant = load_variant_by_name("standard")
+    data = {"shoe_id": "S1", "decks": 8, "variant": variant.name, "variant_digest": variant.digest}
+    envelope = {
+        "schema_version": 1,
+        "event_id": "0b5c8f8e-8f43-5d1e-9d8e-3f1f1c7a2b11",
+        "seq": 1,
+        "table_id": "T1",
+        "shoe_id": "S1",
+        "hand": None,
+        "kind": "shoe_started",
+        "ts": 1.0,
+        "published_at": 1.0,
+        "source": "supervisor",
+        "data": data,
+    }
+    validate_payload("x/events", json.dumps(envelope).encode())
+    envelope["data"] = {**data, "variant_digest": variant.digest.upper()}  # lowercase hex only
+    with pytest.raises(jsonschema.ValidationError):
+        validate_payload("x/events", json.dumps(envelope).encode())
+    envelope["data"] = {k: v for k, v in data.items() if k != "variant_digest"}  # journals before it
+    validate_payload("x/events", json.dumps(envelope).encode())
+
+
 def state_payload(snapshot: dict[str, Any]) -> bytes:
     """A state payload as the publisher builds it (signed)."""
     body = {"table_id": "T1", "ts": 1_764_400_000.5, "last_seq": 7, "state": snapshot}
