@@ -165,6 +165,9 @@ class ReadSequencer(EngineCore):
         held = [r for r in st.held_reads if r["device"] == device]
         last_at = st.pull_last_at.get(device)
         active = last_at is not None and read.at - last_at <= self.settings.pull_hold_window_s
+        if active and position < st.pull_next.get(device, 1):
+            # A card of the pull just placed, arriving after cards below it: its place is gone.
+            self._pull_order_conflict(read, "late_pull_card")
         base = 1 if position == 1 or not active else st.pull_next.get(device, 1)
         if not held and position == base:
             if isinstance(read, ReadFailed):
@@ -229,6 +232,8 @@ class ReadSequencer(EngineCore):
             self._take_read(read)
             return
         if read.position is None:
+            if st.pull_last_at and device in st.pull_last_at:
+                self._unpositioned_in_pull(read)
             in_pull = False
             plan: Placement | None = None
             target = read.target
@@ -255,6 +260,34 @@ class ReadSequencer(EngineCore):
             if self._target_held(read.device):
                 self._release_all(read.device, "interleaved")
             self._sequence(read)
+
+    def _unpositioned_in_pull(self, read: CardRead) -> None:
+        """A read without a position from a device in the middle of a positioned pull.
+
+        Its place among the pull's cards is unknown (the pull's later cards may still come):
+        it is taken in arrival order, but the round it lands in is held, never settled on a guess.
+        """
+        last_at = self.state.pull_last_at[read.device]
+        if abs(read.at - last_at) <= self.settings.pull_hold_window_s:
+            self._pull_order_conflict(read, "unpositioned_read_in_pull")
+
+    def _pull_order_conflict(self, read: CardRead | ReadFailed, reason: str) -> None:
+        """Hold the round the read lands in (``device_disagreement`` with ``reason``): the
+        pull's order cannot be told from what the device reported."""
+        st = self.state
+        hand = st.round.hand if st.round is not None else None
+        self._alert(
+            AlertCode.DEVICE_DISAGREEMENT,
+            read.at,
+            read.source._value_,
+            hand=hand,
+            holds=hand if hand is not None else "next_round",
+            device=read.device,
+            card=read.card.code if isinstance(read, CardRead) else None,
+            position=read.position,
+            reason=reason,
+            pull_next_position=st.pull_next.get(read.device),
+        )
 
     # -- a pull from a reader that names each card's slot (Angel Eye target/index) -------------
     # Such a reader reports no position, but its target IS where the card sits in the draw

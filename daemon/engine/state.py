@@ -190,9 +190,19 @@ class TableState:
                 if len(recent) > self.settings.duplicate_memory:
                     del recent[next(iter(recent))]
         position = get("position")
-        if advance_pull and position is not None and source != "camera":
-            self.pull_next[read["device"]] = position + 1
-            self.pull_last_at[read["device"]] = read["read_at"]
+        if advance_pull and source != "camera":
+            if position is not None:
+                device = read["device"]
+                self.pull_next[device] = position + 1
+                # A held read released late keeps its own (older) time: the pull is as recent
+                # as its newest card.
+                last = self.pull_last_at.get(device)
+                self.pull_last_at[device] = read["read_at"] if last is None else max(last, read["read_at"])
+            elif self.pull_next:
+                # A card read without a position ends that device's pull: a late card of the
+                # pull is then not appended after it (its order is unknown: it waits as a gap).
+                self.pull_next.pop(read["device"], None)
+                self.pull_last_at.pop(read["device"], None)
 
     def round_for(self, hand: int) -> RoundState | None:
         """The current round or a held round with this hand number."""
@@ -294,7 +304,13 @@ class TableState:
         hand = e.data["hand"]
         self.hand = hand
         self.round = RoundState(hand=hand, opened_at=e.at, die=self.dies.pop(hand, None))
-        self.round.holds = self.next_round_holds
+        holds = self.next_round_holds
+        # A card refused over the shoe's composition is somewhere on the layout or in the
+        # discard until a supervisor settles it: every round dealt meanwhile is held too.
+        for alert_id, alert in self.alerts.items():
+            if alert["code"] == "over_composition" and alert_id not in holds:
+                holds.append(alert_id)
+        self.round.holds = holds
         self.next_round_holds = []
         self.phase = ROUND
 

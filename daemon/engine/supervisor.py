@@ -457,6 +457,9 @@ class SupervisorCommands(EngineCore):
             )
             if rnd is not st.round:
                 self._try_complete_held(rnd, cmd.at, source)
+            # Other held rounds kept back only by the alerts just cleared complete as they stand.
+            for other in [r for r in st.held.values() if r is not rnd]:
+                self._try_complete_held(other, cmd.at, source)
 
         return effect
 

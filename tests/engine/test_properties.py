@@ -11,7 +11,9 @@ dealer's round for the same physical cards (``_physical_cards``: the cards that 
 of the shoe, in the order they came out, whether the reader reported them or not), starting
 right after the last card (in shoe order) the engine dealt before the round opened, unless something that
 tells a supervisor the engine's model may be off covers it: a holding alert, a rescan, a
-journal-full refusal, a void, a correction, or a card the camera or a supervisor supplied.
+journal-full refusal, a void, a correction, a card the camera or a supervisor supplied, or the
+round having been held (it completes only once a supervisor resolved the hold: accepting the
+engine's model is then a human decision, e.g. a random ``resolve_hold`` in the stream).
 """
 
 from __future__ import annotations
@@ -166,6 +168,20 @@ def _inject(
         elif fault == "garbage":
             # Inputs arrive in another order (their times stay in order: the clock runs forward).
             window = out[i : i + 3]
+            tids = [x.transmission_id for x in out if isinstance(x, CardRead)]
+            if any(
+                isinstance(x, CardRead)
+                and (
+                    x.position is not None
+                    or (x.transmission_id is not None and tids.count(x.transmission_id) > 1)
+                )
+                for x in window
+            ):
+                # Not across a pull nor a resend: with the times kept in order, a pull's card or a
+                # resent copy would be reported seconds after its pull or its original, which no
+                # device does and no engine could tell from a new pull or a new card (the pull
+                # and dup faults cover those reads' own disorder).
+                continue
             times = [x.at for x in window]
             rng.shuffle(window)
             out[i : i + 3] = [replace(x, at=t) for x, t in zip(window, times, strict=True)]
@@ -252,6 +268,7 @@ def assert_rounds_are_the_physical_ones(events: list[Event], physical: list[tupl
     last: int | None = None  # physical index of the last card (in shoe order) the engine dealt
     last_at = 0  # and the index of its event
     rounds: dict[tuple[str | None, int], tuple[int | None, int, list[tuple[str, int | None]]]] = {}
+    held: set[tuple[str | None, int]] = set()  # rounds that were held before they completed
     for n, e in enumerate(events):
         if e.kind == "round_opened":
             rounds[(e.shoe_id, e.data["hand"])] = (last, last_at, [])
@@ -264,9 +281,16 @@ def assert_rounds_are_the_physical_ones(events: list[Event], physical: list[tupl
                 rounds[(e.shoe_id, e.data["round"])][2].append((e.data["slot"], found))
             if found is not None and (last is None or found > last):
                 last, last_at = found, n
+        elif e.kind == "round_held":
+            held.add((e.shoe_id, e.data["hand"]))
         elif e.kind == "round_completed" and (e.shoe_id, e.data["hand"]) in rounds:
             anchor, since, cards = rounds[(e.shoe_id, e.data["hand"])]
-            if anchor is None or any(_covers(x) for x in events[since:n]) or any(i is None for _, i in cards):
+            if (
+                anchor is None
+                or (e.shoe_id, e.data["hand"]) in held
+                or any(_covers(x) for x in events[since:n])
+                or any(i is None for _, i in cards)
+            ):
                 continue
             start = anchor + 1
             dealt = deal_round([Card.parse(code) for _, code in physical[start:]])
