@@ -30,6 +30,9 @@ def _fast_init(cls: type[_T]) -> type[_T]:
     Same signature and defaults, same resulting object (equal, same hash, still frozen), in
     about a third of the time: drivers build an input per frame, the reader one per card.
     """
+    if hasattr(cls, "__post_init__"):
+        # The generated __init__ would silently skip it (and any validation it does).
+        raise TypeError(f"{cls.__name__} has __post_init__: _fast_init does not call it")
     names: list[str] = []  # the factory's parameters: the setters and defaults, as closure cells
     values: list[Any] = []
     params: list[str] = []

@@ -303,8 +303,9 @@ def _load_variant(raw: RawConfig, name: str, found: list[ConfigProblem]) -> Vari
         return load_variant_by_name(name)
     except VariantError as exc:
         source, line = raw.describe(("table", "variant"))
-        known = ", ".join(shipped_variant_names())
-        found.append(ConfigProblem(source, ("table", "variant"), f"{exc} (shipped: {known})", line))
+        # The shipped names help only a mistyped name, not a broken file of the table's own.
+        hint = "" if is_variant_path(name) else f" (shipped: {', '.join(shipped_variant_names())})"
+        found.append(ConfigProblem(source, ("table", "variant"), f"{exc}{hint}", line))
         return None
 
 

@@ -26,6 +26,7 @@ from daemon.engine.inputs import (
     StorageState,
     Tick,
     VerdictOutcome,
+    _fast_init,
 )
 
 SIX = Card.parse("6s")
@@ -147,3 +148,16 @@ def test_fast_init_keeps_the_signature_and_stays_frozen(
         cls()
     with pytest.raises(TypeError, match="unexpected keyword"):
         cls(**required, no_such_field=1)
+
+
+def test_fast_init_refuses_a_class_whose_post_init_it_would_skip() -> None:
+    @dataclasses.dataclass(frozen=True, slots=True)
+    class Checked:
+        value: int
+
+        def __post_init__(self) -> None:
+            if self.value < 0:
+                raise ValueError("negative")
+
+    with pytest.raises(TypeError, match="__post_init__"):
+        _fast_init(Checked)
