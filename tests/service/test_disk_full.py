@@ -52,7 +52,6 @@ def test_full_disk_holds_every_input_until_the_journal_takes_it(
         daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1"))
         assert daemon.wait_until_processed(10)
         assert daemon.journal is not None
-        inputs_before = daemon.journal.input_count()
         db = daemon.journal._db  # the journal's own connection: the limit applies to its writes
         (pages,) = db.execute("PRAGMA page_count").fetchone()
         db.execute(f"PRAGMA max_page_count = {pages}")
@@ -70,16 +69,18 @@ def test_full_disk_holds_every_input_until_the_journal_takes_it(
         def consistent_sample() -> bool:
             before = journal.input_count()
             engine = daemon.health()["engine"]
+            cards_stored = sum(1 for _, inp in journal.inputs() if isinstance(inp, CardRead))
             if journal.input_count() != before or not engine["journal_failing"]:
                 return False
-            samples.append((before - inputs_before, int(engine["inputs_waiting"])))
+            samples.append((cards_stored, int(engine["inputs_waiting"])))
             return True
 
         _until(consistent_sample, 30, "a reading with no append in between")
         stored, waiting = samples[-1]
         assert 0 < stored < CARDS
-        # nothing dropped: the card being retried plus those queued behind it
-        assert waiting == CARDS - stored
+        # Nothing dropped: every card not stored waits (being retried or queued). The input
+        # being retried may be a clock tick the idle engine thread made between two cards.
+        assert CARDS - stored <= waiting <= CARDS - stored + 1
         assert not daemon.engine_done.is_set()
         assert subscriber.wait_for(
             lambda s: s.health is not None and s.health["devices"]["engine"]["journal_failing"] is True, 15
@@ -122,26 +123,25 @@ def test_stopping_with_a_failing_journal_logs_every_input_it_could_not_store(
         daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1"))
         assert daemon.wait_until_processed(10)
         assert daemon.journal is not None
-        inputs_before = daemon.journal.input_count()
         db = daemon.journal._db
         (pages,) = db.execute("PRAGMA page_count").fetchone()
         db.execute(f"PRAGMA max_page_count = {pages}")
         for index in range(CARDS):
             daemon.submit(CardRead(ALL_CARDS[(index * 7) % 52], time.time()))
         _until(lambda: daemon.health()["engine"]["journal_failing"], 30, "the journal to fail")
-        stored_then = daemon.journal.input_count() - inputs_before
     finally:
         daemon.stop()  # retries for half the shutdown timeout, then gives up, loudly
         shoe.close()
     assert daemon.engine_done.is_set()
-    # the failing journal stored nothing more; every other card is counted (and logged) as lost
+    # every card the journal did not store is counted (and logged) as lost; the input being
+    # retried when shutdown gave up may also be a clock tick the idle engine thread made
     db = sqlite3.connect(f"file:{loaded.config.journal.path}?mode=ro", uri=True)
     try:
-        (stored,) = db.execute("SELECT count(*) FROM inputs").fetchone()
+        (stored,) = db.execute("SELECT count(*) FROM inputs WHERE type = 'CardRead'").fetchone()
     finally:
         db.close()
-    assert stored - inputs_before == stored_then
-    assert daemon.stats.inputs_not_stored == CARDS - stored_then
+    assert 0 < stored < CARDS
+    assert CARDS - stored <= daemon.stats.inputs_not_stored <= CARDS - stored + 1
 
 
 @pytest.mark.mosquitto
@@ -179,8 +179,10 @@ def test_a_journal_outage_is_reported_in_the_event_stream_once_it_is_over(
         for index in range(cards):
             daemon.submit(CardRead(ALL_CARDS[(index * 7) % 52], time.time()))
         _until(lambda: daemon.health()["engine"]["journal_failing"], 30, "the journal to fail")
-        assert daemon.health()["engine"]["inputs_waiting"] == cards
+        # The cards, plus any clock tick the daemon queued meanwhile.
+        assert daemon.health()["engine"]["inputs_waiting"] >= cards
         assert journal.last_seq() == seq_before  # nothing stored, nothing to publish
+        inputs_before = journal.input_count()
         failing.clear()
         assert daemon.wait_until_processed(30)
         stored = list(journal.events(after_seq=seq_before, origin=None))
@@ -188,15 +190,19 @@ def test_a_journal_outage_is_reported_in_the_event_stream_once_it_is_over(
         assert len(reports) == 1
         [report] = reports
         assert report.kind == "alert_raised"
-        assert report.data["inputs_waited"] == cards
+        assert report.data["inputs_waited"] >= cards
+        # every card that waited was stored once it could be, in the order it was read
+        stored_cards = [inp.card for _, inp in journal.inputs() if isinstance(inp, CardRead)][-cards:]
+        assert stored_cards == [ALL_CARDS[(index * 7) % 52] for index in range(cards)]
+        assert journal.input_count() - inputs_before >= cards
         assert report.data["spells"] == 1
         assert report.data["failed_appends"] >= 1
         assert report.data["failed_for_s"] > 0
         assert report.data["error"] == "database or disk is full"
-        # in the stream right after the events of the input that got through first
-        first_input_events = [e for e in stored if e.seq < report.seq]
-        assert first_input_events
-        assert all(e.data.get("code") != "journal_recovered" for e in first_input_events)
+        # Written right after the first input that got through (a card, or a clock tick with no
+        # events of its own): at most that one card is dealt before the report.
+        assert sum(1 for e in stored if e.kind == "card_dealt" and e.seq < report.seq) <= 1
+        assert any(e.kind == "card_dealt" and e.seq > report.seq for e in stored)
         assert subscriber.wait_for(
             lambda s: any(e["data"].get("code") == "journal_recovered" for e in s.events), 30
         )
