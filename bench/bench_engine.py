@@ -20,8 +20,8 @@ import statistics
 import time
 from typing import Any
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.engine.inputs import CardRead, CutCardDrawn, EngineInput, SupervisorCommand
+from common.cards import ALL_CARDS, Card
+from common.inputs import CardRead, CutCardDrawn, EngineInput, SupervisorCommand
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.outcome import play_round

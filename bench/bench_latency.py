@@ -81,9 +81,9 @@ def paho_baseline(port: int, count: int, size: int, gap_s: float) -> list[float]
 
 def journal_commit_sample(directory: Path, count: int) -> list[float]:
     """Seconds per ``Journal.append`` of one card read with the two events a round's card makes."""
-    from daemon.cards import Card
+    from common.cards import Card
+    from common.inputs import CardRead, DeviceTarget
     from daemon.engine.events import Event
-    from daemon.engine.inputs import CardRead, DeviceTarget
     from daemon.journal.settings import JournalSettings
     from daemon.journal.store import Journal
 

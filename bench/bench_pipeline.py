@@ -30,8 +30,8 @@ from typing import Any
 
 from bench.common import Summary, report
 from bench.rig import forwarded, shoe_stream
-from daemon.cards import Card
-from daemon.engine.inputs import CardRead
+from common.cards import Card
+from common.inputs import CardRead
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.outcome import play_round

@@ -26,8 +26,8 @@ from typing import Any
 
 from bench.common import ms, report
 from bench.rig import Broker, DaemonProcess, NotifySocket, TimedPty, forwarded, shoe_stream, write_config
+from common.inputs import EngineInput
 from daemon.engine.events import Event
-from daemon.engine.inputs import EngineInput
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.journal.settings import JournalSettings

@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from daemon.engine.inputs import DeviceConnection, EngineInput
+from common.inputs import DeviceConnection, EngineInput
 from drivers.protocols.frames import CommandReply, DecodedFrame, Decoder, DuplicateCounting
 
 Sink = Callable[[EngineInput], None]

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from daemon.engine.inputs import DeviceConnection, EngineInput
+from common.inputs import DeviceConnection, EngineInput
 from drivers.base import ReaderDriver
 from drivers.fixtures import Fixture, FixtureHeader, FixtureStep, UsbIdentity
 

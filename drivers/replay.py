@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from daemon.engine.inputs import DeviceConnection, EngineInput, SupervisorCommand, Tick
+from common.inputs import DeviceConnection, EngineInput, SupervisorCommand, Tick
 from drivers.fixtures import Fixture, FixtureStep
 from drivers.pty_device import PtyDevice
 from drivers.registry import load

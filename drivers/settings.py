@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from daemon.backoff import Backoff
+from common.backoff import Backoff
 from drivers.protocols.angel_eye import AngelEyeSettings
 from drivers.protocols.ascii_lines import AsciiLineSettings
 from drivers.protocols.hid_wedge import HidWedgeSettings
@@ -33,7 +33,7 @@ class ReconnectSettings(BaseModel):
     )
 
     def backoff(self, rng: random.Random | None = None) -> Backoff:
-        """The retry delays these settings describe (:class:`daemon.backoff.Backoff`)."""
+        """The retry delays these settings describe (:class:`common.backoff.Backoff`)."""
         return Backoff.symmetric(
             self.initial_delay, self.max_delay, factor=self.factor, jitter=self.jitter, rng=rng
         )

@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.engine.inputs import DeviceTarget
+from common.cards import ALL_CARDS, Card
+from common.inputs import DeviceTarget
 from daemon.rules.outcome import RoundOutcome, Winner, next_slot
 from drivers.fixtures import (
     GENERATED_PROVENANCE,

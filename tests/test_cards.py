@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card, CardParseError, Rank, Suit, hand_total
+from common.cards import ALL_CARDS, Card, CardParseError, Rank, Suit, hand_total
 
 
 def test_a_deck_has_52_distinct_cards() -> None:

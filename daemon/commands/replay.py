@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     if args.inputs:
         return _replay_inputs(fixture, args)
 
-    from drivers.fixture_library import expected_json
-    from drivers.golden import engine_events
+    from daemon.simulation.golden import engine_events
+    from daemon.simulation.library import expected_json
 
     def show(event: dict[str, Any]) -> None:
         if not args.quiet and not args.check and not args.write_expected:

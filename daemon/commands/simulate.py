@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     log_to_stderr()
     if args.library is not None:
-        from drivers.fixture_library import write_library
+        from daemon.simulation.library import write_library
 
         for path, count in write_library(args.library):
             print(f"{path}: {count} events")
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
         fixture.save(args.fixture)
         print(f"{args.fixture}: {len(fixture.steps)} steps, {fixture.header.generator['hands']} hands")
         if args.expected:
-            from drivers.golden import engine_events
+            from daemon.simulation.golden import engine_events
 
             events, _ = engine_events(load_fixture(args.fixture))
             expected = args.fixture.with_name(name + EXPECTED_SUFFIX)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from daemon.cards import Card, CardParseError
+from common.cards import Card, CardParseError
 
 ROUND_SLOT_NAMES = ("P1", "B1", "P2", "B2", "P3", "B3")
 CARD_SLOT_NAMES = (*ROUND_SLOT_NAMES, "indicator", "burn")

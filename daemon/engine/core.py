@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from daemon.engine.alerts import ALERTS, AlertCode
-from daemon.engine.events import Event, new_event
-from daemon.engine.inputs import (
+from common.inputs import (
     DeviceTarget,
     SupervisorCommand,
 )
+from daemon.engine.alerts import ALERTS, AlertCode
+from daemon.engine.events import Event, new_event
 from daemon.engine.settings import TableSettings
 from daemon.engine.settle import RANKS, Settler
 from daemon.engine.state import (

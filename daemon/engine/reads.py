@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from daemon.cards import Card
-from daemon.engine.inputs import CardRead, DeviceTarget, OutsideGameCard, ReadFailed, Source
+from common.cards import Card
+from common.inputs import CardRead, DeviceTarget, OutsideGameCard, ReadFailed, Source
 
 _RANK_SYMBOLS = "A23456789TJQK"
 _isfinite = math.isfinite

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.engine.alerts import AlertCode
-from daemon.engine.core import EngineCore, Placement
-from daemon.engine.inputs import (
+from common.inputs import (
     CardRead,
     DeviceTarget,
     ReadFailed,
     Source,
 )
+from daemon.engine.alerts import AlertCode
+from daemon.engine.core import EngineCore, Placement
 from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.state import (
     NO_SHOE,

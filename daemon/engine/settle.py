@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.cards import ALL_CARDS
+from common.cards import ALL_CARDS
 from daemon.rules.bets import Resolution, resolve_bets
 from daemon.rules.outcome import RoundFacts
 from daemon.rules.variants import Variant

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.engine.alerts import AlertCode
-from daemon.engine.core import EngineCore
-from daemon.engine.inputs import (
+from common.inputs import (
     CutCardDrawn,
     DeviceConnection,
     OutsideGameCard,
@@ -18,6 +16,8 @@ from daemon.engine.inputs import (
     StorageState,
     VerdictOutcome,
 )
+from daemon.engine.alerts import AlertCode
+from daemon.engine.core import EngineCore
 from daemon.engine.reads import card_code, outside_read_fields
 from daemon.engine.settle import verdict_facts
 from daemon.engine.state import (

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.cards import ALL_CARDS, Card
+from common.cards import ALL_CARDS, Card
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.rules.tableau import banker_draws, player_draws

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from daemon.engine import commands as args_
-from daemon.engine.alerts import HOLDING_CODES, AlertCode
-from daemon.engine.core import Effect, EngineCore, Placement
-from daemon.engine.inputs import (
+from common.inputs import (
     Source,
     SupervisorCommand,
 )
+from daemon.engine import commands as args_
+from daemon.engine.alerts import HOLDING_CODES, AlertCode
+from daemon.engine.core import Effect, EngineCore, Placement
 from daemon.engine.state import (
     NO_SHOE,
     OVER,

@@ -12,10 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from daemon.engine.alerts import AlertCode
-from daemon.engine.core import Placement, VariantResolver
-from daemon.engine.events import Event
-from daemon.engine.inputs import (
+from common.inputs import (
     CardRead,
     CutCardDrawn,
     DeviceConnection,
@@ -29,6 +26,9 @@ from daemon.engine.inputs import (
     SupervisorCommand,
     Tick,
 )
+from daemon.engine.alerts import AlertCode
+from daemon.engine.core import Placement, VariantResolver
+from daemon.engine.events import Event
 from daemon.engine.sequencer import ReadSequencer
 from daemon.engine.settings import TableSettings
 from daemon.engine.signals import DeviceSignals

@@ -2,7 +2,7 @@
 
 Each input becomes ``{"type": <class name>, <field>: <value>, ...}``: cards as their code
 (``"8s"``), enums as their value, everything else as JSON. The mapping is derived from the
-dataclass fields of :data:`daemon.engine.inputs.EngineInput`, so an input type or field the
+dataclass fields of :data:`common.inputs.EngineInput`, so an input type or field the
 engine adds later is covered as long as its field types are among the ones handled here
 (a test walks every input type to prove it).
 """
@@ -16,9 +16,9 @@ import typing
 from enum import Enum
 from typing import Any
 
-from daemon.cards import Card, CardParseError
-from daemon.engine import inputs as engine_inputs
-from daemon.engine.inputs import EngineInput
+from common import inputs as engine_inputs
+from common.cards import Card, CardParseError
+from common.inputs import EngineInput
 
 
 class CodecError(ValueError):

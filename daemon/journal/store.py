@@ -27,7 +27,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from daemon.engine.inputs import EngineInput
+from common.inputs import EngineInput
 from daemon.journal.codec import dumps_input, loads_input
 from daemon.journal.records import (
     ORIGIN_DELIVERY,

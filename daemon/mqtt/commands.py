@@ -31,8 +31,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from common.inputs import SupervisorCommand
 from daemon.engine.commands import ACTIONS, SERVICE_ACTIONS
-from daemon.engine.inputs import SupervisorCommand
 from daemon.journal.store import Journal, NonceVerdict
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import SigningSettings

@@ -65,9 +65,9 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 from paho.mqtt.reasoncodes import ReasonCode
 
-from daemon.backoff import Backoff
+from common.backoff import Backoff
+from common.inputs import SupervisorCommand
 from daemon.engine.events import ROUND_BOUNDARY_KINDS
-from daemon.engine.inputs import SupervisorCommand
 from daemon.journal.records import ORIGIN_DELIVERY, DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified

@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from daemon.cards import ALL_CARDS, Card, Rank
+from common.cards import ALL_CARDS, Card, Rank
 from daemon.rules.outcome import RoundFacts
 from daemon.rules.tableau import banker_draws, player_draws
 

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
-from daemon.cards import Card, hand_total
+from common.cards import Card, hand_total
 from daemon.rules.tableau import banker_draws, player_draws
 
 

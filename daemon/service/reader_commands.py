@@ -27,7 +27,7 @@ from typing import Any
 
 import structlog
 
-from daemon.engine.inputs import EngineInput, ReaderSignal, ReaderSignalKind, SupervisorCommand
+from common.inputs import EngineInput, ReaderSignal, ReaderSignalKind, SupervisorCommand
 
 log = structlog.get_logger("baccarat_edge.reader_commands")
 

@@ -50,9 +50,9 @@ from typing import Any
 
 import structlog
 
-from daemon.backoff import Backoff
+from common.backoff import Backoff
+from common.inputs import CardRead, EngineInput, StorageState, SupervisorCommand, Tick
 from daemon.engine.events import ROUND_BOUNDARY_KINDS, Event
-from daemon.engine.inputs import CardRead, EngineInput, StorageState, SupervisorCommand, Tick
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.settings import BrokerSettings

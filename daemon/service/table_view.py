@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.cards import Card, CardParseError, hand_total
+from common.cards import Card, CardParseError, hand_total
 from daemon.service.roads import bead_plate, big_road, big_road_grid
 
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")

@@ -73,7 +73,7 @@ class FaceMatch:
     """What the whole face says: the best card, its correlation and its lead over the runner-up."""
 
     label: int
-    """Index of the best card in ``daemon.cards.ALL_CARDS``."""
+    """Index of the best card in ``common.cards.ALL_CARDS``."""
     score: float
     margin: float
     scores: NDArray[Any]

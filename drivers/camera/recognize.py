@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from daemon.cards import ALL_CARDS, Card, Rank, Suit
+from common.cards import ALL_CARDS, Card, Rank, Suit
 from drivers.camera.faces import FaceMatch, face_picture, match_face, picture_vector
 from drivers.camera.geometry import CardOutline, DetectorParams, Image, detect_cards, warp_corners
 from drivers.camera.glyphs import (

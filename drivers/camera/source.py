@@ -8,7 +8,7 @@ a ``CardRead(source=CAMERA, target=<slot>, position=<order in this batch>)``.
 Watchdog: no frame for ``watchdog_s`` (a hung capture call) or byte-identical
 frames for ``stale_frame_s`` (a frozen stream) count as the camera going away: a
 ``DeviceConnection(connected=False)`` is sent, the capture is abandoned and
-reopened with exponential backoff plus jitter (``daemon.backoff``), and ``DeviceConnection(True)``
+reopened with exponential backoff plus jitter (``common.backoff``), and ``DeviceConnection(True)``
 follows when frames flow again. A replay that ends sends ``connected=False`` with
 detail "end of replay" and the driver stops.
 """
@@ -25,8 +25,8 @@ from typing import Any
 
 import structlog
 
-from daemon.backoff import Backoff
-from daemon.engine.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
+from common.backoff import Backoff
+from common.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
 from drivers.camera.capture import CaptureError, EndOfReplay, FrameSource, make_source
 from drivers.camera.geometry import Image
 from drivers.camera.observe import LayoutObserver

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from daemon.cards import Card
+from common.cards import Card
 
 
 class SlotState(Enum):

@@ -22,7 +22,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from daemon.cards import ALL_CARDS, Card, CardParseError, Rank, Suit
+from common.cards import ALL_CARDS, Card, CardParseError, Rank, Suit
 from drivers.camera.faces import FACE_SIZE, both_orientations, face_picture, picture_vector, residual
 from drivers.camera.geometry import Image, find_card_outlines, warp_corners
 from drivers.camera.glyphs import (

@@ -23,8 +23,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from daemon.cards import Card, Rank, Suit
-from daemon.engine.inputs import (
+from common.cards import Card, Rank, Suit
+from common.inputs import (
     CardRead,
     CutCardDrawn,
     DeviceTarget,

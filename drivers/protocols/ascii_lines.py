@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from daemon.engine.inputs import CardRead, ReadFailed, Source
+from common.inputs import CardRead, ReadFailed, Source
 from drivers.protocols.card_codes import LINE_READER_GRAMMAR, CardCodeGrammar, CardCodeMapper
 from drivers.protocols.frames import DecodedFrame, hex_raw
 

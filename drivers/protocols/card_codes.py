@@ -13,7 +13,7 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from daemon.cards import Card, CardParseError, Rank, Suit
+from common.cards import Card, CardParseError, Rank, Suit
 
 _RANK_SYMBOLS = "A23456789TJQK"
 

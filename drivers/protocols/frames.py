@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
-from daemon.cards import Card
-from daemon.engine.inputs import (
+from common.cards import Card
+from common.inputs import (
     CardRead,
     CutCardDrawn,
     OutsideGameCard,

@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from daemon.cards import Card
-from daemon.engine.inputs import CardRead, ReadFailed, Source
+from common.cards import Card
+from common.inputs import CardRead, ReadFailed, Source
 from drivers.protocols.card_codes import CANONICAL_GRAMMAR, CardCodeGrammar, CardCodeMapper
 from drivers.protocols.frames import DecodedFrame, hex_raw
 

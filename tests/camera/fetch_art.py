@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from daemon.cards import ALL_CARDS, Card, Rank, Suit
+from common.cards import ALL_CARDS, Card, Rank, Suit
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE = REPO_ROOT / ".cache" / "card-art"

@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 from numpy.typing import NDArray
 
-from daemon.cards import ALL_CARDS, Card
+from common.cards import ALL_CARDS, Card
 
 FRAME_W = 1280
 FRAME_H = 720

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import yaml
 
-from daemon.cards import Card
+from common.cards import Card
 from daemon.cli import main
 from drivers.camera.templates import load_templates
 from tests.camera import fetch_art

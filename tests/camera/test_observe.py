@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from daemon.cards import Card
+from common.cards import Card
 from drivers.camera.observe import LayoutObserver
 from drivers.camera.settings import SLOTS, parse_camera_settings
 from drivers.camera.stability import SlotState, StabilityFilter

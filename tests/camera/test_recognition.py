@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card
+from common.cards import ALL_CARDS, Card
 from drivers.camera.geometry import find_card_outlines
 from drivers.camera.recognize import Recognizer
 from tests.camera.evaluate import Score, score_frame

@@ -18,8 +18,8 @@ import cv2
 import numpy as np
 import pytest
 
-from daemon.cards import Card
-from daemon.engine.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
+from common.cards import Card
+from common.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
 from drivers.camera.settings import CameraSettings, parse_camera_settings
 from drivers.camera.source import CameraSource
 from tests.camera.synth import SLOT_BOXES, card_corners, felt_table, load_faces, paste

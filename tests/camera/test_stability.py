@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card
+from common.cards import ALL_CARDS, Card
 from drivers.camera.stability import SlotObservation, SlotState, StabilityFilter
 
 SEVEN = Card.parse("7h")

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import replace
 from enum import Enum
 
-from daemon.engine.inputs import (
+from common.inputs import (
     CardRead,
     CutCardDrawn,
     OutsideGameCard,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from daemon.engine.inputs import CardRead, DeviceConnection, EngineInput
+from common.inputs import CardRead, DeviceConnection, EngineInput
 
 
 class Collector:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.engine.inputs import (
+from common.cards import ALL_CARDS, Card
+from common.inputs import (
     CardRead,
     CutCardDrawn,
     DeviceTarget,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.engine.inputs import CardRead
+from common.inputs import CardRead
 from drivers.protocols import angel_eye
 from drivers.protocols.angel_eye import ACK, ENQ, ETX, NAK, AngelEyeDecoder, AngelEyeSettings, encode_frame
 from drivers.protocols.frames import DecodedFrame

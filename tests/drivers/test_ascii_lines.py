@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.engine.inputs import CardRead, ReadFailed
+from common.cards import ALL_CARDS, Card
+from common.inputs import CardRead, ReadFailed
 from drivers.protocols import make_decoder
 from drivers.protocols.ascii_lines import AsciiLineDecoder, AsciiLineSettings
 from drivers.protocols.card_codes import CardCodeGrammar

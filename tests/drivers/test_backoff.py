@@ -1,4 +1,4 @@
-"""The shared retry backoff (``daemon/backoff.py``): growth, cap, jitter, reset, no overflow."""
+"""The shared retry backoff (``common/backoff.py``): growth, cap, jitter, reset, no overflow."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.backoff import Backoff
+from common.backoff import Backoff
 from drivers.settings import ReconnectSettings
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.engine.inputs import CardRead, ReadFailed
+from common.cards import ALL_CARDS, Card
+from common.inputs import CardRead, ReadFailed
 from drivers.protocols.hid_wedge import RAW_KEEP, HidWedgeDecoder, HidWedgeSettings, type_text
 from tests.drivers.splitting import assert_same_when_cut, assert_split_invariant, cut_points
 

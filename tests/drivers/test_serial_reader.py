@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import serial
 
-from daemon.engine.inputs import CardRead, DeviceConnection, ReadFailed
+from common.inputs import CardRead, DeviceConnection, ReadFailed
 from drivers.protocols.angel_eye import ACK, encode_command, encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.serial_reader import AngelEyeReader, AsciiLineReader

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.engine.inputs import SupervisorCommand, Tick
+from common.inputs import SupervisorCommand, Tick
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.variants import load_variant_by_name

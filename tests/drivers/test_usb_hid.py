@@ -8,7 +8,7 @@ import time
 
 import usb.core
 
-from daemon.engine.inputs import CardRead, DeviceConnection, ReadFailed
+from common.inputs import CardRead, DeviceConnection, ReadFailed
 from drivers.protocols.hid_wedge import type_text
 from drivers.settings import UsbHidReaderSettings
 from drivers.usb_hid import UsbHidReader

@@ -16,8 +16,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.engine.inputs import (
+from common.cards import ALL_CARDS, Card
+from common.inputs import (
     CardRead,
     CutCardDrawn,
     DeviceTarget,

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from functools import cache
 from typing import Any
 
-from daemon.cards import Card
+from common.cards import Card
+from common.inputs import CardRead, EngineInput, SupervisorCommand
 from daemon.engine.events import Event
-from daemon.engine.inputs import CardRead, EngineInput, SupervisorCommand
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.outcome import RoundOutcome, next_slot

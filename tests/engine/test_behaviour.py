@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from daemon.cards import ALL_CARDS
-from daemon.engine.events import Event
-from daemon.engine.inputs import (
+from common.cards import ALL_CARDS
+from common.inputs import (
     CutCardDrawn,
     DeviceConnection,
     DeviceTarget,
@@ -21,6 +20,7 @@ from daemon.engine.inputs import (
     Source,
     VerdictOutcome,
 )
+from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from tests.engine.support import (
     alerts,

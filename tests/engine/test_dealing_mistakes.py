@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from common.inputs import CardRead, DeviceTarget, ReadFailed, ShoeVerdict, Tick, VerdictOutcome
 from daemon.engine.events import Event
-from daemon.engine.inputs import CardRead, DeviceTarget, ReadFailed, ShoeVerdict, Tick, VerdictOutcome
 from daemon.engine.table import Engine
 from tests.engine.support import (
     ROUND_ORDER,

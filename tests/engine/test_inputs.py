@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from daemon.cards import Card
-from daemon.engine.inputs import (
+from common.cards import Card
+from common.inputs import (
     DATACLASS_INITS,
     CardRead,
     CutCardDrawn,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from daemon.cards import Card
-from daemon.engine.inputs import OutsideGameCard, OutsideGameMode
+from common.cards import Card
+from common.inputs import OutsideGameCard, OutsideGameMode
 from daemon.journal.codec import decode_input, dumps_input, encode_input, loads_input
 from tests.engine.support import (
     alerts,

@@ -27,10 +27,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card
-from daemon.engine.alerts import HOLDING_CODES
-from daemon.engine.events import Event
-from daemon.engine.inputs import (
+from common.cards import ALL_CARDS, Card
+from common.inputs import (
     CardRead,
     CutCardDrawn,
     DeviceConnection,
@@ -48,6 +46,8 @@ from daemon.engine.inputs import (
     Tick,
     VerdictOutcome,
 )
+from daemon.engine.alerts import HOLDING_CODES
+from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from tests.engine.reference import CARD_GAP, deal_round, deal_shoe, shuffled_shoe

@@ -10,7 +10,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.engine.inputs import CardRead, DeviceTarget, EngineInput
+from common.inputs import CardRead, DeviceTarget, EngineInput
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from tests.engine.reference import CARD_GAP, ROUND_GAP, Dealt, deal_shoe, project, shuffled_shoe

@@ -7,7 +7,7 @@ import random
 
 import jsonschema
 
-from daemon.engine.inputs import DeviceTarget
+from common.inputs import DeviceTarget
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.mqtt.contract import load_schema

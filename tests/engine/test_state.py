@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from daemon.cards import Card
+from common.cards import Card
 from daemon.engine.state import RoundState
 from daemon.rules.outcome import next_slot
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from daemon.engine.inputs import ReadFailed, StorageState
+from common.inputs import ReadFailed, StorageState
 from daemon.journal.codec import dumps_input, loads_input
 from tests.engine.support import (
     alerts,

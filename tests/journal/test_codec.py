@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.engine.inputs import EngineInput
+from common.inputs import EngineInput
 from daemon.journal.codec import CodecError, decode_input, dumps_input, encode_input, loads_input
 
 finite = st.floats(allow_nan=False, allow_infinity=False)

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from daemon.cards import Card
-from daemon.engine.inputs import CardRead, Tick
+from common.cards import Card
+from common.inputs import CardRead, Tick
 from daemon.journal import DeliveryEvent, FullPolicy, Journal, JournalError, JournalSettings, NonceVerdict
 
 

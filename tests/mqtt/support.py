@@ -170,8 +170,8 @@ def signed_command(
 
 @functools.cache
 def _engine_run() -> tuple[dict[str, Any], ...]:
+    from common.inputs import EngineInput
     from daemon.engine import Engine, TableSettings
-    from daemon.engine.inputs import EngineInput
     from daemon.rules.variants import load_variant_by_name
     from drivers.replay import replay_fixture
     from drivers.simulate import DealSettings, FaultSpec, make_fixture

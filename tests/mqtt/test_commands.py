@@ -17,7 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
-from daemon.engine.inputs import SupervisorCommand
+from common.inputs import SupervisorCommand
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.publisher import Publisher, ReplyFn
 from daemon.mqtt.secrets import Secret

@@ -12,8 +12,8 @@ import jsonschema
 import pytest
 import yaml
 
+from common.inputs import EngineInput
 from daemon.engine import Engine, TableSettings
-from daemon.engine.inputs import EngineInput
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.contract import SCHEMA_NAMES, asyncapi_text, load_schema
 from daemon.mqtt.envelope import encode, event_payload, signed_message

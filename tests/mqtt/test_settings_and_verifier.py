@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from daemon.backoff import Backoff
+from common.backoff import Backoff
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.publisher import Publisher

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from itertools import permutations
 from math import perm
 
-from daemon.cards import Card
+from common.cards import Card
 from daemon.rules.outcome import RoundFacts, play_round
 
 # RULES.md, again: Banker total -> Player third-card values on which the Banker draws.

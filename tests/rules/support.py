@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from daemon.cards import Card
+from common.cards import Card
 from daemon.rules.outcome import RoundOutcome, play_round
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card
+from common.cards import ALL_CARDS, Card
 from daemon.rules.enumerate import Enumeration, enumerate_composition, enumerate_shoe, standard_shoe
 from tests.rules.independent import brute_force_joint, point_counts
 from tests.rules.support import REQUIRED_KEYS

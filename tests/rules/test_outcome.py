@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.cards import ALL_CARDS, Card
+from common.cards import ALL_CARDS, Card
 from daemon.rules.outcome import RoundOutcome, Winner, play_round
 from tests.rules.support import deal
 

@@ -8,7 +8,7 @@ from functools import cache
 
 import pytest
 
-from daemon.cards import Card
+from common.cards import Card
 from daemon.rules.bets import resolve_bets
 from daemon.rules.enumerate import Enumeration, enumerate_composition, enumerate_shoe
 from daemon.rules.outcome import RoundFacts

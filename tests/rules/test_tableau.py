@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.cards import Card, Rank, Suit
+from common.cards import Card, Rank, Suit
 from daemon.rules.outcome import Slot, next_slot, play_round
 from daemon.rules.tableau import banker_draws, is_natural, player_draws
 

@@ -21,7 +21,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from daemon.engine.inputs import DeviceTarget
+from common.inputs import DeviceTarget
 from daemon.mqtt.consumer import EventConsumer, Verdict
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.topics import TableTopics

@@ -22,7 +22,7 @@ import pytest
 import serial
 from structlog.testing import capture_logs
 
-from daemon.engine.inputs import DeviceConnection, EngineInput
+from common.inputs import DeviceConnection, EngineInput
 from drivers.base import EACCES_HINT, EPERM_HINT, open_failure_hint
 from drivers.pty_device import PtyDevice
 from drivers.serial_reader import AngelEyeReader

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from daemon.cards import ALL_CARDS
+from common.cards import ALL_CARDS
+from common.inputs import CardRead, SupervisorCommand
 from daemon.engine.events import Event
-from daemon.engine.inputs import CardRead, SupervisorCommand
 from daemon.engine.table import Engine
 from daemon.service.config import load_config
 from daemon.service.runner import Daemon

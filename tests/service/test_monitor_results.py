@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from daemon.cards import Card
+from common.cards import Card
+from common.inputs import CardRead, DeviceTarget, OutsideGameCard, OutsideGameMode, SupervisorCommand
 from daemon.engine.events import Event
-from daemon.engine.inputs import CardRead, DeviceTarget, OutsideGameCard, OutsideGameMode, SupervisorCommand
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.variants import load_variant_by_name

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from daemon.engine.inputs import SupervisorCommand
+from common.inputs import SupervisorCommand
 from daemon.service.config import load_config
 from daemon.service.runner import Daemon
 from drivers.pty_device import PtyDevice

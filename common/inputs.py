@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, TypeVar
 
-from daemon.cards import Card
+from common.cards import Card
 
 _T = TypeVar("_T")
 

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from daemon.engine.inputs import EngineInput
+from common.inputs import EngineInput
 from drivers.fixtures import Fixture, strip_volatile
 from drivers.replay import ReplayResult, replay_fixture
 

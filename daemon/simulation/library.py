@@ -152,7 +152,7 @@ def expected_json(events: list[dict[str, object]]) -> list[dict[str, object]]:
 
 def write_entry(entry: LibraryEntry, directory: Path) -> tuple[Path, int]:
     """Generate one fixture and its expected stream into ``directory``; return the path and event count."""
-    from drivers.golden import engine_events
+    from daemon.simulation.golden import engine_events
 
     path = directory / f"{entry.name}{FIXTURE_SUFFIX}"
     entry.fixture().save(path)
