@@ -27,10 +27,11 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
+from daemon.simulation.dealer import DealSettings, plan_shoe
 from drivers.fixtures import FixtureStep
 from drivers.protocols.angel_eye import ENQ, ETX, encode_frame
 from drivers.pty_device import PtyDevice
-from drivers.simulate import DealSettings, encode_plan, plan_shoe
+from drivers.simulate import encode_plan
 from tests.support.broker import MosquittoBroker
 
 REPO = Path(__file__).resolve().parents[1]

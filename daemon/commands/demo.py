@@ -56,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     from daemon.service.demo import DemoOptions, DemoRun, summary, summary_json
-    from drivers.simulate import FaultSpec
+    from daemon.simulation.dealer import FaultSpec
 
     for fault in args.fault:
         try:

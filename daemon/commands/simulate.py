@@ -57,9 +57,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from daemon.simulation.dealer import DealSettings, FaultSpec, make_fixture, plan_shoe
     from drivers.base import log_to_stderr
     from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, load_fixture, write_expected
-    from drivers.simulate import DealSettings, FaultSpec, encode_plan, make_fixture, plan_shoe
+    from drivers.simulate import encode_plan
 
     log_to_stderr()
     if args.library is not None:

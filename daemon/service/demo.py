@@ -141,8 +141,9 @@ class DemoRun:
         return self.result
 
     def _run_in(self, state_dir: Path) -> None:
+        from daemon.simulation.dealer import DealSettings, FaultSpec, plan_shoe
         from drivers.pty_device import PtyDevice
-        from drivers.simulate import DealSettings, FaultSpec, VirtualShoe, encode_plan, plan_shoe
+        from drivers.simulate import VirtualShoe, encode_plan
 
         opts = self.options
         seed = opts.seed if opts.seed is not None else secrets.randbelow(1_000_000)

@@ -1,2 +1,2 @@
-"""The simulated dealer: the fixture library and the event streams fixtures must produce
-(a fixture replayed through its real driver into a fresh engine)."""
+"""The simulated dealer (a shoe dealt by the rules, with faults), the fixture library and the
+event streams fixtures must produce (a fixture replayed through its real driver into a fresh engine)."""

@@ -13,8 +13,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, make_fixture
 from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, Fixture, load_fixture, write_expected
-from drivers.simulate import DealSettings, Fault, FaultSpec, make_fixture
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.inputs import CardRead
+from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, plan_shoe
 from drivers.protocols import angel_eye
 from drivers.protocols.angel_eye import ACK, ENQ, ETX, NAK, AngelEyeDecoder, AngelEyeSettings, encode_frame
 from drivers.protocols.frames import DecodedFrame
-from drivers.simulate import DealSettings, Fault, FaultSpec, encode_plan, plan_shoe
+from drivers.simulate import encode_plan
 from tests.drivers.angel_eye_reference import ReferenceAngelEyeDecoder
 
 

@@ -13,9 +13,10 @@ from common.inputs import SupervisorCommand, Tick
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.variants import load_variant_by_name
+from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, make_fixture, plan_shoe
 from drivers.protocols import make_decoder
 from drivers.pty_device import PtyDevice
-from drivers.simulate import DealSettings, Fault, FaultSpec, VirtualShoe, encode_plan, make_fixture, plan_shoe
+from drivers.simulate import VirtualShoe, encode_plan
 
 
 def feed_engine(deal: DealSettings, protocol: str, faults=()):

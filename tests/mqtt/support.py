@@ -173,8 +173,8 @@ def _engine_run() -> tuple[dict[str, Any], ...]:
     from common.inputs import EngineInput
     from daemon.engine import Engine, TableSettings
     from daemon.rules.variants import load_variant_by_name
+    from daemon.simulation.dealer import DealSettings, FaultSpec, make_fixture
     from drivers.replay import replay_fixture
-    from drivers.simulate import DealSettings, FaultSpec, make_fixture
 
     faults = [
         FaultSpec.parse(text)

@@ -54,8 +54,8 @@ def test_asyncapi_channels_are_the_topics_the_code_uses() -> None:
 
 
 def test_real_engine_events_of_a_faulty_shoe_fit_the_event_schema(tmp_path: Path) -> None:
+    from daemon.simulation.dealer import DealSettings, FaultSpec, make_fixture
     from drivers.replay import replay_fixture
-    from drivers.simulate import DealSettings, FaultSpec, make_fixture
 
     faults = [
         FaultSpec.parse(text)

@@ -27,9 +27,10 @@ from daemon.mqtt.secrets import Secret
 from daemon.mqtt.topics import TableTopics
 from daemon.rules.outcome import RoundOutcome
 from daemon.service.supervisor import CommandSender
+from daemon.simulation.dealer import DealSettings, plan_shoe
 from drivers.fixtures import FixtureStep, SupervisorStep
 from drivers.pty_device import PtyDevice
-from drivers.simulate import DealSettings, ShoePlan, VirtualShoe, encode_plan, plan_shoe
+from drivers.simulate import ShoePlan, VirtualShoe, encode_plan
 
 TABLE_ID = "T7"
 SPEED = 100.0
