@@ -5,7 +5,7 @@ A second channel, independent of the corner indices. Faces differ far more than
 whether it is sharp or blurred, 200 or 70 px high, or its outline is a pixel or two
 off; what it cannot tell reliably is a club from a spade or a heart from a diamond
 (a pip is a few pixels), which is why the corner channel keeps the last word on
-suits (see :mod:`drivers.camera.recognize`).
+suits (see :mod:`drivers.camera.decide`).
 
 A face vector is the grey card, area-shrunk to ``FACE_SIZE``, lightly blurred, minus
 the deck's mean face (the white card and border every face shares), zero-mean and

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from common.cards import ALL_CARDS, Card
+from drivers.camera.decide import Decider
 from drivers.camera.geometry import find_card_outlines
 from drivers.camera.recognize import Recognizer
 from tests.camera.evaluate import Score, score_frame
@@ -200,7 +201,8 @@ def test_blurred_cards_read_by_the_face_are_right(deck: str, faces, recognizers)
 
 
 def _corner(rank: tuple[int, float, float] | None, suit: tuple[str, float, float] | None, red: bool | None):
-    from drivers.camera.recognize import CornerReading, LabelMatch
+    from drivers.camera.corners import CornerReading
+    from drivers.camera.matching import LabelMatch
     from drivers.camera.templates import SUIT_ORDER
 
     return CornerReading(
@@ -223,61 +225,61 @@ def _face(best: str, score: float, runner_up: str, margin: float):
 
 
 def test_decision_rules_of_the_two_channels(recognizers) -> None:
-    from drivers.camera.recognize import CornerReading
+    from drivers.camera.corners import CornerReading
 
-    recognizer: Recognizer = recognizers["svg-cards"]
+    decider: Decider = recognizers["svg-cards"].decider
     silent = _corner(None, None, None)
     face = _face("3c", 0.99, "3s", 0.12)
     # Corners that cannot name a card but agree with the face's rank: the face names it.
-    assert recognizer.decide((_corner((3, 0.8, 0.2), None, False), silent), face)[0] == Card.parse("3c")
+    assert decider.decide((_corner((3, 0.8, 0.2), None, False), silent), face)[0] == Card.parse("3c")
     # Corners silent: the face alone, with its larger lead.
-    card, confidence, reason = recognizer.decide((silent, silent), face)
+    card, confidence, reason = decider.decide((silent, silent), face)
     assert (card, reason) == (Card.parse("3c"), "read (face, index silent)")
     assert 0.6 <= confidence <= 1.0
     # The runner-up another rank 0.04 behind: not a clear face.
-    assert recognizer.decide((silent, silent), _face("3c", 0.99, "4c", 0.04))[0] is None
+    assert decider.decide((silent, silent), _face("3c", 0.99, "4c", 0.04))[0] is None
     # The runner-up the look-alike 0.01 behind: a quarter of the way from midway, not settled.
-    assert recognizer.pair_separation(_face("3c", 0.99, "3s", 0.01), ALL_CARDS.index(Card.parse("3c"))) < 0.3
-    assert recognizer.decide((silent, silent), _face("3c", 0.99, "3s", 0.01))[0] is None
+    assert decider.pair_separation(_face("3c", 0.99, "3s", 0.01), ALL_CARDS.index(Card.parse("3c"))) < 0.3
+    assert decider.decide((silent, silent), _face("3c", 0.99, "3s", 0.01))[0] is None
     # A corner washed out (glare) may hide what would change the face's answer: no face alone.
     washed = CornerReading(None, None, None, None, 0.0, "no print in corner")
-    assert recognizer.decide((washed, silent), face)[0] is None
+    assert decider.decide((washed, silent), face)[0] is None
     # A corner whose suit is shaped like a spade vetoes the face's club unless the face settles
     # club vs spade on the pair's own axis (separation >= 0.5); a corner pointing at another
     # rank vetoes it either way.
     spade_shaped = _corner((3, 0.8, 0.2), ("s", 0.8, 0.05), False)
     unsettled = _face("3c", 0.99, "3s", 0.015)
-    assert recognizer.decide((spade_shaped, silent), unsettled)[0] is None
-    assert recognizer.decide((spade_shaped, silent), face)[0] == Card.parse("3c")
-    assert recognizer.decide((_corner((4, 0.8, 0.2), None, False), silent), face)[0] is None
+    assert decider.decide((spade_shaped, silent), unsettled)[0] is None
+    assert decider.decide((spade_shaped, silent), face)[0] == Card.parse("3c")
+    assert decider.decide((_corner((4, 0.8, 0.2), None, False), silent), face)[0] is None
     # ...and so does a corner in the other print colour.
-    assert recognizer.decide((_corner(None, None, True), silent), face)[0] is None
+    assert decider.decide((_corner(None, None, True), silent), face)[0] is None
     # A face that looks like no learned card well names nothing.
-    assert recognizer.decide((silent, silent), _face("3c", 0.80, "3s", 0.2))[0] is None
+    assert decider.decide((silent, silent), _face("3c", 0.80, "3s", 0.2))[0] is None
 
 
 def test_the_face_drops_an_index_read_it_clearly_disagrees_with(recognizers) -> None:
     from dataclasses import replace
 
-    recognizer: Recognizer = recognizers["svg-cards"]
+    decider: Decider = recognizers["svg-cards"].decider
     spade = replace(_corner((3, 0.95, 0.3), ("s", 0.95, 0.3), False), card=Card.parse("3s"), confidence=0.9)
     agreeing = _face("3s", 0.95, "3c", 0.05)
-    assert recognizer.decide((spade, spade), agreeing)[0] == Card.parse("3s")
+    assert decider.decide((spade, spade), agreeing)[0] == Card.parse("3s")
     club_face = _face("3c", 0.99, "3s", 0.19)
-    card, _, reason = recognizer.decide((spade, spade), club_face)
+    card, _, reason = decider.decide((spade, spade), club_face)
     assert card is None
     assert reason.startswith("face contradicts index")
     # The face preferring the look-alike suit of the same rank by 0.03 or more: dropped, with
     # one corner or two (bench seed 53: an svg-cards 3♠ 70 px high read 3♣ by both corners).
     lookalike = _face("3c", 0.90, "3s", 0.04)
-    assert recognizer.decide((spade, _corner(None, None, None)), lookalike)[0] is None
-    assert recognizer.decide((spade, spade), lookalike)[0] is None
-    assert recognizer.decide((spade, spade), _face("3c", 0.90, "3s", 0.01))[0] == Card.parse("3s")
+    assert decider.decide((spade, _corner(None, None, None)), lookalike)[0] is None
+    assert decider.decide((spade, spade), lookalike)[0] is None
+    assert decider.decide((spade, spade), _face("3c", 0.90, "3s", 0.01))[0] == Card.parse("3s")
     # A smaller raw lead still drops the read when it lies far toward the look-alike on the
     # pair's own axis (svg-cards 3♣/3♠ faces are close: 0.025 is 0.64 of the way to 3♣'s face).
     nearer_club = _face("3c", 0.90, "3s", 0.025)
-    assert recognizer.pair_separation(nearer_club, ALL_CARDS.index(Card.parse("3c"))) >= 0.5
-    assert recognizer.decide((spade, spade), nearer_club)[0] is None
+    assert decider.pair_separation(nearer_club, ALL_CARDS.index(Card.parse("3c"))) >= 0.5
+    assert decider.decide((spade, spade), nearer_club)[0] is None
 
 
 def test_one_weak_corner_on_a_face_unlike_the_deck_is_not_enough(faces, recognizers) -> None:
@@ -293,26 +295,26 @@ def test_one_weak_corner_on_a_face_unlike_the_deck_is_not_enough(faces, recogniz
 def test_the_face_settles_club_or_spade_on_the_pairs_axis(recognizers) -> None:
     from dataclasses import replace
 
-    from drivers.camera.recognize import CornerReading
+    from drivers.camera.corners import CornerReading
 
-    recognizer: Recognizer = recognizers["younestouati"]
+    decider: Decider = recognizers["younestouati"].decider
     three_c, three_s = Card.parse("3c"), Card.parse("3s")
     # younestouati 3♣ and 3♠ faces differ by pip shape only: a 0.02 lead is more than half-way from
     # midway to 3♣ (bench seed 11 blur frames 8 and 21: both corners run together, face 0.021).
     clear, close = _face("3c", 0.99, "3s", 0.02), _face("3c", 0.99, "3s", 0.005)
-    assert recognizer.pair_separation(clear, ALL_CARDS.index(three_c)) >= 0.5
+    assert decider.pair_separation(clear, ALL_CARDS.index(three_c)) >= 0.5
     tangled = CornerReading(None, None, None, None, 0.0, "rank and suit print run together", True)
-    assert recognizer.decide((tangled, tangled), clear)[0] == three_c
-    assert recognizer.decide((tangled, tangled), close)[0] is None
+    assert decider.decide((tangled, tangled), clear)[0] == three_c
+    assert decider.decide((tangled, tangled), close)[0] is None
     # Corners agreeing on the rank, split between club and spade: the settled face decides...
     club = replace(_corner((3, 0.95, 0.3), ("c", 0.95, 0.2), False), card=three_c, confidence=0.5)
     spade = replace(_corner((3, 0.95, 0.3), ("s", 0.95, 0.2), False), card=three_s, confidence=0.5)
-    card, _, reason = recognizer.decide((club, spade), clear)
+    card, _, reason = decider.decide((club, spade), clear)
     assert (card, reason) == (three_c, "read (corners split on the look-alike suit, face decides)")
     # ...never when it is close, nor when the corners split on the rank.
-    assert recognizer.decide((club, spade), close)[0] is None
+    assert decider.decide((club, spade), close)[0] is None
     four_s = replace(_corner((4, 0.95, 0.3), ("s", 0.95, 0.2), False), card=Card.parse("4s"), confidence=0.5)
-    assert recognizer.decide((club, four_s), clear)[0] is None
+    assert decider.decide((club, four_s), clear)[0] is None
 
 
 @pytest.mark.parametrize("deck", DECKS)
@@ -367,12 +369,12 @@ def test_a_one_corner_read_whose_face_leans_to_the_look_alike_is_dropped(faces, 
 def test_the_look_alike_veto_is_stricter_for_one_corner(recognizers) -> None:
     from dataclasses import replace
 
-    recognizer: Recognizer = recognizers["younestouati"]
+    decider: Decider = recognizers["younestouati"].decider
     two_c = Card.parse("2c")
     club = replace(_corner((2, 0.95, 0.4), ("c", 0.95, 0.3), False), card=two_c, confidence=0.7)
     leaning_spade = _face("2s", 0.95, "2c", 0.008)
-    separation = recognizer.pair_separation(leaning_spade, ALL_CARDS.index(Card.parse("2s")))
+    separation = decider.pair_separation(leaning_spade, ALL_CARDS.index(Card.parse("2s")))
     assert 0.2 <= separation < 0.5
-    assert recognizer.decide((club, club), leaning_spade)[0] == two_c
-    card, _, reason = recognizer.decide((club, _corner(None, None, None)), leaning_spade)
+    assert decider.decide((club, club), leaning_spade)[0] == two_c
+    card, _, reason = decider.decide((club, _corner(None, None, None)), leaning_spade)
     assert (card, reason) == (None, "the face prefers the look-alike suit")
