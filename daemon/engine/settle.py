@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from common.cards import ALL_CARDS
-from daemon.rules.bets import Resolution, resolve_bets
+from daemon.rules.bets import resolve_bets
 from daemon.rules.outcome import RoundFacts
+from daemon.rules.resolution import Resolution
 from daemon.rules.variants import Variant
 
 # RoundFacts' fields as a plain tuple, in field order: hashing and comparing it is done in C,

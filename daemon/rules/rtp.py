@@ -22,8 +22,8 @@ from collections import Counter
 from dataclasses import dataclass
 from fractions import Fraction
 
-from daemon.rules.bets import Resolution, fraction_text
 from daemon.rules.enumerate import Enumeration
+from daemon.rules.resolution import Resolution, fraction_text
 from daemon.rules.variants import Variant
 
 

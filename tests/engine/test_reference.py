@@ -232,7 +232,8 @@ def test_the_reference_settles_the_standard_variant_by_itself_and_catches_a_sett
 ) -> None:
     """The reference works out outcomes and standard bets on its own: a wrong payout in the rules
     core (here Banker paid even money, no commission) makes the engine differ from it."""
-    from daemon.rules.bets import Resolution, resolve_bets
+    from daemon.rules.bets import resolve_bets
+    from daemon.rules.resolution import Resolution
     from daemon.rules.variants import load_variant_by_name
 
     cfg = TableSettings()

@@ -10,8 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from common.cards import ALL_CARDS, Card
-from daemon.rules.bets import BET_KINDS, Resolution, resolve_bets
+from daemon.rules.bets import BET_KINDS, resolve_bets
 from daemon.rules.outcome import play_round
+from daemon.rules.resolution import Resolution
 from daemon.rules.variants import Variant, load_variant_by_name, shipped_variant_names
 from tests.rules.support import deal
 

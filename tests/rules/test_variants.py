@@ -17,7 +17,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from daemon.rules.bets import BankerBet
+from daemon.rules.main_bets import BankerBet
 from daemon.rules.variants import (
     VARIANTS_DIR,
     VariantError,

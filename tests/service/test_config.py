@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.rules.bets import BankerBet
+from daemon.rules.main_bets import BankerBet
 from daemon.service.config import DEFAULTS_FILE, load_config
 from daemon.service.configfile import ConfigError, format_key_path
 from drivers.pty_device import PtyDevice
