@@ -10,6 +10,9 @@ dropped; when the corners cannot name the card, the face names it only with a cl
 lead, and only if no corner points at anything else (the corners keep the last word on
 suits: club/spade and heart/diamond are a few pixels apart on a face). Anything else is
 ``card=None`` with the reason: a wrong card costs far more than a rescan.
+
+This module runs the steps for each outline; a corner is read by
+:mod:`drivers.camera.corners`, the rules are :mod:`drivers.camera.decide`.
 """
 
 from __future__ import annotations
