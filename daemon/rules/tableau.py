@@ -1,4 +1,4 @@
-"""The third-card rule (see ``shared/design/RULES.md``, "Dealing order and the third-card rule").
+"""The third-card rule (``daemon/rules/RULES.md``, "Dealing order and the third-card rule").
 
 All five seed pages agree on this tableau; seed 000 phrases the Banker side as
 "does not draw when ...".
