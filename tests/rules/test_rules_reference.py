@@ -12,7 +12,7 @@ import re
 from fractions import Fraction
 from pathlib import Path, PurePosixPath
 
-from daemon.rules.bets import fraction_text
+from daemon.rules.resolution import fraction_text
 from daemon.rules.tableau import banker_draws
 from daemon.rules.variants import load_variant_by_name, shipped_variant_names
 from tests.test_docs_self_contained import REPO, TEXT_SUFFIXES, tracked_files
