@@ -460,6 +460,7 @@ class Journal:
             oldest_undelivered_at=oldest,
             max_undelivered_age_s=self.settings.max_undelivered_age_s,
             now=self._clock(),
+            warn_fraction=self.settings.warn_fraction,
         )
 
     def admits_new_round(self) -> bool:
