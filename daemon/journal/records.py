@@ -92,6 +92,8 @@ class Capacity:
     """``journaled_at`` of the first undelivered event in ``seq`` order (None when none)."""
     max_undelivered_age_s: float
     now: float
+    warn_fraction: float = 1.0
+    """The fraction of a limit at which :attr:`warning` speaks (1.0: only when full)."""
 
     @property
     def oldest_undelivered_age_s(self) -> float | None:
@@ -104,6 +106,29 @@ class Capacity:
     def full(self) -> bool:
         """True when any limit is reached: size, undelivered count or undelivered age."""
         return self.reason is not None
+
+    @property
+    def warning(self) -> str | None:
+        """Which limit is at least ``warn_fraction`` reached, in words (the first of size,
+        count, age), or None. Speaks before :attr:`reason` does, and while it does."""
+        share = self.warn_fraction
+        if self.size_bytes >= share * self.max_bytes:
+            return (
+                f"journal size {self.size_bytes} bytes is {self.size_bytes / self.max_bytes:.0%} "
+                f"of the limit of {self.max_bytes}"
+            )
+        if self.undelivered >= share * self.max_undelivered:
+            return (
+                f"{self.undelivered} undelivered events are {self.undelivered / self.max_undelivered:.0%} "
+                f"of the limit of {self.max_undelivered}"
+            )
+        age = self.oldest_undelivered_age_s
+        if age is not None and age >= share * self.max_undelivered_age_s:
+            return (
+                f"oldest undelivered event is {age:.0f} s old, {age / self.max_undelivered_age_s:.0%} "
+                f"of the age limit of {self.max_undelivered_age_s:.0f} s"
+            )
+        return None
 
     @property
     def reason(self) -> str | None:

@@ -33,7 +33,10 @@ class JournalSettings(BaseModel):
         description="SQLite file (WAL mode; the -wal and -shm files sit beside it).",
     )
     max_bytes: int = Field(
-        default=512 * 1024 * 1024, ge=64 * 1024, description="Size limit of the database file."
+        default=4 * 1024 * 1024 * 1024,
+        ge=64 * 1024,
+        description="Size limit of the database file (4 GiB: 90 days of a table dealing 120 "
+        "rounds an hour around the clock take about 1.9 GB; daemon/journal/README.md has the arithmetic).",
     )
     max_undelivered_events: int = Field(
         default=500_000, ge=10, description="Limit on events journaled but not yet acknowledged."
@@ -46,6 +49,13 @@ class JournalSettings(BaseModel):
         "(seconds, 60 s to 30 days). Well above an hour's broker outage, which must not stop "
         "dealing; it bounds how far settlement may lag when delivery is stuck but the journal "
         "is far from its count and size limits.",
+    )
+    warn_fraction: float = Field(
+        default=0.8,
+        gt=0,
+        lt=1,
+        description="An early-warning alert (journal_nearly_full) is raised when any limit (size, "
+        "undelivered count, undelivered age) is this fraction reached, well before dealing stops.",
     )
     on_full: FullPolicy = FullPolicy.REFUSE_NEW_ROUNDS
     audit_retention_days: float = Field(

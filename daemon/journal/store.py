@@ -29,6 +29,7 @@ from typing import Any
 
 from common.inputs import EngineInput
 from daemon.journal.codec import dumps_input, loads_input
+from daemon.journal.compaction import INDEXES, compact
 from daemon.journal.records import (
     ORIGIN_DELIVERY,
     ORIGIN_ENGINE,
@@ -38,6 +39,7 @@ from daemon.journal.records import (
     JournaledEvent,
 )
 from daemon.journal.settings import FullPolicy, JournalSettings
+from daemon.journal.transaction import Transaction
 
 SCHEMA_VERSION = 1
 EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
@@ -145,6 +147,7 @@ class Journal:
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA foreign_keys=ON")
         db.executescript(_SCHEMA)
+        db.executescript(INDEXES)
         with self._transaction():
             meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
             if not meta:
@@ -177,8 +180,8 @@ class Journal:
         )
         self._oldest_undelivered_at = self._read_oldest_undelivered_at()
 
-    def _transaction(self) -> _Transaction:
-        return _Transaction(self._db, self._lock)
+    def _transaction(self) -> Transaction:
+        return Transaction(self._db, self._lock)
 
     def close(self) -> None:
         with self._lock:
@@ -457,6 +460,7 @@ class Journal:
             oldest_undelivered_at=oldest,
             max_undelivered_age_s=self.settings.max_undelivered_age_s,
             now=self._clock(),
+            warn_fraction=self.settings.warn_fraction,
         )
 
     def admits_new_round(self) -> bool:
@@ -475,47 +479,19 @@ class Journal:
 
     def compact(self, now: float | None = None) -> int:
         """Delete delivered (or dead-lettered) events of finished shoes journaled before the
-        audit retention, and inputs older than every remaining event. Returns events deleted.
+        audit retention, and inputs older than every remaining event; give the freed pages
+        back to the file system. Returns events deleted.
 
         The current shoe (that of the newest engine event) is never compacted, nor anything
-        at or after the first undelivered event.
+        at or after the first undelivered event, nor any event of a shoe that has one waiting.
+        Rules and cost: :mod:`daemon.journal.compaction`.
         """
         stamp = self._clock() if now is None else now
         cutoff = stamp - self.settings.audit_retention_days * 86400.0
-        with self._transaction():
-            row = self._db.execute(
-                "SELECT shoe_id FROM events WHERE origin = ? AND shoe_id IS NOT NULL "
-                "ORDER BY seq DESC LIMIT 1",
-                (ORIGIN_ENGINE,),
-            ).fetchone()
-            current_shoe = None if row is None else row[0]
-            first_pending = self._db.execute(
-                "SELECT seq FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL "
-                "ORDER BY seq LIMIT 1"
-            ).fetchone()
-            limit_seq = first_pending[0] if first_pending is not None else self.last_seq() + 1
-            deleted = self._db.execute(
-                "DELETE FROM events WHERE seq < ? AND journaled_at < ? "
-                "AND (delivered_at IS NOT NULL OR dead_letter IS NOT NULL) "
-                "AND (shoe_id IS NULL OR shoe_id IS NOT ?) "
-                "AND (shoe_id IS NULL OR shoe_id NOT IN (SELECT shoe_id FROM events WHERE "
-                "shoe_id IS NOT NULL AND delivered_at IS NULL AND dead_letter IS NULL))",
-                (limit_seq, cutoff, current_shoe),
-            ).rowcount
-            oldest_needed = self._db.execute(
-                "SELECT min(input_id) FROM events WHERE input_id IS NOT NULL"
-            ).fetchone()[0]
-            if oldest_needed is None:
-                self._db.execute("DELETE FROM inputs WHERE journaled_at < ?", (cutoff,))
-            else:
-                self._db.execute(
-                    "DELETE FROM inputs WHERE journaled_at < ? AND id < ?", (cutoff, oldest_needed)
-                )
-        with self._lock:
-            self._db.execute("PRAGMA incremental_vacuum")
-            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self._size_checked_at = None  # the file shrank: measure again at the next check
-        return int(deleted)
+        result = compact(self._db, self._lock, cutoff)
+        if result.pages_freed or result.events_deleted or result.inputs_deleted:
+            self._size_checked_at = None  # the file shrank: measure again at the next check
+        return result.events_deleted
 
     # -- command nonces ---------------------------------------------------------------------
 
@@ -538,40 +514,6 @@ class Journal:
                 "INSERT INTO command_nonces(nonce, ts, seen_at) VALUES (?, ?, ?)", (nonce, ts, now)
             )
         return NonceVerdict.FRESH
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``) under the journal lock."""
-
-    def __init__(self, db: sqlite3.Connection, lock: threading.RLock) -> None:
-        self._db = db
-        self._lock = lock
-
-    def __enter__(self) -> None:
-        self._lock.acquire()
-        try:
-            self._db.execute("BEGIN IMMEDIATE")
-        except BaseException:
-            self._lock.release()
-            raise
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        try:
-            if exc_type is None:
-                try:
-                    self._db.execute("COMMIT")
-                except sqlite3.Error:
-                    # A failed COMMIT may leave the transaction open; the next BEGIN must not
-                    # find it (nor silently commit this one's rows later).
-                    if self._db.in_transaction:
-                        self._db.execute("ROLLBACK")
-                    raise
-            elif self._db.in_transaction:
-                # SQLite already rolled back on SQLITE_FULL/IOERR: a second ROLLBACK would
-                # replace the real error ("database or disk is full") with its own.
-                self._db.execute("ROLLBACK")
-        finally:
-            self._lock.release()
 
 
 def _event_from_row(row: tuple[Any, ...]) -> JournaledEvent:

@@ -1,0 +1,156 @@
+"""Journal compaction: delete what the audit retention no longer needs, and give the space
+back to the file system.
+
+What may go: delivered (or dead-lettered) events journaled before the retention cutoff,
+below the first undelivered event, whose shoe is neither the current one (that of the
+newest engine event) nor a shoe that still has an event waiting; then inputs older than the
+cutoff and older than the input of every event kept.
+
+Cost when there is nothing to do: three index look-ups, no scan. When there is work, rows go
+in batches of :data:`BATCH_ROWS`, each its own short transaction, and free pages are returned
+:data:`VACUUM_PAGES` at a time, so an append (one per card) never waits long for the lock.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from dataclasses import dataclass
+
+from daemon.journal.records import ORIGIN_ENGINE
+from daemon.journal.transaction import Transaction
+
+BATCH_ROWS = 2000
+VACUUM_PAGES = 1000
+
+# Created on every open (IF NOT EXISTS), so journals made before they existed get them too.
+INDEXES = """
+CREATE INDEX IF NOT EXISTS events_journaled_at ON events(journaled_at);
+CREATE INDEX IF NOT EXISTS events_shoe ON events(shoe_id, seq) WHERE shoe_id IS NOT NULL;
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What one compaction removed."""
+
+    events_deleted: int
+    inputs_deleted: int
+    pages_freed: int
+
+
+def compact(db: sqlite3.Connection, lock: threading.RLock, cutoff: float) -> CompactionResult:
+    """Remove events and inputs journaled before ``cutoff`` that the rules above allow, and
+    shrink the file by the pages they held."""
+    events_deleted = _delete_events(db, lock, cutoff)
+    inputs_deleted = _delete_inputs(db, lock, cutoff)
+    pages_freed = release_free_pages(db, lock)
+    if events_deleted or inputs_deleted or pages_freed:
+        with lock:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return CompactionResult(events_deleted, inputs_deleted, pages_freed)
+
+
+def _delete_events(db: sqlite3.Connection, lock: threading.RLock, cutoff: float) -> int:
+    with lock:
+        oldest = db.execute("SELECT journaled_at FROM events ORDER BY journaled_at LIMIT 1").fetchone()
+        if oldest is None or oldest[0] >= cutoff:
+            return 0
+        first_pending = db.execute(
+            "SELECT seq FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL ORDER BY seq LIMIT 1"
+        ).fetchone()
+        if first_pending is None:
+            last = db.execute("SELECT value FROM meta WHERE key = 'next_seq'").fetchone()
+            limit_seq = int(last[0])
+        else:
+            limit_seq = int(first_pending[0])
+        kept_shoes = _shoes_kept(db, cutoff, limit_seq)
+    kept = json.dumps(sorted(kept_shoes))
+    deleted = 0
+    while True:
+        with Transaction(db, lock):
+            count = db.execute(
+                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE journaled_at < ? "
+                "AND seq < ? AND (delivered_at IS NOT NULL OR dead_letter IS NOT NULL) "
+                "AND (shoe_id IS NULL OR shoe_id NOT IN (SELECT value FROM json_each(?))) "
+                "ORDER BY journaled_at LIMIT ?)",
+                (cutoff, limit_seq, kept, BATCH_ROWS),
+            ).rowcount
+        deleted += count
+        if count < BATCH_ROWS:
+            return deleted
+
+
+def _shoes_kept(db: sqlite3.Connection, cutoff: float, limit_seq: int) -> set[str]:
+    """Shoes among the old events that must stay whole: the current shoe, and any shoe with an
+    event at or after ``limit_seq`` (waiting, or newer than something waiting)."""
+    kept: set[str] = set()
+    current = db.execute(
+        "SELECT shoe_id FROM events WHERE origin = ? AND shoe_id IS NOT NULL ORDER BY seq DESC LIMIT 1",
+        (ORIGIN_ENGINE,),
+    ).fetchone()
+    if current is not None:
+        kept.add(str(current[0]))
+    old_shoes = db.execute(
+        "SELECT DISTINCT shoe_id FROM events WHERE journaled_at < ? AND shoe_id IS NOT NULL", (cutoff,)
+    ).fetchall()
+    for (shoe_id,) in old_shoes:
+        later = db.execute(
+            "SELECT 1 FROM events WHERE shoe_id = ? AND seq >= ? LIMIT 1", (shoe_id, limit_seq)
+        ).fetchone()
+        if later is not None:
+            kept.add(str(shoe_id))
+    return kept
+
+
+def _delete_inputs(db: sqlite3.Connection, lock: threading.RLock, cutoff: float) -> int:
+    with lock:
+        oldest = db.execute(
+            "SELECT journaled_at FROM inputs WHERE id = (SELECT min(id) FROM inputs)"
+        ).fetchone()
+        if oldest is None or oldest[0] >= cutoff:
+            return 0
+        # Input ids grow with seq, so the first event that names an input names the oldest
+        # input still needed.
+        needed = db.execute(
+            "SELECT input_id FROM events WHERE input_id IS NOT NULL ORDER BY seq LIMIT 1"
+        ).fetchone()
+    below = None if needed is None else int(needed[0])
+    deleted = 0
+    while True:
+        with Transaction(db, lock):
+            if below is None:
+                count = db.execute(
+                    "DELETE FROM inputs WHERE id IN (SELECT id FROM inputs WHERE journaled_at < ? "
+                    "ORDER BY id LIMIT ?)",
+                    (cutoff, BATCH_ROWS),
+                ).rowcount
+            else:
+                count = db.execute(
+                    "DELETE FROM inputs WHERE id IN (SELECT id FROM inputs WHERE id < ? AND journaled_at < ? "
+                    "ORDER BY id LIMIT ?)",
+                    (below, cutoff, BATCH_ROWS),
+                ).rowcount
+        deleted += count
+        if count < BATCH_ROWS:
+            return deleted
+
+
+def release_free_pages(db: sqlite3.Connection, lock: threading.RLock) -> int:
+    """Return the file's free pages to the file system (``auto_vacuum=INCREMENTAL``).
+
+    ``PRAGMA incremental_vacuum`` frees one page per step of its statement, and Python's
+    ``execute`` steps a statement that returns no rows only once: it must run through
+    ``executescript``, which steps it to the end."""
+    freed = 0
+    while True:
+        with lock:
+            before = int(db.execute("PRAGMA freelist_count").fetchone()[0])
+            if before == 0:
+                return freed
+            db.executescript(f"PRAGMA incremental_vacuum({VACUUM_PAGES});")
+            after = int(db.execute("PRAGMA freelist_count").fetchone()[0])
+        freed += before - after
+        if after >= before:  # not an incremental-vacuum file (made before auto_vacuum was set)
+            return freed
