@@ -54,8 +54,7 @@ def fast_dir() -> Iterator[Path]:
 
 def measured_bytes_per_round(directory: Path) -> float:
     """Journal bytes per completed round of real shoes through the real engine."""
-    settings_overrides = {"unneeded_card_window_s": 0}
-    eng = engine(**settings_overrides)
+    eng = engine(unneeded_card_window_s=0)
     variant = load_variant_by_name("standard")
     clock = Clock()
     path = directory / "measure.sqlite3"
