@@ -73,9 +73,10 @@ class Delivery:
         )
         self.failing_alert: str | None = None
         """The id of the open ``mqtt_delivery_failing`` alert."""
-        self._event_props = _event_properties(connection.settings.protocol, settings)
-        # Built once: paho packs them on every send, so the packed length never changes.
-        self._event_props_bytes = len(self._event_props.pack()) if self._event_props is not None else 0  # type: ignore[no-untyped-call]
+        props = _event_properties(connection.settings.protocol, settings)
+        self._event_props = props
+        # Never changed after this: every event PUBLISH carries these packed bytes.
+        self._event_props_bytes = 0 if props is None else len(props.pack())  # type: ignore[no-untyped-call]
         self._event_topic_bytes = len(self._topics.events.encode("utf-8"))
 
     def settle(self, acks: list[Ack]) -> None:
