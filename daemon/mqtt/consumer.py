@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from daemon.mqtt.alerts import DEAD_LETTER_ALERT
 from daemon.mqtt.envelope import SCHEMA_VERSION
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, verify
-
-DEAD_LETTER_CODE = "mqtt_dead_letter"
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema_version": int,
@@ -130,7 +129,7 @@ class EventConsumer:
 
     def _note_dead_letter(self, envelope: dict[str, Any]) -> None:
         data = envelope["data"]
-        if envelope["kind"] == "alert_raised" and data.get("code") == DEAD_LETTER_CODE:
+        if envelope["kind"] == "alert_raised" and data.get("code") == DEAD_LETTER_ALERT:
             lost = data.get("seq")
             if isinstance(lost, int):
                 self.explained[lost] = str(data.get("message", "dead-lettered"))

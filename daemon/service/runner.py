@@ -66,6 +66,7 @@ from daemon.service.config import (
     rotated_secrets,
 )
 from daemon.service.configfile import ConfigError
+from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.liveness import Liveness
 from daemon.service.logging import configure_logging
 from daemon.service.reader_commands import ReaderCommandWorker, ReaderRequest
@@ -341,6 +342,10 @@ class Daemon:
     # ------------------------------------------------------------------ engine thread
     def _engine_loop(self) -> None:
         tick = self.config.service.tick_interval_s
+        assert self.journal is not None
+        housekeeping = JournalHousekeeping(
+            self.journal, lambda: self.config.broker.delivery, self.clock, lambda: self.publisher.notify()
+        )
         try:
             while True:
                 self._engine_beat()
@@ -356,6 +361,7 @@ class Daemon:
                 self._update_storage_state(item)
                 self._step(item)
                 self._report_outage_when_due(item)
+                housekeeping.run(time.monotonic())
                 if not isinstance(item, Tick):
                     self.stats.processed += 1
                 if self._snapshot_stale and time.monotonic() >= self._snapshot_due_at:

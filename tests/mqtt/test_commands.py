@@ -19,7 +19,8 @@ from paho.mqtt.properties import Properties
 
 from common.inputs import SupervisorCommand
 from daemon.journal import Journal, JournalSettings
-from daemon.mqtt.publisher import Publisher, ReplyFn
+from daemon.mqtt.command_channel import ReplyFn
+from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, verify
 from tests.mqtt.conftest import TABLE, make_settings

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from daemon.journal import Journal
+from daemon.mqtt.alerts import DEAD_LETTER_ALERT, DELIVERY_FAILING_ALERT
 from daemon.mqtt.consumer import EventConsumer, Verdict
-from daemon.mqtt.publisher import DEAD_LETTER_ALERT, DELIVERY_FAILING_ALERT, Publisher
+from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret
 from tests.mqtt.conftest import TABLE, card_event, make_settings
 from tests.mqtt.puback_proxy import PubackProxy

@@ -8,10 +8,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from daemon.journal import Capacity, Journal
+import pytest
+
+from daemon.journal import Journal, JournaledEvent
 from daemon.mqtt.publisher import Publisher
-from tests.mqtt.conftest import TABLE, make_settings
-from tests.support.broker import free_port
+from tests.mqtt.conftest import TABLE, card_event, make_settings
+from tests.support.broker import MosquittoBroker, free_port
 
 
 def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
@@ -26,23 +28,27 @@ def advanced_past(publisher: Publisher, mark: float) -> bool:
     return progress is not None and progress > mark
 
 
+@pytest.mark.mosquitto
 def test_progress_advances_without_a_broker_and_stops_while_the_drain_loop_is_blocked(
-    keys: dict[str, Path], journal: Journal
+    keys: dict[str, Path], journal: Journal, tmp_path: Path
 ) -> None:
-    publisher = Publisher(make_settings(free_port(), keys), TABLE, journal)
+    port = free_port()
+    publisher = Publisher(make_settings(port, keys), TABLE, journal)
     assert publisher.last_progress() is None  # not started
 
-    # The drain loop's periodic capacity check blocks, when armed, until released.
+    # Once connected, the drain loop reads undelivered events from the journal; armed, that
+    # read blocks until released.
     armed, entered, release = threading.Event(), threading.Event(), threading.Event()
-    capacity = journal.capacity
+    pending = journal.pending
 
-    def blocking_capacity() -> Capacity:
+    def blocking_pending(after_seq: int = 0, limit: int = 100) -> list[JournaledEvent]:
         if armed.is_set() and threading.current_thread().name.startswith("mqtt-drain"):
             entered.set()
             release.wait()
-        return capacity()
+        return pending(after_seq, limit)
 
-    journal.capacity = blocking_capacity  # type: ignore[method-assign]
+    journal.pending = blocking_pending  # type: ignore[method-assign]
+    broker = MosquittoBroker(tmp_path / "broker", port=port)  # started later: away at first
     publisher.start()
     try:
         wait_until(lambda: publisher.last_progress() is not None, "a first turn")
@@ -53,7 +59,10 @@ def test_progress_advances_without_a_broker_and_stops_while_the_drain_loop_is_bl
         assert publisher.counters.connection_failures >= 1
 
         armed.set()
-        assert entered.wait(10), "the drain loop never reached the capacity check"
+        broker.start()
+        journal.append([], [card_event(0)])
+        publisher.notify()
+        assert entered.wait(20), "the drain loop never read the journal"
         stuck = publisher.last_progress()
         assert stuck is not None
         # Several turn periods (at most 0.5 s each) pass with the loop blocked ...
@@ -63,7 +72,9 @@ def test_progress_advances_without_a_broker_and_stops_while_the_drain_loop_is_bl
         armed.clear()
         release.set()
         wait_until(lambda: advanced_past(publisher, stuck), "the loop turning again")
+        wait_until(lambda: not journal.pending(), "the event delivered")
     finally:
         release.set()
         publisher.stop(timeout=2.0)
+        broker.stop()
     assert publisher.last_progress() is None  # stopped

@@ -193,9 +193,9 @@ def test_last_will_says_offline_when_the_daemon_dies(
     publisher.start()
     sub.wait_for(lambda msgs: any(b'"online"' in m.payload for m in msgs))
     # Simulate a crash: the socket goes away without DISCONNECT.
-    sock = publisher._client.socket()
+    sock = publisher.connection.client.socket()
     assert sock is not None
-    publisher._stopping.set()
+    publisher.connection.stopping.set()  # no reconnect, and no DISCONNECT
     sock.close()
     messages = sub.wait_for(lambda msgs: any(b'"offline"' in m.payload for m in msgs))
     sub.close()
@@ -286,13 +286,13 @@ def test_state_is_published_on_connect_at_round_boundaries_and_at_stop_only(
     assert after_offline[-1].endswith("/status")  # the final state went out before offline
 
 
-def test_every_event_carries_the_full_properties_packed_once(
+def test_every_event_carries_the_full_properties_built_once(
     mosquitto: MosquittoBroker,
     keys: dict[str, Path],
     journal: Journal,
     make_publisher: Callable[..., Publisher],
 ) -> None:
-    # The event properties are packed once at start-up and reused: every copy on the wire,
+    # The event properties are built once at start-up and reused: every copy on the wire,
     # not only the first, must still carry all of them.
     sub = Subscriber(mosquitto.port, [f"baccarat/v1/{TABLE}/events"])
     journal.append([], [card_event(n) for n in range(12)])

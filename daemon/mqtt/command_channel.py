@@ -1,0 +1,172 @@
+"""The command channel: each message on ``cmd`` is verified
+(:class:`daemon.mqtt.commands.CommandVerifier`), refused at once (journaled as a
+``command_refused`` event, answered) or handed to the engine's queue with the function that
+answers it. Replies go to ``cmd/reply`` and, with MQTT 5, to the request's Response Topic."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from common.inputs import SupervisorCommand
+from daemon.journal.records import DeliveryEvent
+from daemon.journal.store import Journal
+from daemon.mqtt.alerts import COMMAND_REFUSED_KIND
+from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
+from daemon.mqtt.connection import CommandMessage, Connection
+from daemon.mqtt.counters import Counters
+from daemon.mqtt.envelope import encode, signed_message
+from daemon.mqtt.secrets import Secret
+
+log = logging.getLogger(__name__)
+
+ReplyFn = Callable[..., None]
+"""Answers one command, from any thread, once. Either ``reply(accepted, reason=None)`` or
+``reply({"accepted": bool, "reason": str | None, "event_id": str, "seq": int})`` where
+``event_id``/``seq`` name the journaled ``command_accepted``/``command_refused`` event."""
+
+CommandHandler = Callable[[SupervisorCommand, ReplyFn], None]
+"""Receives a verified engine command and the function to answer it with. Must return
+quickly (hand the command to the engine's queue); reply when the engine has decided."""
+
+
+class CommandChannel:
+    """Verifies, dispatches and answers the commands of one table (network thread, outside
+    paho's callbacks; replies from whichever thread answers)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        verifier: CommandVerifier,
+        journal: Journal,
+        handler: CommandHandler | None,
+        events_key: Secret | None,
+        counters: Counters,
+        clock: Callable[[], float],
+        wake: Callable[[], None],
+    ) -> None:
+        self._connection = connection
+        self._verifier = verifier
+        self._journal = journal
+        self._handler = handler
+        self._events_key = events_key
+        self._counters = counters
+        self._clock = clock
+        self._wake = wake
+
+    def handle(self, message: CommandMessage) -> None:
+        """Verify one ``cmd`` message; refuse it or hand it to the engine."""
+        try:
+            outcome = self._verifier.check(message.payload)
+        except Exception as exc:  # e.g. the journal failing: refuse, never stop the channel
+            log.exception("command verification failed")
+            outcome = Refusal("internal_error", f"command could not be checked: {exc}")
+        if isinstance(outcome, Refusal):
+            self._counters.commands_refused += 1
+            log.warning("command refused: %s (%s)", outcome.code, outcome.reason)
+            extra = self._journal_refusal(outcome)
+            self._send_reply(
+                message, outcome.command_id, outcome.action, False, outcome.code, outcome.reason, extra
+            )
+            return
+        self._dispatch(outcome, message)
+
+    def _journal_refusal(self, refusal: Refusal) -> dict[str, Any]:
+        """Record a command refused before the engine (bad signature, replay, stale, unknown
+        action, malformed) as a ``command_refused`` event on the events stream: an auditor
+        sees every attempt, not only the log. Returns the reply's ``event_id``/``seq``."""
+        try:
+            event = self._journal.append_delivery_event(
+                DeliveryEvent(
+                    kind=COMMAND_REFUSED_KIND,
+                    at=self._clock(),
+                    data={
+                        "command_id": refusal.command_id,
+                        "action": refusal.action,
+                        "actor": refusal.actor,
+                        "code": refusal.code,
+                        "reason": refusal.reason,
+                        "refused_by": "edge",
+                    },
+                )
+            )
+        except Exception:  # the reply still goes out; the failure is in the log
+            log.exception("refused command could not be journaled")
+            return {}
+        self._wake()
+        return {"event_id": event.event_id, "seq": event.seq}
+
+    def _dispatch(self, verified: Verified, message: CommandMessage) -> None:
+        command = verified.command
+        answered = threading.Event()
+
+        def reply(result: Mapping[str, Any] | bool, reason: str | None = None) -> None:
+            if answered.is_set():
+                return
+            answered.set()
+            extra: dict[str, Any] = {}
+            if isinstance(result, Mapping):
+                accepted = bool(result.get("accepted"))
+                reason = result.get("reason") if isinstance(result.get("reason"), str) else None
+                if isinstance(result.get("event_id"), str):
+                    extra["event_id"] = result["event_id"]
+                if isinstance(result.get("seq"), int):
+                    extra["seq"] = result["seq"]
+            else:
+                accepted = bool(result)
+            if accepted:
+                self._counters.commands_accepted += 1
+            else:
+                self._counters.commands_refused += 1
+            code = None if accepted else "refused_by_table"
+            self._send_reply(message, command.command_id, command.action, accepted, code, reason, extra)
+
+        try:
+            if self._handler is None:
+                reply(False, f"no table engine is attached to handle {command.action!r}")
+            else:
+                self._handler(command, reply)
+        except Exception as exc:
+            log.exception("command handler failed")
+            reply(False, f"command handler failed: {exc}")
+
+    def _send_reply(
+        self,
+        message: CommandMessage,
+        command_id: str | None,
+        action: str | None,
+        accepted: bool,
+        code: str | None,
+        reason: str | None,
+        extra: dict[str, Any],
+    ) -> None:
+        body: dict[str, Any] = {
+            "table_id": self._connection.table_id,
+            "command_id": command_id,
+            "action": action,
+            "status": "accepted" if accepted else "refused",
+            "code": code,
+            "reason": reason,
+            "ts": self._clock(),
+            **extra,
+        }
+        payload = encode(signed_message(body, self._events_key))
+        props = self._connection.json_properties()
+        if props is not None and message.correlation is not None:
+            props.CorrelationData = message.correlation
+        reply_topic = self._connection.topics.cmd_reply
+        self._connection.publish(reply_topic, payload, properties=props)
+        response_topic = message.response_topic
+        if response_topic and response_topic != reply_topic and _valid_publish_topic(response_topic):
+            self._connection.publish(response_topic, payload, properties=props)
+
+
+def _valid_publish_topic(topic: str) -> bool:
+    return (
+        0 < len(topic.encode("utf-8")) <= 65535
+        and "+" not in topic
+        and "#" not in topic
+        and "\0" not in topic
+    )

@@ -1,0 +1,219 @@
+"""Carries out the delivery window's decisions: reads undelivered events from the journal,
+publishes them, marks PUBACKs delivered, dead-letters and raises/clears the delivery alerts.
+Drain thread only. What to do is decided by :class:`daemon.mqtt.window.DeliveryWindow`."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from paho.mqtt.packettypes import PacketTypes
+from paho.mqtt.properties import Properties
+
+from common.backoff import Backoff
+from daemon.engine.events import ROUND_BOUNDARY_KINDS
+from daemon.journal.records import DeliveryEvent, JournaledEvent
+from daemon.journal.store import Journal
+from daemon.mqtt.alerts import (
+    ALERT_KIND_PREFIX,
+    DEAD_LETTER_ALERT,
+    DELIVERY_FAILING_ALERT,
+    alert_cleared,
+    alert_raised,
+)
+from daemon.mqtt.connection import Connection
+from daemon.mqtt.counters import Counters
+from daemon.mqtt.envelope import event_payload
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.settings import DeliverySettings, Protocol
+from daemon.mqtt.window import (
+    Ack,
+    ClearFailing,
+    DeadLetter,
+    Decision,
+    Delivered,
+    DeliveryWindow,
+    RaiseFailing,
+    Resend,
+    RetryLater,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Delivery:
+    """The journal -> broker event stream of one table (drain thread)."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        journal: Journal,
+        events_key: Secret | None,
+        counters: Counters,
+        clock: Callable[[], float],
+        wake: Callable[[], None],
+        on_boundary: Callable[[], None],
+    ) -> None:
+        settings: DeliverySettings = connection.settings.delivery
+        self._connection = connection
+        self._journal = journal
+        self._events_key = events_key
+        self._counters = counters
+        self._clock = clock
+        self._wake = wake
+        self._on_boundary = on_boundary
+        self._table_id = connection.table_id
+        self._topics = connection.topics
+        self.window = DeliveryWindow(
+            settings.inflight_window,
+            settings.refused_retries,
+            Backoff(settings.backoff_initial_s, settings.backoff_max_s),
+        )
+        self.failing_alert: str | None = None
+        """The id of the open ``mqtt_delivery_failing`` alert."""
+        props = _event_properties(connection.settings.protocol, settings)
+        self._event_props = props
+        # Never changed after this: every event PUBLISH carries these packed bytes.
+        self._event_props_bytes = 0 if props is None else len(props.pack())  # type: ignore[no-untyped-call]
+        self._event_topic_bytes = len(self._topics.events.encode("utf-8"))
+
+    def settle(self, acks: list[Ack]) -> None:
+        """Carry out what the PUBACKs mean (delivered, dead letters, retries, alerts)."""
+        if acks:
+            self._carry_out(self.window.acknowledged(acks, time.monotonic()))
+
+    def fill(self) -> None:
+        """Publish what the window has room for: one due refused event, or new events."""
+        plan = self.window.next_send(time.monotonic())
+        if plan is None:
+            return
+        if isinstance(plan, Resend):
+            self._publish(plan.event)
+            return
+        for event in self._journal.pending(after_seq=plan.after_seq, limit=plan.limit):
+            if not self._connection.connected.is_set():
+                break
+            self._publish(event)
+
+    def failing_report(self) -> dict[str, Any] | None:
+        """The ``delivery_failing`` block of ``health`` while the alert is open."""
+        if self.failing_alert is None:
+            return None
+        return {"alert_id": self.failing_alert, "events_waiting": self.window.refused_waiting}
+
+    def _publish(self, event: JournaledEvent) -> None:
+        try:
+            payload = event_payload(event, self._table_id, self._clock(), self._events_key)
+        except ValueError as exc:  # not encodable: it can never go out
+            self._carry_out(self.window.unsendable(event, f"cannot be published: {exc}"))
+            return
+        too_large = self._too_large(len(payload))
+        if too_large is not None:
+            self._carry_out(self.window.unsendable(event, too_large))
+            return
+        try:
+            mid = self._connection.publish(self._topics.events, payload, properties=self._event_props)
+        except ValueError as exc:  # paho refuses it (e.g. payload too large): it can never go out
+            self._carry_out(self.window.unsendable(event, f"cannot be published: {exc}"))
+            return
+        self.window.published(event, mid)
+        self._counters.published += 1
+        if event.kind in ROUND_BOUNDARY_KINDS:
+            self._on_boundary()
+        if event.kind.startswith(ALERT_KIND_PREFIX):
+            self._connection.publish(self._topics.alerts, payload, properties=self._event_props)
+
+    def _too_large(self, payload_bytes: int) -> str | None:
+        """Why an event PUBLISH exceeds the broker's Maximum Packet Size (0x95), else None."""
+        limit = self._connection.max_packet_size
+        if limit is None:
+            return None
+        remaining = 2 + self._event_topic_bytes + 2 + self._event_props_bytes + payload_bytes
+        size = 1 + _varint_length(remaining) + remaining
+        if size <= limit:
+            return None
+        return f"packet too large (0x95): {size} bytes, the broker accepts at most {limit}"
+
+    def _carry_out(self, decisions: list[Decision]) -> None:
+        for decision in decisions:
+            if isinstance(decision, Delivered):
+                self._journal.mark_delivered(decision.seqs)
+                self._counters.acknowledged += len(decision.seqs)
+            elif isinstance(decision, DeadLetter):
+                self._dead_letter(decision)
+            elif isinstance(decision, RetryLater):
+                self._counters.delivery_retries += 1
+                log.warning(
+                    "event seq=%d refused by the broker (%s, %d/%d retries); retrying in %.1fs",
+                    decision.event.seq,
+                    decision.reason,
+                    decision.refusals,
+                    self.window.refused_retries,
+                    decision.delay,
+                )
+            elif isinstance(decision, RaiseFailing):
+                self.failing_alert = self._raise(
+                    DELIVERY_FAILING_ALERT,
+                    f"the broker refuses events for now ({decision.reason}); they stay in the journal "
+                    "and are published again with backoff",
+                    {
+                        "seq": decision.event.seq,
+                        "event_id": decision.event.event_id,
+                        "reason": decision.reason,
+                    },
+                )
+            elif isinstance(decision, ClearFailing) and self.failing_alert is not None:
+                self._journal_event(
+                    alert_cleared(
+                        self.failing_alert,
+                        DELIVERY_FAILING_ALERT,
+                        "the broker acknowledges events again",
+                        self._clock(),
+                    )
+                )
+                self.failing_alert = None
+
+    def _dead_letter(self, decision: DeadLetter) -> None:
+        event = decision.event
+        self._journal.mark_dead_letter(event.seq, decision.reason)
+        self._counters.dead_lettered += 1
+        log.error("event seq=%d (%s) dead-lettered: %s", event.seq, event.kind, decision.reason)
+        if decision.alert:
+            self._raise(
+                DEAD_LETTER_ALERT,
+                f"event seq {event.seq} ({event.kind}) was not delivered: {decision.reason}",
+                {"seq": event.seq, "event_id": event.event_id, "event_kind": event.kind},
+            )
+
+    def _raise(self, code: str, message: str, extra: dict[str, Any]) -> str:
+        alert_id, event = alert_raised(code, "critical", message, extra, self._clock())
+        self._journal_event(event)
+        return alert_id
+
+    def _journal_event(self, event: DeliveryEvent) -> None:
+        self._journal.append_delivery_event(event)
+        self._wake()
+
+
+def _event_properties(protocol: Protocol, settings: DeliverySettings) -> Properties | None:
+    """The properties of every event PUBLISH (None with MQTT 3.1.1), built once."""
+    if protocol is not Protocol.MQTT5:
+        return None
+    props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
+    props.ContentType = "application/json"
+    props.PayloadFormatIndicator = 1
+    props.UserProperty = [("contract", "baccarat/v1"), ("schema_version", "1")]
+    if settings.message_expiry_s is not None:
+        props.MessageExpiryInterval = settings.message_expiry_s
+    return props
+
+
+def _varint_length(value: int) -> int:
+    """Bytes of an MQTT variable byte integer."""
+    length = 1
+    while value >= 128:
+        value //= 128
+        length += 1
+    return length
