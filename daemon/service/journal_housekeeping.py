@@ -1,13 +1,16 @@
-"""Journal housekeeping: compaction and the ``journal_full`` alert.
+"""Journal housekeeping: compaction, the ``journal_nearly_full`` early warning and the
+``journal_full`` alert.
 
 The service calls :meth:`JournalHousekeeping.run` on every turn of its engine loop, which
 turns at least every ``service.tick_interval_s``; ``run`` does something only when it is
 due:
 
 * every ``broker.delivery.health_interval_s``, the journal's capacity is checked: the first
-  check that finds it full raises a ``journal_full`` alert (``critical``, the limit reached
-  and the ``on_full`` policy, ``admits_new_round``); the first that finds it below its
-  limits again clears it;
+  check that finds a limit ``journal.warn_fraction`` reached raises a ``journal_nearly_full``
+  alert (``warning``, which limit and how far; dealing goes on), the first that finds every
+  limit below that fraction again clears it; the first check that finds it full raises a
+  ``journal_full`` alert (``critical``, the limit reached and the ``on_full`` policy,
+  ``admits_new_round``); the first that finds it below its limits again clears it;
 * every ``broker.delivery.compact_interval_s`` (the first time 5 s after the first run), the
   delivered events of finished shoes past the audit retention are deleted
   (:meth:`daemon.journal.store.Journal.compact`).
@@ -24,7 +27,7 @@ from collections.abc import Callable
 import structlog
 
 from daemon.journal.store import Journal
-from daemon.mqtt.alerts import JOURNAL_FULL_ALERT, alert_cleared, alert_raised
+from daemon.mqtt.alerts import JOURNAL_FULL_ALERT, JOURNAL_NEARLY_FULL_ALERT, alert_cleared, alert_raised
 from daemon.mqtt.settings import DeliverySettings
 
 log = structlog.get_logger("baccarat_edge.journal_housekeeping")
@@ -52,6 +55,9 @@ class JournalHousekeeping:
         self._next_compaction = 0.0
         self.full_alert: str | None = None
         """The id of the open ``journal_full`` alert, None while the journal has room."""
+        self.nearly_full_alert: str | None = None
+        """The id of the open ``journal_nearly_full`` alert, None while every limit is below
+        ``journal.warn_fraction``."""
 
     def run(self, now: float) -> None:
         """Do what is due at ``now`` (``time.monotonic()`` seconds)."""
@@ -73,6 +79,17 @@ class JournalHousekeeping:
 
     def _check_capacity(self) -> None:
         capacity = self._journal.capacity()
+        if capacity.warning is not None and self.nearly_full_alert is None:
+            alert_id, event = alert_raised(
+                JOURNAL_NEARLY_FULL_ALERT,
+                "warning",
+                f"{capacity.warning}: make room (restore delivery) before dealing stops",
+                {"warn_fraction": self._journal.settings.warn_fraction},
+                self._clock(),
+            )
+            self._journal.append_delivery_event(event)
+            self.nearly_full_alert = alert_id
+            self._notify()
         if capacity.full and self.full_alert is None:
             alert_id, event = alert_raised(
                 JOURNAL_FULL_ALERT,
@@ -91,4 +108,15 @@ class JournalHousekeeping:
                 )
             )
             self.full_alert = None
+            self._notify()
+        if capacity.warning is None and self.nearly_full_alert is not None:
+            self._journal.append_delivery_event(
+                alert_cleared(
+                    self.nearly_full_alert,
+                    JOURNAL_NEARLY_FULL_ALERT,
+                    "journal below the early-warning fraction of its limits again",
+                    self._clock(),
+                )
+            )
+            self.nearly_full_alert = None
             self._notify()

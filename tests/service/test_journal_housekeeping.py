@@ -9,7 +9,7 @@ import pytest
 
 from common.inputs import Tick
 from daemon.journal import DeliveryEvent, Journal, JournaledEvent, JournalSettings
-from daemon.mqtt.alerts import JOURNAL_FULL_ALERT
+from daemon.mqtt.alerts import JOURNAL_FULL_ALERT, JOURNAL_NEARLY_FULL_ALERT
 from daemon.mqtt.settings import DeliverySettings
 from daemon.service.journal_housekeeping import FIRST_COMPACTION_AFTER_S, JournalHousekeeping
 
@@ -30,8 +30,8 @@ def card(shoe: str) -> DeliveryEvent:
     )
 
 
-def alerts(journal: Journal) -> list[JournaledEvent]:
-    return [e for e in journal.events(origin=None) if e.kind.startswith("alert")]
+def alerts(journal: Journal, code: str = JOURNAL_FULL_ALERT) -> list[JournaledEvent]:
+    return [e for e in journal.events(origin=None) if e.kind.startswith("alert") and e.data["code"] == code]
 
 
 @pytest.fixture
@@ -71,7 +71,7 @@ def test_journal_full_is_raised_once_and_cleared_once_with_the_same_id(journal: 
     }
     assert raised.data["alert_id"].startswith("delivery-")
     assert raised.at == wall.now
-    assert notified == [1]
+    assert len(notified) == 2  # the early warning, then the full alert
 
     keeper.run(120.0)  # still full: no second alert
     assert len(alerts(journal)) == 1
@@ -88,7 +88,7 @@ def test_journal_full_is_raised_once_and_cleared_once_with_the_same_id(journal: 
         "message": "journal below its limits again",
     }
     assert keeper.full_alert is None
-    assert notified == [1, 1]
+    assert len(notified) == 4  # both cleared
 
 
 def test_compaction_runs_a_little_after_start_then_every_compact_interval(
@@ -122,3 +122,27 @@ def test_a_failing_journal_is_logged_and_tried_again_when_due(journal: Journal, 
     keeper.run(0.0)  # neither the check nor the compaction raises
     keeper.run(FIRST_COMPACTION_AFTER_S)
     assert keeper.full_alert is None
+
+
+def test_the_early_warning_speaks_before_the_journal_is_full(journal: Journal, wall: Clock) -> None:
+    keeper = housekeeping(journal, wall, [])
+    journal.append([], [card("S1") for _ in range(7)])
+    keeper.run(0.0)  # 7 of 10: below 80 %
+    assert alerts(journal, JOURNAL_NEARLY_FULL_ALERT) == []
+    journal.append([], [card("S1")])
+    keeper.run(10.0)  # 8 of 10
+    [warning] = alerts(journal, JOURNAL_NEARLY_FULL_ALERT)
+    assert warning.data["severity"] == "warning"
+    assert warning.data["message"].startswith("8 undelivered events are 80% of the limit of 10")
+    assert warning.data["alert_id"] == keeper.nearly_full_alert
+    assert alerts(journal) == []  # not full: dealing goes on
+    assert journal.admits_new_round()
+
+    keeper.run(20.0)  # still 80 %: no second warning
+    assert len(alerts(journal, JOURNAL_NEARLY_FULL_ALERT)) == 1
+    journal.mark_delivered(range(1, 5))
+    keeper.run(30.0)
+    [_, cleared] = alerts(journal, JOURNAL_NEARLY_FULL_ALERT)
+    assert cleared.kind == "alert_cleared"
+    assert cleared.data["alert_id"] == warning.data["alert_id"]
+    assert keeper.nearly_full_alert is None
