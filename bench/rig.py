@@ -28,7 +28,7 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from drivers.fixtures import FixtureStep
-from drivers.protocols.angel_eye import ENQ, ETX, encode_frame
+from drivers.protocols.angel_eye_codec import ENQ, ETX, encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.simulate import DealSettings, encode_plan, plan_shoe
 from tests.support.broker import MosquittoBroker

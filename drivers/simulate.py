@@ -45,7 +45,7 @@ from drivers.fixtures import (
     SupervisorStep,
     UsbIdentity,
 )
-from drivers.protocols.angel_eye import encode_card, encode_frame, encode_target
+from drivers.protocols.angel_eye_codec import encode_card, encode_frame, encode_target
 from drivers.protocols.hid_wedge import type_text
 from drivers.pty_device import PtyDevice
 
