@@ -98,6 +98,9 @@ class AsciiLineDecoder:
         # 0x1C-0x1F and read a card in b"\x1fS08", which is refused like any control byte.
         if not body.strip(_BLANKS):
             return None
+        if all(byte <= 0x20 or byte == 0x7F for byte in body):
+            # Control bytes and blanks only: line noise, not a card the reader failed to read.
+            return DecodedFrame(raw=raw, rejected="line noise: control bytes only")
         try:
             text = body.decode("ascii").strip(_BLANKS.decode())
         except UnicodeDecodeError:
