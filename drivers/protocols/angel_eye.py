@@ -151,8 +151,8 @@ class AngelEyeDecoder:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
         data = bytes(data)  # a bytearray or memoryview read is read like bytes
         out: list[DecodedFrame] = []
-        pos = 0
-        while pos < len(data):
+        pos, end = 0, len(data)
+        while pos < end:
             pos = self._state(data, pos, at, out)
         return out
 

@@ -52,6 +52,8 @@ OTHER_TARGETS: dict[int, DeviceTarget] = {
 }
 """Target bits of a card that is not a Player or Banker card (the index bits are not checked)."""
 
+RANKS: dict[int, Rank] = {int(rank): rank for rank in Rank}
+"""Rank bits 1..13 (1 = ace ... 13 = king); 0, 14 and 15 name no rank."""
 SUITS: dict[int, Suit] = {1: Suit.DIAMONDS, 2: Suit.CLUBS, 3: Suit.SPADES, 4: Suit.HEARTS}
 OUTCOMES: dict[int, VerdictOutcome] = {
     1: VerdictOutcome.PLAYER,
@@ -101,13 +103,13 @@ class CardByteError(ValueError):
 
 def decode_card(byte: int) -> Card:
     """Card byte (bit 7 ignored): bits 6-4 suit 1♦ 2♣ 3♠ 4♥, bits 3-0 rank 1..13."""
-    suit_bits, rank = (byte >> 4) & 0x07, byte & 0x0F
-    suit = SUITS.get(suit_bits)
+    suit_bits, rank_bits = (byte >> 4) & 0x07, byte & 0x0F
+    suit, rank = SUITS.get(suit_bits), RANKS.get(rank_bits)
     if suit is None:
         raise CardByteError(f"card byte 0x{byte:02X}: invalid suit {suit_bits}")
-    if not 1 <= rank <= 13:
-        raise CardByteError(f"card byte 0x{byte:02X}: invalid rank {rank}")
-    return Card(Rank(rank), suit)
+    if rank is None:
+        raise CardByteError(f"card byte 0x{byte:02X}: invalid rank {rank_bits}")
+    return Card(rank, suit)
 
 
 def decode_target(byte: int) -> DeviceTarget | None:
