@@ -1,9 +1,9 @@
 """Angel Eye II-EX decoder: the shoe's byte stream → frames (drivers/protocols/PROTOCOLS.md §1).
 
 The frame format itself (bytes, checksum, what one frame means) is in
-:mod:`drivers.protocols.angel_eye_codec`. This module finds frames in the stream with an
-incremental state machine (bytes in, :class:`DecodedFrame` out; the same frames whatever way
-the bytes are cut into reads), recognises the shoe's repeat transmissions on (SEQ, payload),
+:mod:`drivers.protocols.angel_eye_codec`. This module finds frames in the stream
+incrementally (bytes in, :class:`DecodedFrame` out; the same frames whatever way the bytes
+are cut into reads), recognises the shoe's repeat transmissions on (SEQ, payload),
 and turns a card the shoe sent but the decoder must refuse, or a skipped sequence mark, into a
 rescan. It also encodes host → shoe commands (``STX 'O' 'P' TYPE DATA ETX BCC``), which the
 shoe answers with ACK, or NAK followed by a two-character code.
@@ -14,8 +14,8 @@ target/index or card byte is wrong.
 
 from __future__ import annotations
 
+import re
 from collections import deque
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Literal
 
@@ -39,7 +39,7 @@ MAX_GARBAGE_RUN = 256
 """Bytes outside any frame are reported in runs of at most this many."""
 
 SEQUENCE_MARKS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-"""The SEQ cycle assumed by default ('1', '2', ... 'A' ... per PROTOCOLS.md; the wrap is *open*)."""
+"""The SEQ cycle assumed by default ('1', '2', ... 'A' ...; the real cycle is *open*: PROTOCOLS.md §1.3)."""
 
 
 class AngelEyeSettings(BaseModel):
@@ -105,28 +105,24 @@ def encode_command(
     return bytes([STX]) + body + bcc(covered)
 
 
-_Step = Callable[[bytes, int, float, list[DecodedFrame]], int]
-"""A state of the decoder: consumes bytes of ``data`` from ``pos`` read at ``at``, adds what
-they complete to the output list, and returns where it stopped."""
+_REPLY_OR_FRAME = re.compile(b"[\x05\x06\x15]")
+"""A byte that ends a run of garbage: ENQ, ACK or NAK."""
 
 
 class AngelEyeDecoder:
     """Incremental decoder of the shoe → host byte stream (frames, ACK and NAK replies).
 
-    A state machine whose state is the step that reads the next bytes. Between frames every
-    byte is looked at: ENQ starts a frame, ACK is a reply, NAK starts a reply with a
-    two-character code, anything else is garbage (reported in runs). In a frame the decoder
-    looks for the ETX that ends it within ``max_frame_length`` bytes of the ENQ, or an ENQ
-    that cuts it short; then it takes the two BCC characters (or the NAK code).
+    The bytes not yet taken (a frame, reply or run of garbage that a later read must finish)
+    wait in ``_pending``; each read is appended and the decoder takes, from the front, what
+    is complete: a frame (ENQ, up to an ETX within ``max_frame_length`` bytes, two BCC
+    characters), an ACK, a NAK with its two code characters, or a run of garbage up to the
+    next ENQ, ACK or NAK. An ENQ cuts any frame or reply short.
     """
 
     def __init__(self, settings: AngelEyeSettings | None = None, *, device: str = "reader") -> None:
         self.settings = settings or AngelEyeSettings()
         self.device = device
-        self._state: _Step = self._between_frames
-        self._frame = bytearray()  # the frame or NAK reply being received, from its first byte
-        self._trailer_left = 0  # BCC or NAK-code characters still to come
-        self._garbage = bytearray()
+        self._pending = b""  # the front of the stream not yet taken
         self._recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.dedup_window)
         self._last_seq: int | None = None  # SEQ of the last new frame taken
         self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
@@ -149,11 +145,15 @@ class AngelEyeDecoder:
 
     def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
-        data = bytes(data)  # a bytearray or memoryview read is read like bytes
+        stream = self._pending + data if self._pending else bytes(data)
         out: list[DecodedFrame] = []
-        pos, end = 0, len(data)
+        pos, end = 0, len(stream)
         while pos < end:
-            pos = self._state(data, pos, at, out)
+            taken = self._take(stream, pos, at, out)
+            if taken == 0:
+                break  # unfinished: the next read completes it
+            pos += taken
+        self._pending = stream[pos:]
         return out
 
     def reset(self, reason: str = "partial frame discarded: device disconnected") -> list[DecodedFrame]:
@@ -163,100 +163,79 @@ class AngelEyeDecoder:
         which must still be recognised as a repeat.
         """
         out: list[DecodedFrame] = []
-        self._flush_garbage(out)
-        if self._frame:
-            out.append(DecodedFrame(raw=bytes(self._frame), rejected=reason))
-        self._frame.clear()
-        self._state = self._between_frames
+        if self.has_partial_frame:
+            out.append(DecodedFrame(raw=self._pending, rejected=reason))
+        elif self._pending:
+            out.append(DecodedFrame(raw=self._pending, rejected="bytes outside any frame"))
+        self._pending = b""
         return out
 
     @property
     def has_partial_frame(self) -> bool:
         """Whether bytes of an unfinished frame or NAK reply are buffered."""
-        return bool(self._frame)
+        return bool(self._pending) and self._pending[0] in (ENQ, NAK)
 
-    # -- the states ----------------------------------------------------------------------
+    # -- what is complete at the front of the stream ------------------------------------
+    # Each step looks at ``stream`` from ``pos``, adds what it completes to ``out`` and
+    # returns how many bytes it took; 0 means the bytes there are not complete yet.
 
-    def _between_frames(self, data: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
-        byte = data[pos]
-        if byte == ENQ:
-            self._flush_garbage(out)
-            self._frame.append(ENQ)
-            self._state = self._in_frame
-        elif byte == ACK:
-            self._flush_garbage(out)
+    def _take(self, stream: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
+        first = stream[pos]
+        if first == ENQ:
+            return self._take_frame(stream, pos, at, out)
+        if first == NAK:
+            return self._take_nak(stream, pos, at, out)
+        if first == ACK:
             out.append(DecodedFrame(raw=bytes([ACK]), reply=CommandReply(ok=True)))
-        elif byte == NAK:
-            self._flush_garbage(out)
-            self._frame.append(NAK)
-            self._trailer_left = 2
-            self._state = self._trailer
-        else:
-            self._garbage.append(byte)
-            if len(self._garbage) >= MAX_GARBAGE_RUN:
-                self._flush_garbage(out)
-        return pos + 1
+            return 1
+        return self._take_garbage(stream, pos, out)
 
-    def _in_frame(self, data: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
+    def _take_frame(self, stream: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
         limit = self.settings.max_frame_length
-        # the ETX must arrive within ``limit`` bytes counted from the ENQ, ETX included
-        chunk = data[pos : pos + limit - len(self._frame)]
-        etx = chunk.find(ETX)
-        enq = chunk.find(ENQ, 0, len(chunk) if etx == -1 else etx)
-        if enq != -1:
-            self._frame += chunk[:enq]
-            self._cut(at, out)
-            return pos + enq
-        if etx != -1:
-            self._frame += chunk[: etx + 1]
-            self._trailer_left = 2
-            self._state = self._trailer
-            return pos + etx + 1
-        self._frame += chunk
-        if len(self._frame) >= limit:
+        # the ETX must come within ``limit`` bytes counted from the ENQ, both included
+        etx = stream.find(ETX, pos + 1, pos + limit)
+        cut = stream.find(ENQ, pos + 1, pos + limit if etx == -1 else etx)
+        if cut != -1:
+            return self._cut(stream[pos:cut], "frame cut short by ENQ before its ETX", at, out)
+        if etx == -1:
+            if len(stream) < pos + limit:
+                return 0
             reason = f"no ETX within {limit} bytes of ENQ"
-            self._settle(DecodedFrame(raw=bytes(self._frame), rejected=reason), at, out)
-            self._frame.clear()
-            self._state = self._between_frames
-        return pos + len(chunk)
+            self._settle(DecodedFrame(raw=stream[pos : pos + limit], rejected=reason), at, out)
+            return limit
+        cut = stream.find(ENQ, etx + 1, etx + 3)
+        if cut != -1:
+            return self._cut(stream[pos:cut], "frame cut short by ENQ before its BCC", at, out)
+        if len(stream) < etx + 3:
+            return 0
+        self._finish_frame(stream[pos : etx + 3], at, out)
+        return etx + 3 - pos
 
-    def _trailer(self, data: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
-        """A frame's two BCC characters or a NAK's two-character code; an ENQ among them cuts
-        the frame or reply short."""
-        chunk = data[pos : pos + self._trailer_left]
-        enq = chunk.find(ENQ)
-        if enq != -1:
-            self._frame += chunk[:enq]
-            self._cut(at, out)
-            return pos + enq
-        self._frame += chunk
-        self._trailer_left -= len(chunk)
-        if self._trailer_left == 0:
-            raw = bytes(self._frame)
-            self._frame.clear()
-            self._state = self._between_frames
-            if raw[0] == NAK:
-                out.append(self._finish_nak(raw))
-            else:
-                self._finish_frame(raw, at, out)
-        return pos + len(chunk)
+    def _take_nak(self, stream: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
+        cut = stream.find(ENQ, pos + 1, pos + 3)
+        if cut != -1:
+            return self._cut(stream[pos:cut], "NAK reply cut short by ENQ", at, out)
+        if len(stream) < pos + 3:
+            return 0
+        out.append(self._finish_nak(stream[pos : pos + 3]))
+        return 3
 
-    def _cut(self, at: float, out: list[DecodedFrame]) -> None:
-        """An ENQ arrived before the frame or reply being received was complete."""
-        if self._frame[0] == NAK:
-            reason = "NAK reply cut short by ENQ"
-        elif self._state == self._trailer:
-            reason = "frame cut short by ENQ before its BCC"
+    def _take_garbage(self, stream: bytes, pos: int, out: list[DecodedFrame]) -> int:
+        """Bytes outside any frame, reported in runs up to the next ENQ, ACK or NAK."""
+        end = _REPLY_OR_FRAME.search(stream, pos, pos + MAX_GARBAGE_RUN)
+        if end is not None:
+            run = stream[pos : end.start()]
+        elif len(stream) >= pos + MAX_GARBAGE_RUN:
+            run = stream[pos : pos + MAX_GARBAGE_RUN]
         else:
-            reason = "frame cut short by ENQ before its ETX"
-        self._settle(DecodedFrame(raw=bytes(self._frame), rejected=reason), at, out)
-        self._frame.clear()
-        self._state = self._between_frames
+            return 0
+        out.append(DecodedFrame(raw=run, rejected="bytes outside any frame"))
+        return len(run)
 
-    def _flush_garbage(self, out: list[DecodedFrame]) -> None:
-        if self._garbage:
-            out.append(DecodedFrame(raw=bytes(self._garbage), rejected="bytes outside any frame"))
-            self._garbage.clear()
+    def _cut(self, raw: bytes, reason: str, at: float, out: list[DecodedFrame]) -> int:
+        """A frame or reply an ENQ cut short: refused; the ENQ starts the next one."""
+        self._settle(DecodedFrame(raw=raw, rejected=reason), at, out)
+        return len(raw)
 
     def _finish_nak(self, raw: bytes) -> DecodedFrame:
         text = raw[1:].decode("ascii", errors="replace").upper()

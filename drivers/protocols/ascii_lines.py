@@ -1,4 +1,6 @@
-"""Plain ASCII line readers: one card per line, ``\\n`` or ``\\r\\n`` terminated (PROTOCOLS.md §2).
+"""Plain ASCII line readers: one card per line, ``\\n`` or ``\\r\\n`` terminated.
+
+The line format and what each kind of line becomes: drivers/protocols/PROTOCOLS.md §2.
 
 No checksum and no position: the engine assigns draw order. A complete line that
 names no card is a read the shoe made but could not identify; by default it

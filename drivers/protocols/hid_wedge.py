@@ -1,4 +1,4 @@
-"""USB HID "keyboard wedge" readers: 8-byte boot-keyboard reports (PROTOCOLS.md §3).
+"""USB HID "keyboard wedge" readers: 8-byte boot-keyboard reports (drivers/protocols/PROTOCOLS.md §3).
 
 Byte 0 holds the modifiers (Shift = 0x02 left, 0x20 right), bytes 2-7 the usage
 codes of the keys held down. A character is typed on a key-down transition, so a
