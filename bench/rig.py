@@ -29,7 +29,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from daemon.simulation.dealer import DealSettings, plan_shoe
 from drivers.fixtures import FixtureStep
-from drivers.protocols.angel_eye import ENQ, ETX, encode_frame
+from drivers.protocols.angel_eye_codec import ENQ, ETX, encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.simulate import encode_plan
 from tests.support.broker import MosquittoBroker

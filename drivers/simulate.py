@@ -21,7 +21,7 @@ from typing import Any
 from common.cards import Card
 from common.inputs import DeviceTarget
 from drivers.fixtures import FixtureStep, SupervisorStep
-from drivers.protocols.angel_eye import encode_card, encode_frame, encode_target
+from drivers.protocols.angel_eye_codec import encode_card, encode_frame, encode_target
 from drivers.protocols.hid_wedge import type_text
 from drivers.pty_device import PtyDevice
 

@@ -1,4 +1,6 @@
-"""Plain ASCII line readers: one card per line, ``\\n`` or ``\\r\\n`` terminated (PROTOCOLS.md §2).
+"""Plain ASCII line readers: one card per line, ``\\n`` or ``\\r\\n`` terminated.
+
+The line format and what each kind of line becomes: drivers/protocols/PROTOCOLS.md §2.
 
 No checksum and no position: the engine assigns draw order. A complete line that
 names no card is a read the shoe made but could not identify; by default it
@@ -98,6 +100,9 @@ class AsciiLineDecoder:
         # 0x1C-0x1F and read a card in b"\x1fS08", which is refused like any control byte.
         if not body.strip(_BLANKS):
             return None
+        if all(byte <= 0x20 or byte == 0x7F for byte in body):
+            # Control bytes and blanks only: line noise, not a card the reader failed to read.
+            return DecodedFrame(raw=raw, rejected="line noise: control bytes only")
         try:
             text = body.decode("ascii").strip(_BLANKS.decode())
         except UnicodeDecodeError:

@@ -132,7 +132,7 @@ LINE_READER_GRAMMAR = CardCodeGrammar(
     rank_map={f"{i:02d}": _RANK_SYMBOLS[i - 1] for i in range(1, 14)},
     suit_map={"S": "s", "H": "h", "C": "c", "D": "d"},
 )
-"""``S08`` = 8♠, ``H13`` = K♥: suit letter then two-digit rank (PROTOCOLS.md §2)."""
+"""``S08`` = 8♠, ``H13`` = K♥: suit letter then two-digit rank (drivers/protocols/PROTOCOLS.md §2)."""
 
 CANONICAL_GRAMMAR = CardCodeGrammar(
     pattern=r"(?P<rank>10|[2-9ATJQK])(?P<suit>[CDHS])",

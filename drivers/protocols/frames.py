@@ -9,7 +9,7 @@ buffered as the start of a frame that has not finished arriving.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 
@@ -97,7 +97,8 @@ class DecodedFrame:
 def input_to_dict(inp: ReaderInput) -> dict[str, Any]:
     """JSON-ready form of a reader input, with its type name under ``type``."""
     out: dict[str, Any] = {"type": type(inp).__name__}
-    for name in inp.__slots__:
+    for field in fields(inp):
+        name = field.name
         value = getattr(inp, name)
         if isinstance(value, Card):
             value = value.code

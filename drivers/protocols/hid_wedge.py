@@ -1,4 +1,4 @@
-"""USB HID "keyboard wedge" readers: 8-byte boot-keyboard reports (PROTOCOLS.md §3).
+"""USB HID "keyboard wedge" readers: 8-byte boot-keyboard reports (drivers/protocols/PROTOCOLS.md §3).
 
 Byte 0 holds the modifiers (Shift = 0x02 left, 0x20 right), bytes 2-7 the usage
 codes of the keys held down. A character is typed on a key-down transition, so a
@@ -140,30 +140,43 @@ class HidWedgeDecoder:
         if ERROR_ROLLOVER in keys:
             self._problem = self._problem or "keyboard rollover error (too many keys reported)"
             return []
-        shifted = bool(report[0] & SHIFT_MASK)
-        out: list[DecodedFrame] = []
-        for key in keys:
-            if key in self._pressed:
-                continue
-            if key in ENTER_KEYS:
-                out.append(self._finish(at))
-                continue
-            if not self._raw:
-                # A code begun after an Enter in this same report: its audit bytes start here.
-                self._raw += report
-            char = (_SHIFTED if shifted else _PLAIN).get(key)
-            if char is None:
-                self._problem = self._problem or f"key usage 0x{key:02X} types no character"
-            elif len(self._code) >= self.settings.max_code_length:
-                self._problem = (
-                    self._problem or f"code longer than {self.settings.max_code_length} characters"
-                )
-            else:
-                self._code.append(char)
+        pressed = [key for key in keys if key not in self._pressed]
         self._pressed = frozenset(keys)
+        out: list[DecodedFrame] = []
+        if len(pressed) > 1:
+            out = self._pressed_together(report, pressed, at)
+        elif pressed:
+            out = self._key_down(pressed[0], bool(report[0] & SHIFT_MASK), at)
         if not keys and not self._code and self._problem is None:
             self._raw.clear()  # idle releases between codes are not part of the next frame
         return out
+
+    def _key_down(self, key: int, shifted: bool, at: float) -> list[DecodedFrame]:
+        if key in ENTER_KEYS:
+            return [self._finish(at)]
+        char = (_SHIFTED if shifted else _PLAIN).get(key)
+        if char is None:
+            self._problem = self._problem or f"key usage 0x{key:02X} types no character"
+        elif len(self._code) >= self.settings.max_code_length:
+            self._problem = self._problem or f"code longer than {self.settings.max_code_length} characters"
+        else:
+            self._code.append(char)
+        return []
+
+    def _pressed_together(self, report: bytes, pressed: list[int], at: float) -> list[DecodedFrame]:
+        """Several keys went down in one report: a boot-keyboard report lists the keys held,
+        not the order they were pressed in, so the code they belong to cannot be read."""
+        usages = " ".join(f"0x{key:02X}" for key in pressed)
+        problem = f"keys {usages} pressed in one report: their order is unknown"
+        self._problem = self._problem or problem
+        if not any(key in ENTER_KEYS for key in pressed):
+            return []
+        frame = self._finish(at)  # the code ends here, whether before or after the other keys
+        if any(key not in ENTER_KEYS for key in pressed):
+            # They may have been typed after the Enter: the next code may have lost its start.
+            self._problem = problem
+            self._raw += report
+        return [frame]
 
     def _finish(self, at: float) -> DecodedFrame:
         raw = bytes(self._raw)

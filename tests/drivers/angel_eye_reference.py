@@ -1,324 +1,175 @@
-"""The Angel Eye decoder as it was before the fast path: one state-machine step per byte.
+"""An Angel Eye II-EX reading written from the protocol specification alone: a test oracle.
 
-Kept verbatim (class body of commit d126165) as a test oracle: the production decoder must
-produce exactly the frames this one does, for any bytes cut anywhere. Settings, tables and
-the card/BCC helpers are the production ones.
+Written from drivers/protocols/PROTOCOLS.md §1, not from the product: it imports nothing from
+``drivers.protocols`` and has its own tables for targets, ranks, suits, outcomes, modes and
+error codes, its own checksum and its own meaning of each byte. It also has another shape:
+it reads a whole stream at once, by offsets, where the product decoder is incremental. The
+product decoder must find the same frames in any stream, cut into reads anywhere, and give
+each the same meaning (:func:`reference_read`).
+
+A meaning is a plain tuple, one shape per event code:
+
+- ``("D", mark, target, card)``: a card dealt; target ``P1``..``B3``, ``burn``, ``first_card``
+  or ``burn_count``; card as rank then suit letter (``8s``, ``Th``)
+- ``("d", mark, mode, card)``: a card drawn outside the game; mode ``lock``/``error``/``setting``
+- ``("S",)``, ``("P",)``, ``("C",)``: start, stand-by, cut card
+- ``("R", data)``: re-deal with its data bytes in hex (None when it has none)
+- ``("G", outcome, player_pair, banker_pair)``
+- ``("E" | "e", error_code, in_error_mode, needs_rescan)``: error raised / cleared;
+  ``needs_rescan`` for a raised "cannot read" (1) or "card-code error" (6)
+- ``("L", locked)``, ``("M", address, value)``
 """
 
 from __future__ import annotations
 
-from collections import deque
-from dataclasses import replace
-from enum import Enum
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-from common.inputs import (
-    CardRead,
-    CutCardDrawn,
-    OutsideGameCard,
-    ReaderSignal,
-    ReaderSignalKind,
-    ReadFailed,
-    ShoeVerdict,
-    Source,
-)
-from drivers.protocols.angel_eye import (
-    _OUTCOMES,
-    _SLOTS,
-    _TARGETS,
-    ACK,
-    ENQ,
-    ERROR_MEANINGS,
-    ETX,
-    MAX_GARBAGE_RUN,
-    NAK,
-    NAK_MEANINGS,
-    OUTSIDE_GAME_MODES,
-    READ_FAILURE_CODES,
-    AngelEyeSettings,
-    CardByteError,
-    bcc,
-    decode_card,
-)
-from drivers.protocols.frames import CommandReply, DecodedFrame, ReaderInput, hex_raw
+ENQ_BYTE = 0x05  # starts a frame, wherever it appears
+ETX_BYTE = 0x03  # ends a frame's data; two checksum characters follow
+
+RANK_LETTERS = "A23456789TJQK"  # rank field 1..13
+SUIT_LETTERS = {1: "d", 2: "c", 3: "s", 4: "h"}
+SIDES = {0: "P", 1: "B"}  # Player and Banker cards carry an index 1..3
+OTHER_TARGETS = {2: "burn", 4: "first_card", 5: "burn_count"}
+OUTCOME_NAMES = {1: "player", 2: "tie", 4: "banker", 7: "forced_quit"}
+MODE_NAMES = {0: "lock", 1: "error", 2: "setting"}
+CANNOT_READ, CARD_CODE_ERROR = 1, 6
+HEX_CHARACTERS = b"0123456789ABCDEFabcdef"
+
+Meaning = tuple[object, ...]
 
 
-class _State(Enum):
-    OUTSIDE = 0
-    IN_FRAME = 1
-    BCC = 2
-    NAK_CODE = 3
+@dataclass(frozen=True)
+class ReferenceFrame:
+    """A well-formed frame of the stream: its bytes, whether it repeats one already taken, its meaning."""
+
+    raw: bytes
+    repeat: bool
+    meaning: Meaning
 
 
-class ReferenceAngelEyeDecoder:
-    """Incremental decoder of the shoe → host byte stream (frames, ACK and NAK replies)."""
+def reference_read(
+    stream: bytes,
+    *,
+    max_frame_length: int = 32,
+    dedup_window: int = 4,
+    redeal_payload_lengths: tuple[int, ...] = (0, 2),
+) -> list[ReferenceFrame]:
+    """Every frame of ``stream`` that has a meaning, in order, with its repeat flag.
 
-    def __init__(self, settings: AngelEyeSettings | None = None, *, device: str = "reader") -> None:
-        self.settings = settings or AngelEyeSettings()
-        self.device = device
-        self._state = _State.OUTSIDE
-        self._frame = bytearray()
-        self._garbage = bytearray()
-        self._bcc_pending = 0
-        self._recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.dedup_window)
-        self._last_seq: int | None = None  # SEQ of the last new frame taken
-        self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
-
-    def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
-        """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
-        out: list[DecodedFrame] = []
-        for byte in data:
-            self._step(byte, at, out)
-        return out
-
-    def reset(self, reason: str = "partial frame discarded: device disconnected") -> list[DecodedFrame]:
-        """Drop the partial frame and unreported garbage (on unplug or end of input).
-
-        The repeat memory is kept: a shoe that comes back resends its last frame,
-        which must still be recognised as a repeat.
-        """
-        out: list[DecodedFrame] = []
-        self._flush_garbage(out)
-        if self._frame:
-            out.append(DecodedFrame(raw=bytes(self._frame), rejected=reason))
-        self._frame.clear()
-        self._state = _State.OUTSIDE
-        return out
-
-    @property
-    def has_partial_frame(self) -> bool:
-        return bool(self._frame)
-
-    # -- byte-level state machine -------------------------------------------------
-
-    def _step(self, byte: int, at: float, out: list[DecodedFrame]) -> None:
-        state = self._state
-        if byte == ENQ:
-            if state is _State.OUTSIDE:
-                self._flush_garbage(out)
-            else:
-                self._settle(DecodedFrame(raw=bytes(self._frame), rejected=self._cut_reason()), at, out)
-            self._frame = bytearray([ENQ])
-            self._state = _State.IN_FRAME
-            return
-        if state is _State.OUTSIDE:
-            if byte == ACK:
-                self._flush_garbage(out)
-                out.append(DecodedFrame(raw=bytes([ACK]), reply=CommandReply(ok=True)))
-            elif byte == NAK:
-                self._flush_garbage(out)
-                self._frame = bytearray([NAK])
-                self._state = _State.NAK_CODE
-            else:
-                self._garbage.append(byte)
-                if len(self._garbage) >= MAX_GARBAGE_RUN:
-                    self._flush_garbage(out)
-            return
-        self._frame.append(byte)
-        if state is _State.IN_FRAME:
-            if byte == ETX:
-                self._state = _State.BCC
-                self._bcc_pending = 2
-            elif len(self._frame) > self.settings.max_frame_length:
-                self._settle(
-                    DecodedFrame(
-                        raw=bytes(self._frame),
-                        rejected=f"no ETX within {self.settings.max_frame_length} bytes of ENQ",
-                    ),
-                    at,
-                    out,
-                )
-                self._frame.clear()
-                self._state = _State.OUTSIDE
-        elif state is _State.BCC:
-            self._bcc_pending -= 1
-            if self._bcc_pending == 0:
-                self._settle(self._finish_frame(bytes(self._frame), at), at, out)
-                self._frame.clear()
-                self._state = _State.OUTSIDE
-        else:  # NAK code: two characters
-            if len(self._frame) == 3:
-                out.append(self._finish_nak(bytes(self._frame)))
-                self._frame.clear()
-                self._state = _State.OUTSIDE
-
-    # -- cards lost on the wire ------------------------------------------------------
-    # A card frame the decoder must refuse, or a frame missing from the SEQ cycle, is a card
-    # the shoe dealt that the engine would otherwise never hear of: it gets a ReadFailed
-    # (rescan). Copies of one frame share its SEQ, so a bad copy of a frame already taken,
-    # or a further bad copy of one already reported, is only counted; a good copy after a
-    # bad one is the valid read that satisfies the rescan.
-
-    def _settle(self, frame: DecodedFrame, at: float, out: list[DecodedFrame]) -> None:
-        raw = frame.raw
-        if frame.rejected is not None:
-            if len(raw) >= 3 and raw[0] == ENQ and raw[2] == ord("D"):
-                seq = raw[1]
-                if seq != self._last_seq and seq not in self._failed_seqs:
-                    self._failed_seqs.add(seq)
-                    reason = f"card frame refused: {frame.rejected}"
-                    frame = replace(frame, rescan=self._lost(at, reason, raw))
-            out.append(frame)
-            return
-        if frame.input is not None and not frame.duplicate:
-            seq = raw[1]
-            skipped = [] if raw[2:3] == b"S" else self._skipped_marks(seq)
-            if skipped:
-                marks = "".join(skipped)
-                reason = f"sequence mark(s) {marks!r} skipped: frame(s) lost on the line"
-                out.append(DecodedFrame(raw=b"", rejected=reason, rescan=self._lost(at, reason, b"")))
-            self._last_seq = seq
-            self._failed_seqs.clear()
-        out.append(frame)
-
-    def _skipped_marks(self, seq: int) -> list[str]:
-        marks, last = self.settings.sequence_marks, self._last_seq
-        if last is None or chr(last) not in marks or chr(seq) not in marks:
-            return []
-        start = marks.index(chr(last))
-        distance = (marks.index(chr(seq)) - start) % len(marks)
-        if distance <= 1 or distance - 1 > self.settings.max_sequence_gap:
-            return []
-        missing = [marks[(start + k) % len(marks)] for k in range(1, distance)]
-        return [m for m in missing if ord(m) not in self._failed_seqs]
-
-    def _lost(self, at: float, reason: str, raw: bytes) -> ReadFailed:
-        return ReadFailed(
-            at=at, source=Source.READER, reason=reason, raw=hex_raw(raw) if raw else None, device=self.device
-        )
-
-    def _cut_reason(self) -> str:
-        if self._state is _State.NAK_CODE:
-            return "NAK reply cut short by ENQ"
-        if self._state is _State.BCC:
-            return "frame cut short by ENQ before its BCC"
-        return "frame cut short by ENQ before its ETX"
-
-    def _flush_garbage(self, out: list[DecodedFrame]) -> None:
-        if self._garbage:
-            out.append(DecodedFrame(raw=bytes(self._garbage), rejected="bytes outside any frame"))
-            self._garbage.clear()
-
-    def _finish_nak(self, raw: bytes) -> DecodedFrame:
-        text = raw[1:].decode("ascii", errors="replace").upper()
-        meaning = NAK_MEANINGS.get(text)
+    Repeats (spec: "deduplicate on (SEQ, payload); reset the memory on a start frame"): the
+    memory holds the last ``dedup_window`` distinct (SEQ, payload) pairs taken since the last
+    start frame. A start frame empties it; so a start frame repeats only a start frame that is
+    still the newest entry (its own copies); after any other frame it is a new start.
+    """
+    memory: list[tuple[int, bytes]] = []
+    found: list[ReferenceFrame] = []
+    for raw in complete_frames(stream, max_frame_length):
+        meaning = frame_meaning(raw, redeal_payload_lengths)
         if meaning is None:
-            return DecodedFrame(raw=raw, rejected=f"NAK with unknown code {raw[1:]!r}")
-        return DecodedFrame(raw=raw, reply=CommandReply(ok=False, code=text, meaning=meaning))
+            continue
+        key = (raw[1], raw[2:-3])
+        starts = raw[2:3] == b"S"
+        repeat = memory[-1:] == [key] if starts else key in memory
+        if not repeat:
+            memory = [*([] if starts else memory), key][-dedup_window:]
+        found.append(ReferenceFrame(raw, repeat, meaning))
+    return found
 
-    def _finish_frame(self, raw: bytes, at: float) -> DecodedFrame:
-        body = raw[1:-2]
-        sent = raw[-2:]
-        if not all(chr(c) in "0123456789abcdefABCDEF" for c in sent):
-            return DecodedFrame(raw=raw, rejected=f"BCC {sent!r} is not two hex characters")
-        sent_value = int(sent.decode("ascii"), 16)
-        expected = int(bcc(body), 16)
-        if sent_value != expected:
-            return DecodedFrame(
-                raw=raw, rejected=f"bad BCC: frame says {sent_value:02X}, bytes give {expected:02X}"
-            )
-        if len(body) < 3:
-            return DecodedFrame(raw=raw, rejected="frame has no event code")
-        seq = body[0]
-        if not 0x20 < seq < 0x7F:
-            return DecodedFrame(raw=raw, rejected=f"sequence byte 0x{seq:02X} is not a printable ASCII mark")
-        payload = body[1:-1]
-        interpreted = self._interpret(chr(payload[0]) if payload[0] < 0x80 else "", payload[1:], seq, raw, at)
-        if isinstance(interpreted, str):
-            return DecodedFrame(raw=raw, rejected=interpreted)
-        key = (seq, bytes(payload))
-        duplicate = key in self._recent
-        if not duplicate:
-            if payload[:1] == b"S":
-                self._recent.clear()
-            self._recent.append(key)
-        return DecodedFrame(raw=raw, input=interpreted, duplicate=duplicate)
 
-    def _interpret(self, code: str, data: bytes, seq: int, raw: bytes, at: float) -> ReaderInput | str:
-        """The engine input a valid frame stands for, or the reason it is refused."""
-        audit = hex_raw(raw)
-        dev = self.device
+def complete_frames(stream: bytes, max_frame_length: int) -> Iterator[bytes]:
+    """Each ``ENQ ... ETX c c`` in the stream: an ENQ anywhere starts a frame (and cuts the one
+    in progress); the ETX must come within ``max_frame_length`` bytes counted from the ENQ
+    (both included), else those bytes are dropped; ``c c`` are the two checksum characters."""
+    start = stream.find(ENQ_BYTE)
+    while start != -1:
+        resume = start + max_frame_length  # no ETX in time: everything up to here is dropped
+        for offset in range(start + 1, start + max_frame_length):
+            if offset >= len(stream):
+                return  # the stream ends inside the frame
+            if stream[offset] == ENQ_BYTE:
+                resume = offset
+                break
+            if stream[offset] == ETX_BYTE:
+                checksum = stream[offset + 1 : offset + 3]
+                if ENQ_BYTE in checksum:
+                    resume = offset + 1 + checksum.index(ENQ_BYTE)
+                    break
+                if len(checksum) < 2:
+                    return
+                yield stream[start : offset + 3]
+                resume = offset + 3
+                break
+        start = stream.find(ENQ_BYTE, resume)
 
-        def need(length: int) -> str | None:
-            if len(data) != length:
-                return f"'{code}' frame needs {length} data byte(s), got {len(data)}"
+
+def frame_meaning(raw: bytes, redeal_payload_lengths: tuple[int, ...]) -> Meaning | None:
+    """What a complete frame says, or None when it says nothing valid."""
+    checked = raw[1:-2]  # SEQ through ETX
+    sent = raw[-2:]
+    if any(character not in HEX_CHARACTERS for character in sent):
+        return None
+    xor = 0
+    for byte in checked:
+        xor ^= byte
+    if int(sent.decode("ascii"), 16) != xor:
+        return None
+    if len(raw) < 6:  # ENQ SEQ CODE ETX c c at the least
+        return None
+    mark = raw[1]
+    if not 0x21 <= mark <= 0x7E:  # a printable ASCII mark ('1', '2', ... 'A' ...)
+        return None
+    code = raw[2]
+    data = raw[3:-3]
+    if code in b"SPC":
+        return (chr(code),) if not data else None
+    if code in b"Dd":
+        if len(data) != 2:
             return None
+        card = card_name(data[1])
+        where = target_name(data[0]) if code == ord("D") else MODE_NAMES.get(field(data[0], 6, 4))
+        if card is None or where is None:
+            return None
+        return (chr(code), chr(mark), where, card)
+    if code == ord("R"):
+        return ("R", data.hex(" ") or None) if len(data) in redeal_payload_lengths else None
+    if code == ord("G"):
+        if len(data) != 1 or field(data[0], 6, 4) not in OUTCOME_NAMES:
+            return None
+        return ("G", OUTCOME_NAMES[field(data[0], 6, 4)], bool(data[0] & 1), bool(data[0] & 2))
+    if code in b"Ee":
+        if len(data) != 1:
+            return None
+        error = field(data[0], 5, 0)
+        needs_rescan = code == ord("E") and error in (CANNOT_READ, CARD_CODE_ERROR)
+        return (chr(code), error, bool(field(data[0], 6, 6)), needs_rescan)
+    if code == ord("L"):
+        return ("L", bool(data[0] & 1)) if len(data) == 1 else None
+    if code == ord("M"):
+        if len(data) != 6 or not all(0x20 <= byte <= 0x7E for byte in data):
+            return None
+        return ("M", data[:2].decode("ascii"), data[2:].decode("ascii"))
+    return None
 
-        def signal(
-            kind: ReaderSignalKind, code_: int | None = None, detail: str | None = None
-        ) -> ReaderSignal:
-            return ReaderSignal(kind=kind, at=at, code=code_, detail=detail, raw=audit, device=dev)
 
-        if code in ("S", "P", "C"):
-            if (problem := need(0)) is not None:
-                return problem
-            if code == "C":
-                return CutCardDrawn(at=at, source=Source.READER, raw=audit, device=dev)
-            return signal(ReaderSignalKind.STARTED if code == "S" else ReaderSignalKind.STANDBY)
-        if code == "D":
-            if (problem := need(2)) is not None:
-                return problem
-            target_byte, card_byte = data
-            tgt, index = (target_byte >> 4) & 0x07, target_byte & 0x0F
-            target = _SLOTS.get((tgt, index)) if tgt in (0, 1) else _TARGETS.get(tgt)
-            if target is None:
-                return f"target/index byte 0x{target_byte:02X}: invalid target {tgt} index {index}"
-            try:
-                card = decode_card(card_byte)
-            except CardByteError as exc:
-                return str(exc)
-            return CardRead(
-                card=card, at=at, source=Source.READER, target=target,
-                transmission_id=chr(seq), raw=audit, device=dev,
-            )  # fmt: skip
-        if code == "d":
-            if (problem := need(2)) is not None:
-                return problem
-            mode_byte, card_byte = data
-            mode = OUTSIDE_GAME_MODES.get((mode_byte >> 4) & 0x07)
-            if mode is None:
-                return f"'d' mode byte 0x{mode_byte:02X}: unknown mode {(mode_byte >> 4) & 0x07}"
-            try:
-                card = decode_card(card_byte)
-            except CardByteError as exc:
-                return str(exc)
-            return OutsideGameCard(
-                card=card, mode=mode, at=at, transmission_id=chr(seq), raw=audit, device=dev
-            )
-        if code == "R":
-            if len(data) not in self.settings.redeal_payload_lengths:
-                accepted = list(self.settings.redeal_payload_lengths)
-                return f"'R' frame with {len(data)} data byte(s); accepted: {accepted}"
-            return signal(ReaderSignalKind.REDEAL, detail=data.hex(" ") or None)
-        if code == "G":
-            if (problem := need(1)) is not None:
-                return problem
-            outcome = _OUTCOMES.get((data[0] >> 4) & 0x07)
-            if outcome is None:
-                return f"result byte 0x{data[0]:02X}: unknown outcome {(data[0] >> 4) & 0x07}"
-            return ShoeVerdict(
-                outcome=outcome, player_pair=bool(data[0] & 0x01), banker_pair=bool(data[0] & 0x02),
-                at=at, raw=audit, device=dev,
-            )  # fmt: skip
-        if code in ("E", "e"):
-            if (problem := need(1)) is not None:
-                return problem
-            err = data[0] & 0x3F
-            meaning = ERROR_MEANINGS.get(err, f"unknown error code {err}")
-            if code == "E" and err in READ_FAILURE_CODES:
-                return ReadFailed(
-                    at=at, source=Source.READER, reason=meaning, code=err, raw=audit, device=dev
-                )
-            kind = ReaderSignalKind.ERROR_RAISED if code == "E" else ReaderSignalKind.ERROR_CLEARED
-            return signal(kind, code_=err, detail=meaning)
-        if code == "L":
-            if (problem := need(1)) is not None:
-                return problem
-            return signal(ReaderSignalKind.LOCKED if data[0] & 0x01 else ReaderSignalKind.UNLOCKED)
-        if code == "M":
-            if (problem := need(6)) is not None:
-                return problem
-            if not all(0x20 <= c < 0x7F for c in data):
-                return "'M' frame: address/value are not printable ASCII"
-            text = data.decode("ascii")
-            return signal(ReaderSignalKind.PRESET_CHANGED, detail=f"address={text[:2]} value={text[2:]}")
-        return f"unknown event code {raw[2:3]!r}"
+def field(byte: int, high: int, low: int) -> int:
+    """Bits ``high`` down to ``low`` of ``byte``."""
+    return (byte >> low) & ((1 << (high - low + 1)) - 1)
+
+
+def target_name(byte: int) -> str | None:
+    """Bits 6-4 target (0 Player, 1 Banker, 2 Burn, 4 FirstCard, 5 BurnCount), bits 3-0 index
+    (1..3 for Player/Banker)."""
+    target, index = field(byte, 6, 4), field(byte, 3, 0)
+    if target in SIDES:
+        return f"{SIDES[target]}{index}" if 1 <= index <= 3 else None
+    return OTHER_TARGETS.get(target)
+
+
+def card_name(byte: int) -> str | None:
+    """Bits 6-4 suit (1 ♦, 2 ♣, 3 ♠, 4 ♥), bits 3-0 rank (1 = A ... 13 = K)."""
+    suit, rank = field(byte, 6, 4), field(byte, 3, 0)
+    if suit not in SUIT_LETTERS or not 1 <= rank <= 13:
+        return None
+    return RANK_LETTERS[rank - 1] + SUIT_LETTERS[suit]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,21 +20,23 @@ from common.inputs import (
     ShoeVerdict,
     VerdictOutcome,
 )
-from drivers.protocols.angel_eye import (
+from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, plan_shoe
+from drivers.fixtures import FixtureStep
+from drivers.protocols.angel_eye import AngelEyeDecoder, AngelEyeSettings, encode_command
+from drivers.protocols.angel_eye_codec import (
     ACK,
     ENQ,
     ETX,
     NAK,
-    AngelEyeDecoder,
-    AngelEyeSettings,
     bcc,
     decode_card,
     encode_card,
-    encode_command,
     encode_frame,
     encode_target,
 )
-from drivers.protocols.frames import DecodedFrame
+from drivers.protocols.frames import DecodedFrame, ReaderInput
+from drivers.simulate import encode_plan
+from tests.drivers.angel_eye_reference import Meaning, reference_read
 from tests.drivers.splitting import assert_same_when_cut, assert_split_invariant, cut_at, cut_points
 
 SEQ = ord("1")
@@ -170,7 +174,7 @@ def test_errors_cannot_read_and_card_code_are_read_failures_others_signals() -> 
         if code in (1, 6):
             assert isinstance(raised, ReadFailed)
             assert raised.code == code
-            assert raised.reason == {1: "cannot read", 6: "card-code error"}[code]
+            assert raised.reason == {1: "cannot read", 6: "card-code error"}[code] + "; shoe in error mode"
         else:
             assert isinstance(raised, ReaderSignal)
             assert raised.kind is ReaderSignalKind.ERROR_RAISED
@@ -179,6 +183,19 @@ def test_errors_cannot_read_and_card_code_are_read_failures_others_signals() -> 
         assert isinstance(cleared, ReaderSignal)
         assert cleared.kind is ReaderSignalKind.ERROR_CLEARED
         assert cleared.code == code
+
+
+def test_error_mode_bit_six_of_the_error_byte_is_reported() -> None:
+    """``E``/``e`` byte: bit 6 says whether the shoe is in error mode, bits 0-5 the code."""
+    for code, mode_bit in ((1, 0x40), (1, 0x00), (2, 0x40), (2, 0x00)):
+        raised = only_input(encode_frame(SEQ, "E", bytes([0x80 | mode_bit | code])))
+        cleared = only_input(encode_frame(SEQ, "e", bytes([0x80 | mode_bit | code])))
+        text = raised.reason if isinstance(raised, ReadFailed) else raised.detail
+        assert isinstance(cleared, ReaderSignal)
+        assert raised.code == cleared.code == code
+        mode = "shoe in error mode" if mode_bit else "shoe not in error mode"
+        assert text == f"{ {1: 'cannot read', 2: 'overdraw'}[code] }; {mode}"
+        assert cleared.detail == text
 
 
 def test_card_outside_game_flow_is_an_outside_game_card_never_a_card_read() -> None:
@@ -232,6 +249,19 @@ def test_repeats_suppressed_on_seq_and_payload_reset_by_start() -> None:
     assert statuses == ["input", "input", "duplicate", "duplicate", "input"]
 
 
+def test_a_second_start_frame_with_the_same_mark_is_a_restart_and_resets_the_repeat_memory() -> None:
+    """The shoe starts (S '1'), deals P1 8♠ as mark '2', restarts and deals the same card with
+    the same mark: both starts and both cards are new (8 decks hold 8 of each card)."""
+    start = encode_frame(ord("1"), "S")
+    card = encode_frame(ord("2"), "D", bytes([0x81, 0xB8]))
+    stream = start * 3 + card * 3 + start * 3 + card * 3
+    frames = assert_split_invariant(AngelEyeDecoder, stream)
+    assert [f["status"] for f in frames] == ["input", "duplicate", "duplicate"] * 4
+    assert [f["input"]["type"] for f in frames if f["status"] == "input"] == [
+        "ReaderSignal", "CardRead", "ReaderSignal", "CardRead",
+    ]  # fmt: skip
+
+
 def test_identical_consecutive_cards_with_new_sequence_marks_are_both_kept() -> None:
     same_card_twice = encode_frame(ord("3"), "D", bytes([0x81, 0xB8])) + encode_frame(
         ord("4"), "D", bytes([0x81, 0xB8])
@@ -265,6 +295,21 @@ def test_overlong_frame_is_dropped_and_next_frame_read() -> None:
     frames = assert_split_invariant(AngelEyeDecoder, data)
     assert [f["status"] for f in frames] == ["rejected", "rejected", "input"]
     assert "no ETX within 32" in frames[0]["reason"]
+
+
+def test_max_frame_length_counts_enq_through_etx_and_accepts_no_byte_more() -> None:
+    """``max_frame_length`` bytes from ENQ to ETX (both included) is the longest frame taken."""
+    for limit in (8, 9, 32):
+        for length, taken in ((limit - 4, True), (limit - 3, False)):
+            config = AngelEyeSettings(max_frame_length=limit, redeal_payload_lengths=(length,))
+            frame = encode_frame(SEQ, "R", b"\x81" * length)  # ENQ SEQ 'R' data ETX: length + 4 bytes
+            assert frame.index(ETX) + 1 == length + 4
+            frames = assert_split_invariant(partial(AngelEyeDecoder, config), frame)
+            if taken:
+                assert [f["status"] for f in frames] == ["input"]
+            else:
+                assert frames[0]["reason"] == f"no ETX within {limit} bytes of ENQ"
+                assert "input" not in [f["status"] for f in frames]
 
 
 def test_reset_discards_partial_frame_not_glued_to_next() -> None:
@@ -326,85 +371,95 @@ frame_parts = st.tuples(
 )
 
 
-# -- an independent oracle: the well-formed card frames in a byte stream --------------------------
-# Written from PROTOCOLS.md §1, not from the decoder: ENQ always starts a frame (whatever came
-# before it), the first ETX ends it, two BCC characters follow. So a card frame is any 8 bytes
-# ENQ SEQ 'D' TARGET CARD ETX H L with no ENQ or ETX among SEQ..CARD and no ENQ in H L, wherever
-# it sits in the stream.
-
-_SUIT_OF_BITS = {1: "d", 2: "c", 3: "s", 4: "h"}
-_SLOT_OF_BITS = {(0, 1): "P1", (0, 2): "P2", (0, 3): "P3", (1, 1): "B1", (1, 2): "B2", (1, 3): "B3"}
-_OTHER_TARGET_OF_BITS = {2: "BURN", 4: "FIRST_CARD", 5: "BURN_COUNT"}
+# -- differential: the decoder against a reading written from the specification alone ----------
+# tests/drivers/angel_eye_reference.py shares no table, checksum or byte meaning with the
+# product. Every frame the decoder takes (new or repeat) must be one the reference finds, at the
+# same place in the stream, with the same meaning: cards, targets, modes, verdicts, errors.
 
 
-CardFrame = tuple[int, Card, DeviceTarget | None, str | None]
-"""Offset in the stream, card, target, SEQ mark."""
+def meaning_of(inp: ReaderInput) -> Meaning:
+    """The decoder's input in the reference's terms (see ``angel_eye_reference``)."""
+    if isinstance(inp, CardRead):
+        assert inp.target is not None
+        return ("D", inp.transmission_id, inp.target.value, inp.card.code)
+    if isinstance(inp, OutsideGameCard):
+        return ("d", inp.transmission_id, inp.mode.value, inp.card.code)
+    if isinstance(inp, CutCardDrawn):
+        return ("C",)
+    if isinstance(inp, ShoeVerdict):
+        return ("G", inp.outcome.value, inp.player_pair, inp.banker_pair)
+    if isinstance(inp, ReadFailed):
+        return ("E", inp.code, error_mode(inp.reason), True)
+    kind = inp.kind
+    if kind in (ReaderSignalKind.ERROR_RAISED, ReaderSignalKind.ERROR_CLEARED):
+        letter = "E" if kind is ReaderSignalKind.ERROR_RAISED else "e"
+        return (letter, inp.code, error_mode(inp.detail or ""), False)
+    if kind in (ReaderSignalKind.LOCKED, ReaderSignalKind.UNLOCKED):
+        return ("L", kind is ReaderSignalKind.LOCKED)
+    if kind is ReaderSignalKind.PRESET_CHANGED:
+        address, value = (inp.detail or "").removeprefix("address=").split(" value=")
+        return ("M", address, value)
+    if kind is ReaderSignalKind.REDEAL:
+        return ("R", inp.detail)
+    return {ReaderSignalKind.STARTED: ("S",), ReaderSignalKind.STANDBY: ("P",)}[kind]
 
 
-def oracle_card_frames(data: bytes) -> list[CardFrame]:
-    """(offset, card, target, SEQ mark) of every well-formed card frame with a valid BCC in ``data``."""
-    found: list[CardFrame] = []
-    for start in range(len(data) - 7):
-        window = data[start : start + 8]
-        if window[0] != ENQ or window[2] != ord("D") or window[5] != ETX:
-            continue
-        if ENQ in window[1:5] or ETX in window[1:5] or ENQ in window[6:8]:
-            continue  # the frame is cut or ends elsewhere
-        seq, target_byte, card_byte = window[1], window[3], window[4]
-        checksum = seq ^ ord("D") ^ target_byte ^ card_byte ^ ETX
-        try:
-            sent = int(window[6:8].decode("ascii"), 16)
-        except ValueError:
-            continue
-        if not all(c in b"0123456789abcdefABCDEF" for c in window[6:8]) or sent != checksum:
-            continue
-        if not 0x20 < seq < 0x7F:  # the mark is printable ASCII
-            continue
-        tgt, index = (target_byte >> 4) & 7, target_byte & 15
-        target = _SLOT_OF_BITS.get((tgt, index)) if tgt in (0, 1) else _OTHER_TARGET_OF_BITS.get(tgt)
-        suit, rank = _SUIT_OF_BITS.get((card_byte >> 4) & 7), card_byte & 15
-        if target is None or suit is None or not 1 <= rank <= 13:
-            continue
-        card = Card.parse("A23456789TJQK"[rank - 1] + suit)
-        found.append((start, card, DeviceTarget[target], chr(seq)))
-    return found
+def error_mode(text: str) -> bool:
+    """Bit 6 of an ``E``/``e`` byte as the decoder words it."""
+    if text.endswith("; shoe in error mode"):
+        return True
+    assert text.endswith("; shoe not in error mode"), text
+    return False
 
 
-def decoded_card_frames(data: bytes, chunks: list[bytes]) -> list[CardFrame]:
-    """The decoder's card frames (first copies and repeats), placed where their bytes sit in ``data``."""
-    decoder = AngelEyeDecoder()
-    frames = [f for chunk in chunks for f in decoder.feed(chunk, 0.0)] + decoder.reset()
-    out: list[CardFrame] = []
-    searched_from = 0
-    for frame in frames:
-        if frame.rescan is not None:
-            assert not isinstance(frame.input, CardRead)
-        if isinstance(frame.input, CardRead):
-            read = frame.input
-            start = data.find(frame.raw, searched_from)
-            assert start >= 0, f"card {read.card} from bytes not in the input, in this order: {frame.raw!r}"
-            assert read.raw == frame.raw.hex(" ")
-            out.append((start, read.card, read.target, read.transmission_id))
-            searched_from = start + len(frame.raw)
-    return out
+DecodedMeaning = tuple[bytes, bool, Meaning]
 
 
-@given(st.binary(max_size=300), cut_points)
-def test_fuzz_arbitrary_bytes_give_exactly_the_well_formed_card_frames(data: bytes, cuts: list[int]) -> None:
-    frames = AngelEyeDecoder().feed(data, 0.0)
-    assert sum(len(f.raw) for f in frames) <= len(data)
-    assert decoded_card_frames(data, cut_at(data, cuts)) == oracle_card_frames(data)
+def decoded_meanings(chunks: list[bytes], config: AngelEyeSettings | None = None) -> list[DecodedMeaning]:
+    """(raw, repeat, meaning) of every frame the decoder took, reads fed one by one."""
+    decoder = AngelEyeDecoder(config)
+    frames = [frame for chunk in chunks for frame in decoder.feed(chunk, 0.0)] + decoder.reset()
+    return [(f.raw, f.duplicate, meaning_of(f.input)) for f in frames if f.input is not None]
 
 
+def reference_meanings(data: bytes, config: AngelEyeSettings | None = None) -> list[DecodedMeaning]:
+    config = config or AngelEyeSettings()
+    found = reference_read(
+        data,
+        max_frame_length=config.max_frame_length,
+        dedup_window=config.dedup_window,
+        redeal_payload_lengths=config.redeal_payload_lengths,
+    )
+    return [(frame.raw, frame.repeat, frame.meaning) for frame in found]
+
+
+def assert_same_meanings(data: bytes, chunks: list[bytes], config: AngelEyeSettings | None = None) -> None:
+    """The decoder's frames and meanings are the reference's; counted repeats are its repeats."""
+    want = reference_meanings(data, config)
+    assert decoded_meanings(chunks, config) == want
+    counting = AngelEyeDecoder(config)
+    counting.drop_duplicates()
+    kept = [frame for chunk in chunks for frame in counting.feed(chunk, 0.0)] + counting.reset()
+    assert [(f.raw, False, meaning_of(f.input)) for f in kept if f.input is not None] == [
+        frame for frame in want if not frame[1]
+    ]
+    assert counting.take_dropped_duplicates() == sum(repeat for _, repeat, _ in want)
+
+
+_marks = st.sampled_from(b"123456789AB") | st.integers(0x21, 0x7E) | st.sampled_from([0x00, 0x20, 0x7F, 0xB1])
+_target_bytes = (
+    st.sampled_from([0x81, 0x82, 0x83, 0x91, 0x92, 0x93, 0xA1, 0xC3, 0xD2, 0x01, 0x52])  # valid
+    | st.sampled_from([0x80, 0x84, 0x90, 0x94, 0xB1, 0xE1, 0xF1])  # index 0 or 4; targets 3, 6, 7
+    | st.integers(0, 255)
+)
+_card_bytes = st.sampled_from([encode_card(c) for c in ALL_CARDS]) | st.integers(0, 255)
 _card_frame = st.builds(
     lambda seq, target, card, lower: (lambda f: f[:-2] + f[-2:].lower() if lower else f)(
         encode_frame(seq, "D", bytes([target, card]))
     ),
-    st.integers(0x21, 0x7E) | st.sampled_from([0x00, 0x20, 0x7F, 0x80, 0xB1]),  # printable marks or not
-    st.sampled_from([0x81, 0x82, 0x83, 0x91, 0x92, 0x93, 0xA1, 0xC3, 0xD2, 0x01, 0x52])  # valid targets
-    | st.sampled_from([0x80, 0x84, 0x90, 0x94, 0xB1, 0xE1, 0xF1])  # index 0 or 4; targets 3, 6, 7
-    | st.integers(0, 255),
-    st.sampled_from([encode_card(c) for c in ALL_CARDS]) | st.integers(0, 255),
+    _marks,
+    _target_bytes,
+    _card_bytes,
     st.booleans(),
 )
 _mangled_card_frame = st.builds(
@@ -413,11 +468,26 @@ _mangled_card_frame = st.builds(
     st.integers(0, 7),
     st.integers(0, 255),
 )
+_meaningful_payload = st.one_of(
+    st.tuples(st.just("S"), st.just(b"")),
+    st.tuples(st.sampled_from(list("PC")), st.just(b"")),
+    st.tuples(
+        st.just("d"), st.tuples(st.sampled_from([0x80, 0x90, 0xA0, 0xB0, 0x81]), _card_bytes).map(bytes)
+    ),
+    st.tuples(st.just("R"), st.sampled_from([b"", b"\x81", b"\x81\x82"])),
+    st.tuples(st.just("G"), st.integers(0x80, 0xFF).map(lambda b: bytes([b]))),
+    st.tuples(st.sampled_from(list("Ee")), st.integers(0x80, 0xFF).map(lambda b: bytes([b]))),
+    st.tuples(st.just("L"), st.sampled_from([b"\x80", b"\x81"])),
+    st.tuples(st.just("M"), st.sampled_from([b"0A0123", b"0A\x0112", b"0A01"])),
+)
 _other_frame = st.builds(
-    lambda seq, code, payload: encode_frame(seq, code, payload),
+    lambda seq, code_payload: encode_frame(seq, *code_payload),
     st.sampled_from(b"123456789AB"),
-    st.sampled_from(list("SPCDdRGEeLMX")),
-    st.binary(max_size=6).map(lambda b: b.replace(bytes([ENQ]), b"").replace(bytes([ETX]), b"")),
+    _meaningful_payload
+    | st.tuples(
+        st.sampled_from(list("SPCDdRGEeLMX")),
+        st.binary(max_size=6).map(lambda b: b.replace(bytes([ENQ]), b"").replace(bytes([ETX]), b"")),
+    ),
 )
 angel_eye_stream = st.lists(
     _card_frame
@@ -425,16 +495,41 @@ angel_eye_stream = st.lists(
     | _mangled_card_frame
     | _card_frame.map(lambda f: f[:5])
     | _other_frame
+    | _other_frame.map(lambda f: f * 3)
+    | st.just(encode_frame(ord("1"), "S") * 3)  # the same start again later: the shoe restarted
     | st.sampled_from([bytes([ACK]), bytes([NAK]) + b"02", bytes([NAK]), bytes([ENQ]), bytes([ETX])])
-    | st.binary(max_size=6),
+    | st.binary(max_size=6)
+    | st.binary(min_size=25, max_size=40).map(lambda b: bytes([ENQ]) + b.replace(bytes([ENQ]), b"")),
     max_size=14,
 ).map(b"".join)
-"""Valid, repeated, lower-case-BCC, mangled and cut card frames, other frames, replies and noise."""
+"""Valid, repeated, lower-case-BCC, mangled and cut card frames, other frames with and without a
+meaning, restarts, replies, noise and frames around ``max_frame_length``."""
+
+_configs = st.sampled_from(
+    [
+        None,
+        AngelEyeSettings(dedup_window=1),
+        AngelEyeSettings(max_frame_length=8),
+        AngelEyeSettings(max_frame_length=30),
+        AngelEyeSettings(redeal_payload_lengths=(0,), sequence_marks=""),
+    ]
+)
 
 
-@given(angel_eye_stream, cut_points)
-def test_fuzz_noisy_streams_give_exactly_the_well_formed_card_frames(data: bytes, cuts: list[int]) -> None:
-    assert decoded_card_frames(data, cut_at(data, cuts)) == oracle_card_frames(data)
+@given(st.binary(max_size=300), cut_points)
+def test_fuzz_arbitrary_bytes_mean_what_the_reference_reads(data: bytes, cuts: list[int]) -> None:
+    frames = AngelEyeDecoder().feed(data, 0.0)
+    assert sum(len(f.raw) for f in frames) <= len(data)
+    assert_same_meanings(data, cut_at(data, cuts))
+
+
+@settings(max_examples=300)
+@given(angel_eye_stream, cut_points, _configs)
+def test_fuzz_noisy_streams_mean_what_the_reference_reads(
+    data: bytes, cuts: list[int], config: AngelEyeSettings | None
+) -> None:
+    assert_same_meanings(data, cut_at(data, cuts), config)
+    assert_same_meanings(data, [data], config)
 
 
 @settings(max_examples=60)
@@ -442,6 +537,20 @@ def test_fuzz_noisy_streams_give_exactly_the_well_formed_card_frames(data: bytes
 def test_fuzz_noisy_streams_cut_anywhere_give_the_same_frames(data: bytes, cuts: list[int]) -> None:
     frames = assert_same_when_cut(AngelEyeDecoder, data, cuts)
     assert sum(len(bytes.fromhex(f["raw"])) for f in frames if "raw" in f) <= len(data)
+
+
+def test_the_reference_is_not_vacuous_on_a_simulated_shoe() -> None:
+    """The fuzz compares something: a shoe's cards, targets and verdicts all come out."""
+    data = b"".join(step.data for step in shoe_steps() if step.data is not None)
+    meanings = [meaning for _, repeat, meaning in reference_meanings(data) if not repeat]
+    assert sum(m[0] == "D" for m in meanings) > 30
+    assert {m[0] for m in meanings} >= {"S", "D", "G"}
+    assert decoded_meanings([data]) == reference_meanings(data)
+
+
+def shoe_steps() -> list[FixtureStep]:
+    faults = (FaultSpec(Fault.REPEATS, hand=2), FaultSpec(Fault.MISREAD, hand=3))
+    return encode_plan(plan_shoe(DealSettings(decks=1, seed=3), faults), "angel_eye", seed=3)
 
 
 @given(st.lists(st.tuples(frame_parts, st.integers(0, 3), st.binary(max_size=3)), max_size=12))

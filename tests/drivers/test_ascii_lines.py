@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -120,6 +122,7 @@ _line_body = (
     st.sampled_from(ALL_CARDS).map(line_for)
     | st.sampled_from([b"S14", b"X08", b"S8", b"\xff\xfe", b"  H13 ", b"ERR", b"\x00S08", b"", b" "])
     | st.sampled_from([b"\x1cS08", b"S08\x1f", b"\x1dH13\x1e"])  # str.strip() once took these as blanks
+    | st.sampled_from([b"\x00", b"\x00\x1b\x00", b" \x07\x7f", b"\x1f\x1c"])  # line noise
     | st.binary(max_size=8).map(lambda b: bytes(c for c in b if c != 0x0A))
     | st.integers(60, 300).map(lambda n: b"D" * n)  # around and past max_line_length
 )
@@ -129,26 +132,63 @@ line_stream = st.lists(
 """Card lines, unreadable, blank, binary and overlong lines; LF, CR LF, stray CR or no end."""
 
 
-def oracle_line_cards(data: bytes) -> list[str]:
-    """The card of every complete line that is a default-grammar code (suit letter, two-digit
-    rank 01-13), optionally padded with blanks, at most 64 bytes before its CR LF / LF."""
-    cards = []
-    for line in data.split(b"\n")[:-1]:  # after the last LF: no line yet, never a card
+BLANKS = b" \t\r\x0b\x0c"
+UNREADABLE = "unreadable"  # a read the engine must have rescanned
+REFUSED = "refused"  # logged and counted, nothing for the engine
+
+
+def oracle_lines(data: bytes) -> list[str]:
+    """What each line of the stream reads as in the default grammar: a card code, ``UNREADABLE``
+    or ``REFUSED``; blank lines read as nothing.
+
+    A line ends at LF, a CR before it is not part of it; blanks around the code are allowed.
+    Longer than 64 bytes: refused. Control bytes and blanks only: line noise, refused. A card is
+    a suit letter (S H C D) and a two-digit rank 01-13; any other line is unreadable. What is
+    left after the last LF is not a line: refused when the input ends.
+    """
+    *lines, partial = data.split(b"\n")
+    reads = []
+    for line in lines:
         body = line.removesuffix(b"\r")
-        text = body.strip(b" \t\r\x0b\x0c")
-        if len(body) > 64 or len(text) != 3 or text[:1] not in (b"S", b"H", b"C", b"D"):
+        text = body.strip(BLANKS)
+        if len(body) > 64:
+            reads.append(REFUSED)
+        elif not text:
             continue
-        if text[1:].isdigit() and 1 <= int(text[1:]) <= 13:
-            cards.append(Card.parse("A23456789TJQK"[int(text[1:]) - 1] + text[:1].decode().lower()).code)
-    return cards
+        elif all(byte <= 0x20 or byte == 0x7F for byte in body):
+            reads.append(REFUSED)
+        elif len(text) == 3 and text[:1] in (b"S", b"H", b"C", b"D") and text[1:].isdigit():
+            rank = int(text[1:])
+            card = "A23456789TJQK"[rank - 1] + text[:1].decode().lower() if 1 <= rank <= 13 else None
+            reads.append(card or UNREADABLE)
+        else:
+            reads.append(UNREADABLE)
+    return reads + ([REFUSED] if partial else [])
 
 
-@settings(max_examples=60)
+def read_of(frame: dict[str, Any]) -> str:
+    if frame["status"] == "rejected":
+        return REFUSED
+    return frame["input"]["card"] if frame["input"]["type"] == "CardRead" else UNREADABLE
+
+
+@settings(max_examples=100)
 @given(line_stream, cut_points)
-def test_fuzz_line_streams_cut_anywhere_give_the_same_frames(data: bytes, cuts: list[int]) -> None:
+def test_fuzz_line_streams_cut_anywhere_read_as_the_oracle_reads_them(data: bytes, cuts: list[int]) -> None:
     frames = assert_same_when_cut(AsciiLineDecoder, data, cuts)
-    cards = [f["input"]["card"] for f in frames if f.get("input", {}).get("type") == "CardRead"]
-    assert cards == oracle_line_cards(data)
+    assert [read_of(frame) for frame in frames] == oracle_lines(data)
+
+
+@pytest.mark.parametrize("line", [b"\x00\n", b"\x00\x00\x1b\r\n", b" \x07 \x7f\t\n", b"\x1f\x1c\n"])
+def test_a_line_of_control_bytes_only_is_line_noise_not_a_misread(line: bytes) -> None:
+    """Noise on the wire is refused (logged, counted); only a line that tried to name a card
+    asks the engine for a rescan."""
+    for unmatched in ("read_failed", "reject"):
+        frames = AsciiLineDecoder(AsciiLineSettings(unmatched=unmatched)).feed(line + b"S08\n", 1.0)
+        assert [(f.rejected, f.input is None) for f in frames[:1]] == [
+            ("line noise: control bytes only", True)
+        ]
+        assert isinstance(frames[1].input, CardRead)
 
 
 @pytest.mark.parametrize("line", [b"\x1fS08\n", b"S08\x1c\n", b"\x1dH13\x1e\r\n"])

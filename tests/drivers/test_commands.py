@@ -15,7 +15,7 @@ import structlog
 
 from daemon.cli import main
 from drivers.fixtures import load_fixture
-from drivers.protocols.angel_eye import encode_frame
+from drivers.protocols.angel_eye_codec import encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.replay import replay_fixture
 from tests.conftest import REPO_ROOT

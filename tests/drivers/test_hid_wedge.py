@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from common.cards import ALL_CARDS, Card
 from common.inputs import CardRead, ReadFailed
+from drivers.protocols.frames import DecodedFrame
 from drivers.protocols.hid_wedge import RAW_KEEP, HidWedgeDecoder, HidWedgeSettings, type_text
 from tests.drivers.splitting import assert_same_when_cut, assert_split_invariant, cut_points
 
@@ -105,47 +106,78 @@ def oracle_card(text: str) -> Card | None:
     return Card.parse(rank + suit.lower())
 
 
-def oracle_codes(reports: list[bytes]) -> list[list[Card | None]]:
-    """For each report: one entry per Enter pressed in it, the card the code before it names.
+Read = Card | str
+"""What one Enter ends: the card the code names, ``UNREADABLE`` (a rescan) or ``EMPTY``."""
+UNREADABLE = "unreadable"
+EMPTY = "empty"
+
+
+def oracle_codes(reports: list[bytes]) -> list[list[Read]]:
+    """For each report: one entry per code an Enter ends in it.
 
     A key is typed when it is in a report and was not in the previous one (a held key types
     once; the all-zero report releases). An ErrorRollOver report spoils the code being typed
-    and says nothing about which keys are down. A usage listed twice in one report counts as
-    two key-downs, as the decoder reads it (a real keyboard lists a pressed key once).
+    and says nothing about which keys are down. A report lists the keys down, not the order
+    they went down in: two or more keys new in one report spoil the code; if one of them is
+    Enter it ends that code, and the others, which may have come after it, spoil the next.
     """
     held: list[int] = []
     text: list[str] = []
     spoiled = False
-    out: list[list[Card | None]] = []
+    out: list[list[Read]] = []
     for rep in reports:
         keys = [k for k in rep[2:8] if k]
-        finished: list[Card | None] = []
+        finished: list[Read] = []
         out.append(finished)
         if _ROLLOVER in keys:
             spoiled = True
             continue
-        shifted = bool(rep[0] & 0x22)
-        for key in keys:
-            if key in held:
-                continue
+        new = [k for k in keys if k not in held]
+        held = keys
+        if len(new) > 1:
+            if any(k in _ENTER for k in new):
+                finished.append(UNREADABLE)
+                text = []
+                spoiled = any(k not in _ENTER for k in new)
+            else:
+                spoiled = True
+            continue
+        for key in new:
             if key in _ENTER:
-                finished.append(None if spoiled or not text else oracle_card("".join(text)))
+                finished.append(code_read(text, spoiled))
                 text, spoiled = [], False
-            elif key in _LETTERS or key in _KEYPAD or (key in _DIGITS and not shifted):
+            elif key in _LETTERS or key in _KEYPAD or (key in _DIGITS and not rep[0] & 0x22):
                 text.append({**_LETTERS, **_DIGITS, **_KEYPAD}[key])
             else:
                 text.append(_NOT_IN_A_CODE)
-        held = keys
     return out
 
 
-def decoded_per_report(reports: list[bytes]) -> list[list[Card | None]]:
-    """The decoder fed report by report: per report, each completed code's card (None if none)."""
+def code_read(text: list[str], spoiled: bool) -> Read:
+    if spoiled:
+        return UNREADABLE
+    if not text:
+        return EMPTY
+    card = oracle_card("".join(text))
+    return UNREADABLE if card is None else card
+
+
+def read_of(frame: DecodedFrame) -> Read:
+    if isinstance(frame.input, CardRead):
+        return frame.input.card
+    if isinstance(frame.input, ReadFailed):
+        return UNREADABLE
+    assert frame.rejected == "Enter with no code typed", frame
+    return EMPTY
+
+
+def decoded_per_report(reports: list[bytes]) -> list[list[Read]]:
+    """The decoder fed report by report: per report, what each code it completed reads as."""
     decoder = HidWedgeDecoder()
-    out: list[list[Card | None]] = []
+    out: list[list[Read]] = []
     for rep in reports:
         frames = decoder.feed(rep, 0.0)
-        out.append([f.input.card if isinstance(f.input, CardRead) else None for f in frames])
+        out.append([read_of(f) for f in frames])
         for frame in frames:
             if isinstance(frame.input, CardRead):
                 # the reports the card came from are kept for audit (up to RAW_KEEP bytes)
@@ -208,17 +240,36 @@ def test_fuzz_report_streams_cut_anywhere_give_the_same_frames(
     data = b"".join(reports) + tail  # a tail that is not a whole report stays pending until reset
     frames = assert_same_when_cut(HidWedgeDecoder, data, cuts)
     assert [f["input"]["card"] for f in frames if f.get("input", {}).get("type") == "CardRead"] == [
-        card.code for per_report in oracle_codes(_as_reports(data)) for card in per_report if card is not None
+        read.code
+        for per_report in oracle_codes(_as_reports(data))
+        for read in per_report
+        if isinstance(read, Card)
     ]
 
 
-def test_a_code_begun_after_an_enter_in_the_same_report_keeps_that_report_for_audit() -> None:
-    # Enter, A, C, Enter in one report (no wedge sends this; a broken one might): the empty
-    # Enter is rejected, the code after it names a card whose audit bytes are that report.
-    report = bytes([0, 0, 0x28, 0x04, 0x06, 0x28, 0, 0])
-    frames = HidWedgeDecoder().feed(report, 1.0)
-    assert [f.rejected for f in frames] == ["Enter with no code typed", None]
-    card = frames[1].input
-    assert isinstance(card, CardRead)
-    assert card.card == Card.parse("Ac")
-    assert frames[1].raw == report
+def test_several_keys_new_in_one_report_make_the_code_unreadable_never_typed_in_array_order() -> None:
+    """A boot report lists keys held, not the order they went down: "8" and "S" new together
+    could be "8S" or "S8"; the code is unreadable (a rescan), whatever order the array has."""
+    eight, s_key, enter = 0x25, 0x16, 0x28
+    for together in (report(eight, s_key), report(s_key, eight)):
+        frames = HidWedgeDecoder().feed(together + RELEASE + report(enter) + RELEASE, 1.0)
+        assert len(frames) == 1
+        assert isinstance(frames[0].input, ReadFailed)
+        assert "pressed in one report: their order is unknown" in frames[0].input.reason
+    # Enter with a letter: the code ends unreadable; the letter may start the next code, so
+    # that one is unreadable too; the code after it reads again.
+    decoder = HidWedgeDecoder()
+    frames = decoder.feed(b"".join(type_text("8")[:2]) + report(s_key, enter) + RELEASE, 1.0)
+    frames += decoder.feed(b"".join(type_text("S")) + b"".join(type_text("9D")), 2.0)
+    assert [type(f.input) for f in frames] == [ReadFailed, ReadFailed, CardRead]
+    assert frames[1].raw.startswith(report(s_key, enter))  # the spoiling report is kept for audit
+    assert frames[2].input is not None
+    assert frames[2].input.card == Card.parse("9d")  # type: ignore[union-attr]
+
+
+def test_a_key_held_while_the_next_goes_down_is_one_new_key_per_report() -> None:
+    """Rollover as fast scanners type: the held key is not new, so the order is known."""
+    eight, s_key, enter = 0x25, 0x16, 0x28
+    data = report(eight) + report(eight, s_key) + report(s_key) + report(s_key, enter) + RELEASE
+    frames = HidWedgeDecoder().feed(data, 1.0)
+    assert [f.input.card for f in frames if isinstance(f.input, CardRead)] == [Card.parse("8s")]

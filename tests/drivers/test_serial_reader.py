@@ -13,7 +13,8 @@ import pytest
 import serial
 
 from common.inputs import CardRead, DeviceConnection, ReadFailed
-from drivers.protocols.angel_eye import ACK, encode_command, encode_frame
+from drivers.protocols.angel_eye import encode_command
+from drivers.protocols.angel_eye_codec import ACK, encode_frame
 from drivers.pty_device import PtyDevice
 from drivers.serial_reader import AngelEyeReader, AsciiLineReader
 from drivers.settings import AngelEyeReaderSettings, AsciiLineReaderSettings, ReconnectSettings
