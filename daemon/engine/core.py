@@ -16,7 +16,7 @@ from common.inputs import (
     SupervisorCommand,
 )
 from daemon.engine.alerts import ALERTS, AlertCode
-from daemon.engine.events import Event, new_event
+from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.settle import RANKS, Settler
 from daemon.engine.state import (
@@ -37,10 +37,6 @@ TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
     "indicator": frozenset({DeviceTarget.FIRST_CARD}),
     "burn": frozenset({DeviceTarget.BURN, DeviceTarget.BURN_COUNT}),
     **{slot: frozenset({DeviceTarget(slot)}) for slot in ROUND_SLOTS},
-}
-# The same by target value: an enum member hashes in Python, its value string in C (every card).
-_TARGET_VALUES_AGREE: dict[str, frozenset[str]] = {
-    slot: frozenset(t.value for t in targets) for slot, targets in TARGET_AGREES.items()
 }
 
 
@@ -222,7 +218,7 @@ class EngineCore:
         hand: int | None = None,
         shoe_id: str | None = None,
     ) -> Event:
-        event = new_event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
+        event = Event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
         self.state.apply(event)
         if kind == "shoe_started":
             self._use_shoe(data)
@@ -447,7 +443,7 @@ class EngineCore:
                 became=became,
                 rule=f"RULES.md dealing mistake {plan.unneeded}",
             )
-        if target is not None and target._value_ not in _TARGET_VALUES_AGREE[plan.slot]:
+        if target is not None and target not in TARGET_AGREES[plan.slot]:
             self._alert(
                 AlertCode.DEVICE_DISAGREEMENT,
                 at,
@@ -465,9 +461,7 @@ class EngineCore:
         if plan.slot in ("indicator", "burn") and plan.burn in (None, "opening") and st.phase == READY:
             self._offer(st.hand + 1, at, source)
         elif round_hand is not None:
-            rnd = st.round  # ``round_for(round_hand)`` inline: this runs for every round card
-            if rnd is None or rnd.hand != round_hand:
-                rnd = st.held.get(round_hand)
+            rnd = st.round_for(round_hand)
             assert rnd is not None
             if rnd.next_slot() is None:
                 decided_at = at if read is None else read["read_at"]
@@ -499,12 +493,7 @@ class EngineCore:
 
     def _decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
         """The round in progress is decided: complete it, or hold it while something blocks it."""
-        # (a round with nothing to wait for, the usual case, skips building the reasons)
-        blockers = (
-            self._blockers(rnd)
-            if rnd.holds or rnd.awaiting_verdict or self._needs_die or self.variant_missing is not None
-            else []
-        )
+        blockers = self._blockers(rnd)
         if self.settings.await_device_verdict:
             blockers.append("awaiting the reader's verdict")
         if blockers:

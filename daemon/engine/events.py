@@ -65,31 +65,6 @@ class Event:
         return cls(kind=kind, at=float(at), shoe_id=shoe_id, hand=hand, source=source, data=data)
 
 
-_new_object = object.__new__
-_set_kind, _set_at, _set_shoe_id, _set_hand, _set_source, _set_data = (
-    Event.__dict__[name].__set__ for name in ("kind", "at", "shoe_id", "hand", "source", "data")
-)
-
-
-def new_event(
-    kind: str, at: float, shoe_id: str | None, hand: int | None, source: str, data: dict[str, Any]
-) -> Event:
-    """``Event(kind, at, shoe_id, hand, source, data)``, built a third of the time.
-
-    The engine builds an event for every card and signal; a frozen dataclass's ``__init__``
-    sets each field through ``object.__setattr__``, while the slots' own descriptors set
-    them directly. The result is the same object (equal, same hash, same fields).
-    """
-    event: Event = _new_object(Event)
-    _set_kind(event, kind)
-    _set_at(event, at)
-    _set_shoe_id(event, shoe_id)
-    _set_hand(event, hand)
-    _set_source(event, source)
-    _set_data(event, data)
-    return event
-
-
 ROUND_BOUNDARY_KINDS: frozenset[str] = frozenset(
     {"round_opened", "round_completed", "round_voided", "shoe_started", "shoe_ended", "shoe_voided"}
 )

@@ -24,8 +24,6 @@ from daemon.engine.state import (
 )
 
 _DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
-_LOOK_AHEAD_PHASES = (READY, ROUND)  # where a reader's target may reorder a pull
-_CAMERA = Source.CAMERA
 
 
 def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
@@ -176,7 +174,7 @@ class ReadSequencer(EngineCore):
                 self._take_read(read)
             return
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source._value_, {"read": fields})
+        self._emit("read_held", read.at, read.source.value, {"read": fields})
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         run: list[dict[str, Any]] = []
         expect = base
@@ -193,7 +191,7 @@ class ReadSequencer(EngineCore):
 
     def _on_card_read(self, read: CardRead) -> None:
         device = read.device
-        if read.source is _CAMERA or device in self._camera_devices:
+        if self._is_camera(read):
             self._camera_read(read)
             return
         st = self.state
@@ -216,7 +214,7 @@ class ReadSequencer(EngineCore):
             ):
                 # A card from under the misread one in the same pull: it waits for the rescan.
                 fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-                self._emit("read_held", read.at, read.source._value_, {"read": fields})
+                self._emit("read_held", read.at, read.source.value, {"read": fields})
                 return
             expected = self._expected_round_slot(read.at, during_rescan=True)
             if (
@@ -232,28 +230,18 @@ class ReadSequencer(EngineCore):
             self._take_read(read)
             return
         if read.position is None:
-            if st.pull_last_at and device in st.pull_last_at:
+            if device in st.pull_last_at:
                 self._unpositioned_in_pull(read)
             in_pull = False
-            plan: Placement | None = None
-            target = read.target
-            if target is not None:  # (no look-ahead at all for readers that name no slot)
-                # ``_expected_plan`` and ``_names_later_slot`` inline (no rescan is open here).
-                expected = None
-                if st.phase in _LOOK_AHEAD_PHASES:
-                    plan = self._plan(read.at)
-                    if plan.slot in _DRAW_ORDER:
-                        expected = plan.slot
-                        later = _DRAW_ORDER.get(target._value_)
-                        if later is not None and later > _DRAW_ORDER[expected]:
-                            self._hold_for_target(read, expected)
-                            return
-                in_pull = target._value_ == expected and bool(st.held_reads) and self._target_held(device)
-            if st.held_reads:
-                plan = None  # (a release below, or a held pull, may move the table on first)
-                if not in_pull:
-                    self._release_all(device, "interleaved")
-            self._take_read(read, plan, fields)
+            if read.target is not None:  # (no look-ahead at all for readers that name no slot)
+                expected = self._expected_round_slot(read.at)
+                if expected is not None and self._names_later_slot(read, expected):
+                    self._hold_for_target(read, expected)
+                    return
+                in_pull = read.target.value == expected and self._target_held(device)
+            if st.held_reads and not in_pull:
+                self._release_all(device, "interleaved")
+            self._take_read(read, fields)
             if in_pull:
                 self._release_by_target(device)
         else:
@@ -279,7 +267,7 @@ class ReadSequencer(EngineCore):
         self._alert(
             AlertCode.DEVICE_DISAGREEMENT,
             read.at,
-            read.source._value_,
+            read.source.value,
             hand=hand,
             holds=hand if hand is not None else "next_round",
             device=read.device,
@@ -313,7 +301,7 @@ class ReadSequencer(EngineCore):
 
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
-        target = read.target._value_ if read.target is not None else None
+        target = None if read.target is None else read.target.value
         return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
@@ -325,7 +313,7 @@ class ReadSequencer(EngineCore):
         if any(r["device"] == read.device and r["position"] is not None for r in st.held_reads):
             self._release_all(read.device, "interleaved")  # never mix a positioned pull with this one
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source._value_, {"read": fields, "expected_slot": expected})
+        self._emit("read_held", read.at, read.source.value, {"read": fields, "expected_slot": expected})
 
     def _release_by_target(self, device: str) -> None:
         """Place held cards whose target is now the expected slot, one by one in draw order."""
@@ -359,13 +347,13 @@ class ReadSequencer(EngineCore):
         st = self.state
         fields = read_fields(read)
         if st.phase in (NO_SHOE, OVER):
-            self._refuse_outside_shoe(read.at, read.source._value_, fields)
+            self._refuse_outside_shoe(read.at, read.source.value, fields)
         elif st.rescan_alert is None:
             hand = st.round.hand if st.round is not None else None
             self._alert(
                 AlertCode.RESCAN_NEEDED,
                 read.at,
-                read.source._value_,
+                read.source.value,
                 hand=hand,
                 device=read.device,
                 read=fields,
@@ -373,13 +361,9 @@ class ReadSequencer(EngineCore):
                 reader_code=read.code,
             )
 
-    def _take_read(
-        self, read: CardRead, plan: Placement | None = None, fields: dict[str, Any] | None = None
-    ) -> None:
+    def _take_read(self, read: CardRead, fields: dict[str, Any] | None = None) -> None:
         """A reader's card, in dealing order: check it and place it.
 
-        ``plan``: ``_plan(read.at)`` when the caller has just computed it in READY or ROUND
-        and nothing has changed the table since (checking the camera fill changes nothing).
         ``fields``: ``read_fields(read)`` when the caller has built it already.
         """
         st = self.state
@@ -399,7 +383,7 @@ class ReadSequencer(EngineCore):
             and fill["card"] == fields["card"]
             and read.at - fill["at"] <= self.settings.camera.fill_confirm_window_s
         ):
-            if read.target is not None and read.target._value_ == fill["slot"]:
+            if read.target is not None and read.target.value == fill["slot"]:
                 self._emit(
                     "card_confirmed",
                     read.at,
@@ -419,8 +403,7 @@ class ReadSequencer(EngineCore):
                     camera_slot=fill["slot"],
                 )
                 return
-        if plan is None:
-            plan = self._plan(read.at)
+        plan = self._plan(read.at)
         if plan.opens_round and st.storage_full:
             self._refuse_for_storage(fields["card"], read.at, source, fields)
             return
@@ -458,8 +441,9 @@ class ReadSequencer(EngineCore):
         st = self.state
         code = read.card.code
         fields = read_fields(read)
-        source = read.source._value_
-        slot = read.target._value_ if read.target is not None and read.target._value_ in ROUND_SLOTS else None
+        source = read.source.value
+        target = None if read.target is None else read.target.value
+        slot = target if target in ROUND_SLOTS else None
         ref_hand: int | None = None
         ref_cards: dict[str, str] = {}
         if st.round is not None and st.round.cards:

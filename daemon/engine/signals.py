@@ -18,7 +18,7 @@ from common.inputs import (
 )
 from daemon.engine.alerts import AlertCode
 from daemon.engine.core import EngineCore
-from daemon.engine.reads import card_code, outside_read_fields
+from daemon.engine.reads import outside_read_fields
 from daemon.engine.settle import verdict_facts
 from daemon.engine.state import (
     NO_SHOE,
@@ -36,7 +36,7 @@ class DeviceSignals(EngineCore):
     def _on_outside_game_card(self, inp: OutsideGameCard) -> None:
         """A real card left the shoe, but not as a dealt card: count it, never deal it; alert."""
         st = self.state
-        code = card_code(inp.card)
+        code = inp.card.code
         if inp.transmission_id is not None:
             seen_at = st.recent.get((inp.device, inp.transmission_id, code))
             if seen_at is not None and inp.at - seen_at <= self.settings.duplicate_window_s:
@@ -94,7 +94,7 @@ class DeviceSignals(EngineCore):
     def _on_verdict(self, inp: ShoeVerdict) -> None:
         st = self.state
         verdict = {
-            "outcome": inp.outcome._value_,
+            "outcome": inp.outcome.value,
             "player_pair": inp.player_pair,
             "banker_pair": inp.banker_pair,
             "raw": inp.raw,

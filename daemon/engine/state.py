@@ -81,8 +81,8 @@ class RoundState:
         """The slot the round needs next, or None when it is decided.
 
         The cards are a legal deal prefix by construction (placed in draw order, or a
-        correction checked with ``daemon.rules.outcome.next_slot``), so this works on
-        point values alone: it runs for every card.
+        correction checked with ``daemon.rules.outcome.next_slot``), so point values and
+        the tabulated tableau decide it.
         """
         cards = self.cards
         n = len(cards)
@@ -173,23 +173,18 @@ class TableState:
             self.reader_devices = sorted([*self.reader_devices, device])
 
     def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
-        get = read.get
-        source = get("source")
+        source = read.get("source")
         if source == "reader":
-            device = read["device"]
-            if device not in self.reader_devices:  # (known after its first read: skip the call)
-                self._note_reader_device(device)
-        tid = get("transmission_id")
-        if tid is not None:
-            card = get("card")
-            if card is not None:
-                recent = self.recent
-                key = (read["device"], tid, card)
-                recent.pop(key, None)
-                recent[key] = read["read_at"]
-                if len(recent) > self.settings.duplicate_memory:
-                    del recent[next(iter(recent))]
-        position = get("position")
+            self._note_reader_device(read["device"])
+        tid = read.get("transmission_id")
+        card = read.get("card")
+        if tid is not None and card is not None:
+            key = (read["device"], tid, card)
+            self.recent.pop(key, None)
+            self.recent[key] = read["read_at"]
+            if len(self.recent) > self.settings.duplicate_memory:
+                del self.recent[next(iter(self.recent))]
+        position = read.get("position")
         if advance_pull and source != "camera":
             if position is not None:
                 device = read["device"]
@@ -198,7 +193,7 @@ class TableState:
                 # as its newest card.
                 last = self.pull_last_at.get(device)
                 self.pull_last_at[device] = read["read_at"] if last is None else max(last, read["read_at"])
-            elif self.pull_next:
+            else:
                 # A card read without a position ends that device's pull: a late card of the
                 # pull is then not appended after it (its order is unknown: it waits as a gap).
                 self.pull_next.pop(read["device"], None)
@@ -267,9 +262,7 @@ class TableState:
                 self.decided_at = d["read"]["read_at"] if "read" in d else e.at
         else:
             hand = d["round"]
-            rnd = self.round  # ``round_for(hand)`` inline: this runs for every round card
-            if rnd is None or rnd.hand != hand:
-                rnd = self.held.get(hand)
+            rnd = self.round_for(hand)
             assert rnd is not None, f"card_dealt for unknown hand {hand}"
             rnd.cards[slot] = code
             rnd.sources[slot] = d["source"]

@@ -37,8 +37,6 @@ from daemon.rules.variants import Variant
 
 __all__ = ["Engine", "Placement", "VariantResolver"]
 
-_isfinite = math.isfinite
-
 
 class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
     """One table's engine. Feed inputs to ``handle``; publish the events it returns."""
@@ -80,7 +78,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         """Decide, apply and return the events caused by one input."""
         out: list[Event] = []
         self._out = out
-        if not _isfinite(inp.at):
+        if not math.isfinite(inp.at):
             # A driver bug: no time to order it by. Say so (at the last good time), use nothing.
             self._alert(
                 AlertCode.INVALID_INPUT,
