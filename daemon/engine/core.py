@@ -15,7 +15,7 @@ from common.inputs import (
     DeviceTarget,
     SupervisorCommand,
 )
-from daemon.engine.alerts import ALERTS, AlertCode
+from daemon.alerts import ALERTS, AlertCode, engine_alert_id
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.settle import RANKS, Settler
@@ -237,8 +237,7 @@ class EngineCore:
         read: dict[str, Any] | None = None,
         **details: Any,
     ) -> str:
-        # Numbered within the shoe, so ids stay unique when the journal drops old shoes.
-        alert_id = f"{self.state.shoe_id or 'noshoe'}:a{self.state.alert_counter + 1}"
+        alert_id = engine_alert_id(self.state.shoe_id, self.state.alert_counter + 1)
         data: dict[str, Any] = {
             "alert_id": alert_id,
             "code": code.value,

@@ -12,7 +12,7 @@ from common.inputs import (
     ReadFailed,
     Source,
 )
-from daemon.engine.alerts import AlertCode
+from daemon.alerts import AlertCode
 from daemon.engine.core import EngineCore, Placement
 from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.state import (

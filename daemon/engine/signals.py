@@ -16,7 +16,7 @@ from common.inputs import (
     StorageState,
     VerdictOutcome,
 )
-from daemon.engine.alerts import AlertCode
+from daemon.alerts import AlertCode
 from daemon.engine.core import EngineCore
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.settle import verdict_facts
@@ -105,7 +105,7 @@ class DeviceSignals(EngineCore):
             hand = st.round.hand if st.round is not None else None
             self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
             return
-        awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict) if st.held else None
+        awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict)
         if awaiting:
             self._check_verdict(awaiting[0], st.held[awaiting[0]].cards, verdict, inp.at)
             return

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.cards import ALL_CARDS, Card
+from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.rules.tableau import banker_draws, player_draws
@@ -301,7 +302,7 @@ class TableState:
         # A card refused over the shoe's composition is somewhere on the layout or in the
         # discard until a supervisor settles it: every round dealt meanwhile is held too.
         for alert_id, alert in self.alerts.items():
-            if alert["code"] == "over_composition" and alert_id not in holds:
+            if alert["code"] == AlertCode.OVER_COMPOSITION and alert_id not in holds:
                 holds.append(alert_id)
         self.round.holds = holds
         self.next_round_holds = []
@@ -400,15 +401,15 @@ class TableState:
         d = e.data
         alert_id = d["alert_id"]
         self.alerts[alert_id] = d
-        self.alert_counter = max(self.alert_counter, int(alert_id.rsplit(":a", 1)[1]))
+        self.alert_counter = max(self.alert_counter, engine_alert_number(alert_id))
         code = d["code"]
-        if code == "rescan_needed":
+        if code == AlertCode.RESCAN_NEEDED:
             self.rescan_alert = alert_id
-        if code == "ambiguous_rescan":
+        if code == AlertCode.AMBIGUOUS_RESCAN:
             self.camera_fill = None
-        if code == "shoe_settings_differ":
+        if code == AlertCode.SHOE_SETTINGS_DIFFER:
             self.settings_notice_shoe = e.shoe_id
-        if code == "journal_full_card_refused":
+        if code == AlertCode.JOURNAL_FULL_CARD_REFUSED:
             self.storage_alert = alert_id
             self.storage_refused = 0
         holds = d.get("holds")

@@ -9,8 +9,8 @@ from common.inputs import (
     Source,
     SupervisorCommand,
 )
+from daemon.alerts import HOLDING_CODES, AlertCode
 from daemon.engine import commands as args_
-from daemon.engine.alerts import HOLDING_CODES, AlertCode
 from daemon.engine.core import Effect, EngineCore, Placement
 from daemon.engine.state import (
     NO_SHOE,

@@ -26,7 +26,7 @@ from common.inputs import (
     SupervisorCommand,
     Tick,
 )
-from daemon.engine.alerts import AlertCode
+from daemon.alerts import AlertCode
 from daemon.engine.core import Placement, VariantResolver
 from daemon.engine.events import Event
 from daemon.engine.sequencer import ReadSequencer
