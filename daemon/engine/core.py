@@ -16,17 +16,12 @@ from common.inputs import (
     SupervisorCommand,
 )
 from daemon.alerts import ALERTS, AlertCode, engine_alert_id
-from daemon.engine.events import Event
+from daemon.engine.events import Event, EventKind
 from daemon.engine.settings import TableSettings
 from daemon.engine.settle import RANKS, Settler
 from daemon.engine.state import (
-    BURNING,
-    INDICATOR,
-    NO_SHOE,
-    OVER,
-    READY,
-    ROUND,
     ROUND_SLOTS,
+    Phase,
     RoundState,
     TableState,
 )
@@ -145,7 +140,7 @@ class EngineCore:
         """How the shoe being dealt differs from the configuration (None: it does not, or no
         shoe is being dealt), for the ``shoe_settings_differ`` alert."""
         st = self.state
-        if st.phase == NO_SHOE or (st.phase == OVER and not st.held):
+        if st.phase == Phase.NO_SHOE or (st.phase == Phase.OVER and not st.held):
             return None
         recorded: dict[str, Any] = {
             "decks": self.settings.decks,
@@ -211,7 +206,7 @@ class EngineCore:
 
     def _emit(
         self,
-        kind: str,
+        kind: EventKind,
         at: float,
         source: str,
         data: dict[str, Any],
@@ -220,7 +215,7 @@ class EngineCore:
     ) -> Event:
         event = Event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
         self.state.apply(event)
-        if kind == "shoe_started":
+        if kind == EventKind.SHOE_STARTED:
             self._use_shoe(data)
         self._out.append(event)
         return event
@@ -249,7 +244,7 @@ class EngineCore:
         }
         if read is not None:
             data["read"] = read
-        self._emit("alert_raised", at, source, data, hand=hand)
+        self._emit(EventKind.ALERT_RAISED, at, source, data, hand=hand)
         return alert_id
 
     def _clear_alert(
@@ -265,11 +260,11 @@ class EngineCore:
         data: dict[str, Any] = {"alert_id": alert_id, "code": alert["code"], "reason": reason, **extra}
         if cmd is not None:
             data.update(actor=cmd.actor, command_id=cmd.command_id)
-        self._emit("alert_cleared", at, source, data, hand=alert.get("hand"))
+        self._emit(EventKind.ALERT_CLEARED, at, source, data, hand=alert.get("hand"))
 
     def _refuse_outside_shoe(self, at: float, source: str, fields: dict[str, Any]) -> None:
         st = self.state
-        if st.phase == OVER and st.shoe_end_reason == "cut_card":
+        if st.phase == Phase.OVER and st.shoe_end_reason == "cut_card":
             self._alert(AlertCode.CARD_AFTER_LAST_ROUND, at, source, device=fields["device"], read=fields)
         else:
             self._alert(AlertCode.NO_SHOE, at, source, device=fields["device"], read=fields)
@@ -307,7 +302,7 @@ class EngineCore:
                 f"this exact card has already appeared {seen} time(s) in a {self.settings.decks}-deck shoe: "
                 "misread or foreign card"
             )
-        self._emit("card_refused", at, source, data)
+        self._emit(EventKind.CARD_REFUSED, at, source, data)
         if st.rescan_alert is not None:  # the unread card was read: refused, but no longer unknown
             self._clear_alert(st.rescan_alert, at, source, "rescanned, refused (journal full)")
 
@@ -366,14 +361,14 @@ class EngineCore:
         """Where the next card goes, by the shoe procedure and draw order alone."""
         st = self.state
         phase = st.phase
-        if phase == ROUND:
+        if phase == Phase.ROUND:
             assert st.round is not None
             slot = st.round.next_slot()
             assert slot is not None, "a decided round never stays in progress"
             return _IN_ROUND[slot]
-        if phase == INDICATOR:
+        if phase == Phase.INDICATOR:
             return _INDICATOR
-        if phase == BURNING:
+        if phase == Phase.BURNING:
             return _OPENING_BURN
         window = self.settings.unneeded_card_window_s
         recent = detect_unneeded and window > 0 and st.decided_at is not None and at - st.decided_at <= window
@@ -402,7 +397,7 @@ class EngineCore:
         if plan.opens_round:
             next_hand = st.hand + 1
             self._emit(
-                "round_opened",
+                EventKind.ROUND_OPENED,
                 at,
                 source,
                 {"hand": next_hand, "bets": self._settler.offered(next_hand)},
@@ -425,7 +420,7 @@ class EngineCore:
             data["read"] = read
         if cmd is not None:
             data.update(actor=cmd.actor, command_id=cmd.command_id)
-        self._emit("card_dealt", at, source, data, hand=round_hand)
+        self._emit(EventKind.CARD_DEALT, at, source, data, hand=round_hand)
         device = None if read is None else read["device"]
         if plan.unneeded:
             became = "the next round's burn card" if plan.unneeded == 1 else "the next round's Player 1"
@@ -457,7 +452,7 @@ class EngineCore:
         if st.rescan_alert is not None:
             reason = {"camera": "camera_filled", "supervisor": "assigned"}.get(source, "rescanned")
             self._clear_alert(st.rescan_alert, at, source, reason, cmd)
-        if plan.slot in ("indicator", "burn") and plan.burn in (None, "opening") and st.phase == READY:
+        if plan.slot in ("indicator", "burn") and plan.burn in (None, "opening") and st.phase == Phase.READY:
             self._offer(st.hand + 1, at, source)
         elif round_hand is not None:
             rnd = st.round_for(round_hand)
@@ -470,7 +465,9 @@ class EngineCore:
                     self._try_complete_held(rnd, at, source)
 
     def _offer(self, hand: int, at: float, source: str) -> None:
-        self._emit("bets_offered", at, source, {"hand": hand, "bets": self._settler.offered(hand)}, hand=hand)
+        self._emit(
+            EventKind.BETS_OFFERED, at, source, {"hand": hand, "bets": self._settler.offered(hand)}, hand=hand
+        )
 
     def _blockers(self, rnd: RoundState) -> list[str]:
         reasons = [f"alert {a}" for a in rnd.holds]
@@ -497,7 +494,7 @@ class EngineCore:
             blockers.append("awaiting the reader's verdict")
         if blockers:
             self._emit(
-                "round_held",
+                EventKind.ROUND_HELD,
                 at,
                 source,
                 {
@@ -523,7 +520,7 @@ class EngineCore:
     def _end_shoe(self, at: float, source: str, reason: str) -> None:
         st = self.state
         self._emit(
-            "shoe_ended",
+            EventKind.SHOE_ENDED,
             at,
             source,
             {"shoe_id": st.shoe_id, "reason": reason, "hands": st.hand, "cards_out": st.cards_out},
@@ -532,7 +529,7 @@ class EngineCore:
     def _complete(self, rnd: RoundState, at: float, source: str, decided_at: float | None) -> None:
         outcome, bets = self._settler.settle(*rnd.codes(), rnd.hand, rnd.die)
         self._emit(
-            "round_completed",
+            EventKind.ROUND_COMPLETED,
             at,
             source,
             {
@@ -554,7 +551,7 @@ class EngineCore:
 
     def _start_shoe(self, at: float, shoe_id: str | None, cmd: SupervisorCommand | None, source: str) -> None:
         st = self.state
-        if st.phase not in (NO_SHOE, OVER):
+        if st.phase not in (Phase.NO_SHOE, Phase.OVER):
             self._end_shoe(at, source, "replaced")
         new_id = shoe_id or f"shoe-{st.shoes_started + 1}-{round(at * 1000)}"
         data: dict[str, Any] = {
@@ -566,7 +563,7 @@ class EngineCore:
             "actor": None if cmd is None else cmd.actor,
             "command_id": None if cmd is None else cmd.command_id,
         }
-        self._emit("shoe_started", at, source, data, shoe_id=new_id)
+        self._emit(EventKind.SHOE_STARTED, at, source, data, shoe_id=new_id)
 
     def _round_view(self, rnd: RoundState) -> dict[str, Any]:
         view = rnd.to_dict()

@@ -14,13 +14,11 @@ from common.inputs import (
 )
 from daemon.alerts import AlertCode
 from daemon.engine.core import EngineCore, Placement
+from daemon.engine.events import EventKind
 from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.state import (
-    NO_SHOE,
-    OVER,
-    READY,
-    ROUND,
     ROUND_SLOTS,
+    Phase,
 )
 
 _DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
@@ -64,7 +62,7 @@ class ReadSequencer(EngineCore):
             return
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         if held:
-            if reason != "rescanned" and st.phase not in (NO_SHOE, OVER):
+            if reason != "rescanned" and st.phase not in (Phase.NO_SHOE, Phase.OVER):
                 missing = self._pull_gap(device, held)
                 if missing is not None:
                     self._missing_in_pull(device, held, missing)
@@ -133,7 +131,7 @@ class ReadSequencer(EngineCore):
     def _release(self, reads: list[dict[str, Any]], reason: str) -> None:
         first = reads[0]
         self._emit(
-            "pull_released",
+            EventKind.PULL_RELEASED,
             self._now,
             first["source"],
             {"device": first["device"], "hold_ids": [r["hold_id"] for r in reads], "reason": reason},
@@ -146,7 +144,7 @@ class ReadSequencer(EngineCore):
                 # cards below it wait for its rescan again, as under a misread card.
                 for rest in reads[k:]:
                     held = rest | {"hold_id": st.hold_counter + 1}
-                    self._emit("read_held", self._now, rest["source"], {"read": held})
+                    self._emit(EventKind.READ_HELD, self._now, rest["source"], {"read": held})
                 return
             read = read_from_fields(fields)
             if isinstance(read, ReadFailed):
@@ -174,7 +172,7 @@ class ReadSequencer(EngineCore):
                 self._take_read(read)
             return
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source.value, {"read": fields})
+        self._emit(EventKind.READ_HELD, read.at, read.source.value, {"read": fields})
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         run: list[dict[str, Any]] = []
         expect = base
@@ -214,7 +212,7 @@ class ReadSequencer(EngineCore):
             ):
                 # A card from under the misread one in the same pull: it waits for the rescan.
                 fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-                self._emit("read_held", read.at, read.source.value, {"read": fields})
+                self._emit(EventKind.READ_HELD, read.at, read.source.value, {"read": fields})
                 return
             expected = self._expected_round_slot(read.at, during_rescan=True)
             if (
@@ -295,7 +293,7 @@ class ReadSequencer(EngineCore):
     def _expected_plan(self, at: float, *, during_rescan: bool = False) -> Placement | None:
         """``_plan(at)`` when a target may reorder a pull (see ``_expected_round_slot``), else None."""
         st = self.state
-        if st.phase not in (READY, ROUND) or (st.rescan_alert is not None and not during_rescan):
+        if st.phase not in (Phase.READY, Phase.ROUND) or (st.rescan_alert is not None and not during_rescan):
             return None
         return self._plan(at)
 
@@ -313,7 +311,9 @@ class ReadSequencer(EngineCore):
         if any(r["device"] == read.device and r["position"] is not None for r in st.held_reads):
             self._release_all(read.device, "interleaved")  # never mix a positioned pull with this one
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source.value, {"read": fields, "expected_slot": expected})
+        self._emit(
+            EventKind.READ_HELD, read.at, read.source.value, {"read": fields, "expected_slot": expected}
+        )
 
     def _release_by_target(self, device: str) -> None:
         """Place held cards whose target is now the expected slot, one by one in draw order."""
@@ -346,7 +346,7 @@ class ReadSequencer(EngineCore):
     def _misread(self, read: ReadFailed) -> None:
         st = self.state
         fields = read_fields(read)
-        if st.phase in (NO_SHOE, OVER):
+        if st.phase in (Phase.NO_SHOE, Phase.OVER):
             self._refuse_outside_shoe(read.at, read.source.value, fields)
         elif st.rescan_alert is None:
             hand = st.round.hand if st.round is not None else None
@@ -370,7 +370,7 @@ class ReadSequencer(EngineCore):
         if fields is None:
             fields = read_fields(read)
         source = fields["source"]
-        if st.phase in (NO_SHOE, OVER):
+        if st.phase in (Phase.NO_SHOE, Phase.OVER):
             if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD and not st.held:
                 # (held rounds of the old shoe await a supervisor: never dropped by a new shoe)
                 self._start_shoe(read.at, None, None, source)
@@ -385,7 +385,7 @@ class ReadSequencer(EngineCore):
         ):
             if read.target is not None and read.target.value == fill["slot"]:
                 self._emit(
-                    "card_confirmed",
+                    EventKind.CARD_CONFIRMED,
                     read.at,
                     source,
                     {"hand": fill["hand"], "slot": fill["slot"], "card": fill["card"], "read": fields},
@@ -450,7 +450,7 @@ class ReadSequencer(EngineCore):
             ref_hand, ref_cards = st.round.hand, st.round.cards
         elif (
             st.last_decided is not None
-            and st.phase != ROUND
+            and st.phase != Phase.ROUND
             and read.at - st.last_decided["at"] <= cfg.late_read_window_s
         ):
             # A camera read just after the round was decided still describes that round;
@@ -474,7 +474,7 @@ class ReadSequencer(EngineCore):
                     round_already_completed=not still_open,
                 )
             return
-        if not self._reader_failed() or st.phase not in (READY, ROUND):
+        if not self._reader_failed() or st.phase not in (Phase.READY, Phase.ROUND):
             return
         plan = self._plan(read.at)
         if plan.slot not in ROUND_SLOTS:

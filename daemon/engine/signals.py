@@ -18,12 +18,11 @@ from common.inputs import (
 )
 from daemon.alerts import AlertCode
 from daemon.engine.core import EngineCore
+from daemon.engine.events import EventKind
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.settle import verdict_facts
 from daemon.engine.state import (
-    NO_SHOE,
-    OVER,
-    ROUND,
+    Phase,
     side_codes,
 )
 
@@ -42,9 +41,9 @@ class DeviceSignals(EngineCore):
             if seen_at is not None and inp.at - seen_at <= self.settings.duplicate_window_s:
                 return  # the same frame sent again
         seen = st.counts.get(code, 0)
-        if st.phase == NO_SHOE:
+        if st.phase == Phase.NO_SHOE:
             not_counted: str | None = "no shoe is running"
-        elif st.phase == OVER:
+        elif st.phase == Phase.OVER:
             not_counted = "the shoe is over"
         elif seen >= self.settings.decks:
             not_counted = (
@@ -61,7 +60,7 @@ class DeviceSignals(EngineCore):
             "counted": not_counted is None,
             "read": fields,
         }
-        self._emit("card_outside_game", inp.at, source, data)
+        self._emit(EventKind.CARD_OUTSIDE_GAME, inp.at, source, data)
         hand = st.round.hand if st.round is not None else None
         details: dict[str, Any] = {
             "card": code,
@@ -76,20 +75,20 @@ class DeviceSignals(EngineCore):
     def _on_cut_card(self, inp: CutCardDrawn) -> None:
         st = self.state
         source = inp.source.value
-        if st.phase in (NO_SHOE, OVER) or st.cut_card_seen:
+        if st.phase in (Phase.NO_SHOE, Phase.OVER) or st.cut_card_seen:
             self._alert(AlertCode.UNEXPECTED_CUT_CARD, inp.at, source, device=inp.device, raw=inp.raw)
             return
-        during = st.round.hand if st.phase == ROUND and st.round is not None else None
+        during = st.round.hand if st.phase == Phase.ROUND and st.round is not None else None
         finish = self.settings.cut_card_policy.value == "finish_current_round"
         last = during if during is not None and finish else (during or st.hand) + 1
         self._emit(
-            "cut_card",
+            EventKind.CUT_CARD,
             inp.at,
             source,
             {"during_hand": during, "policy": self.settings.cut_card_policy.value, "device": inp.device},
             hand=during,
         )
-        self._emit("last_round", inp.at, source, {"hand": last}, hand=last)
+        self._emit(EventKind.LAST_ROUND, inp.at, source, {"hand": last}, hand=last)
 
     def _on_verdict(self, inp: ShoeVerdict) -> None:
         st = self.state
@@ -138,7 +137,11 @@ class DeviceSignals(EngineCore):
             and verdict["banker_pair"] == banker_pair
         )
         self._emit(
-            "verdict_checked", at, source, {"hand": hand, "agrees": agrees, "verdict": verdict}, hand=hand
+            EventKind.VERDICT_CHECKED,
+            at,
+            source,
+            {"hand": hand, "agrees": agrees, "verdict": verdict},
+            hand=hand,
         )
         rnd = st.held.get(hand)
         if not agrees:
@@ -160,7 +163,7 @@ class DeviceSignals(EngineCore):
         st = self.state
         source = _READER
         self._emit(
-            "reader_status",
+            EventKind.READER_STATUS,
             inp.at,
             source,
             {
@@ -197,7 +200,7 @@ class DeviceSignals(EngineCore):
         if inp.connected == (not down):
             return  # no change
         self._emit(
-            "device_connection",
+            EventKind.DEVICE_CONNECTION,
             inp.at,
             Source.SYSTEM.value,
             {"device": inp.device, "connected": inp.connected, "detail": inp.detail},
@@ -219,7 +222,9 @@ class DeviceSignals(EngineCore):
         st = self.state
         if inp.full == st.storage_full and (not inp.full or inp.detail == st.storage_detail):
             return  # no change
-        self._emit("storage_state", inp.at, Source.SYSTEM.value, {"full": inp.full, "detail": inp.detail})
+        self._emit(
+            EventKind.STORAGE_STATE, inp.at, Source.SYSTEM.value, {"full": inp.full, "detail": inp.detail}
+        )
         if not inp.full and st.storage_alert is not None:
             self._clear_alert(
                 st.storage_alert, inp.at, Source.SYSTEM.value, "journal has room", refused=st.storage_refused

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from daemon.alerts import AlertCode, engine_alert_number
-from daemon.engine.events import Event
+from daemon.engine.events import Event, EventKind
 from daemon.engine.settings import TableSettings
 from daemon.rules.tableau import banker_draws, player_draws
 
-NO_SHOE = "no_shoe"
-INDICATOR = "indicator"
-BURNING = "burning"
-READY = "ready"
-ROUND = "round"
-OVER = "over"
+
+class Phase(StrEnum):
+    """Where the table is in the shoe procedure (``README.md``, "State machine")."""
+
+    NO_SHOE = "no_shoe"
+    INDICATOR = "indicator"  # the first card
+    BURNING = "burning"  # the opening burn
+    READY = "ready"  # between rounds
+    ROUND = "round"  # a round in progress
+    OVER = "over"  # the shoe ended
+
 
 PLAYER_SLOTS = ("P1", "P2", "P3")
 BANKER_SLOTS = ("B1", "B2", "B3")
@@ -118,7 +124,7 @@ class TableState:
     settings: TableSettings
     shoe_id: str | None = None
     shoes_started: int = 0
-    phase: str = NO_SHOE
+    phase: Phase = Phase.NO_SHOE
     shoe_end_reason: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
     cards_out: int = 0
@@ -167,7 +173,7 @@ class TableState:
             handler(self, event)
         read = event.data.get("read")
         if read is not None:
-            self._note_read(read, advance_pull=event.kind != "read_held")
+            self._note_read(read, advance_pull=event.kind != EventKind.READ_HELD)
 
     def _note_reader_device(self, device: str) -> None:
         if device not in self.reader_devices and device not in self.settings.camera.devices:
@@ -207,7 +213,7 @@ class TableState:
         return self.held.get(hand)
 
     def _ready_for_next_round(self, decided_at: float | None) -> None:
-        self.phase = READY
+        self.phase = Phase.READY
         self.decided_at = decided_at
         self.unneeded_count = 0
         cfg = self.settings
@@ -217,7 +223,7 @@ class TableState:
         self.shoes_started += 1
         self.shoe_id = e.data["shoe_id"]
         self.alert_counter = 0
-        self.phase = INDICATOR
+        self.phase = Phase.INDICATOR
         self.shoe_end_reason = None
         self.counts = {}
         self.cards_out = 0
@@ -246,7 +252,7 @@ class TableState:
         slot = d["slot"]
         if slot == "indicator":
             self.burn_remaining = d["burn_count"]
-            self.phase = BURNING
+            self.phase = Phase.BURNING
             if self.burn_remaining == 0:
                 self._ready_for_next_round(None)
         elif slot == "burn":
@@ -306,7 +312,7 @@ class TableState:
                 holds.append(alert_id)
         self.round.holds = holds
         self.next_round_holds = []
-        self.phase = ROUND
+        self.phase = Phase.ROUND
 
     def _round_decided(self, rnd: RoundState, decided_at: float) -> None:
         self.last_decided = {"hand": rnd.hand, "cards": dict(rnd.cards), "at": decided_at}
@@ -390,7 +396,7 @@ class TableState:
         self.last_hand = e.data["hand"]
 
     def _shoe_ended(self, e: Event) -> None:
-        self.phase = OVER
+        self.phase = Phase.OVER
         self.shoe_end_reason = e.data["reason"]
         self.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
         if e.data["reason"] != "cut_card":
@@ -487,27 +493,27 @@ class TableState:
 
 
 _APPLY: dict[str, Callable[[TableState, Event], None]] = {
-    "shoe_started": TableState._shoe_started,
-    "card_dealt": TableState._card_dealt,
-    "card_outside_game": TableState._card_outside_game,
-    "card_refused": TableState._card_refused,
-    "storage_state": TableState._storage_state,
-    "round_opened": TableState._round_opened,
-    "round_held": TableState._round_held,
-    "round_completed": TableState._round_completed,
-    "round_voided": TableState._round_voided,
-    "round_corrected": TableState._round_corrected,
-    "hold_resolved": TableState._hold_resolved,
-    "verdict_checked": TableState._verdict_checked,
-    "bets_offered": TableState._bets_offered,
-    "cut_card": TableState._cut_card,
-    "last_round": TableState._last_round,
-    "shoe_ended": TableState._shoe_ended,
-    "alert_raised": TableState._alert_raised,
-    "alert_cleared": TableState._alert_cleared,
-    "read_held": TableState._read_held,
-    "pull_released": TableState._pull_released,
-    "card_confirmed": TableState._card_confirmed,
-    "device_connection": TableState._device_connection,
-    "super_round_die": TableState._super_round_die,
+    EventKind.SHOE_STARTED: TableState._shoe_started,
+    EventKind.CARD_DEALT: TableState._card_dealt,
+    EventKind.CARD_OUTSIDE_GAME: TableState._card_outside_game,
+    EventKind.CARD_REFUSED: TableState._card_refused,
+    EventKind.STORAGE_STATE: TableState._storage_state,
+    EventKind.ROUND_OPENED: TableState._round_opened,
+    EventKind.ROUND_HELD: TableState._round_held,
+    EventKind.ROUND_COMPLETED: TableState._round_completed,
+    EventKind.ROUND_VOIDED: TableState._round_voided,
+    EventKind.ROUND_CORRECTED: TableState._round_corrected,
+    EventKind.HOLD_RESOLVED: TableState._hold_resolved,
+    EventKind.VERDICT_CHECKED: TableState._verdict_checked,
+    EventKind.BETS_OFFERED: TableState._bets_offered,
+    EventKind.CUT_CARD: TableState._cut_card,
+    EventKind.LAST_ROUND: TableState._last_round,
+    EventKind.SHOE_ENDED: TableState._shoe_ended,
+    EventKind.ALERT_RAISED: TableState._alert_raised,
+    EventKind.ALERT_CLEARED: TableState._alert_cleared,
+    EventKind.READ_HELD: TableState._read_held,
+    EventKind.PULL_RELEASED: TableState._pull_released,
+    EventKind.CARD_CONFIRMED: TableState._card_confirmed,
+    EventKind.DEVICE_CONNECTION: TableState._device_connection,
+    EventKind.SUPER_ROUND_DIE: TableState._super_round_die,
 }

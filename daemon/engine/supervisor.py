@@ -12,11 +12,10 @@ from common.inputs import (
 from daemon.alerts import HOLDING_CODES, AlertCode
 from daemon.engine import commands as args_
 from daemon.engine.core import Effect, EngineCore, Placement
+from daemon.engine.events import EventKind
 from daemon.engine.state import (
-    NO_SHOE,
-    OVER,
-    ROUND,
     ROUND_SLOTS,
+    Phase,
     RoundState,
 )
 from daemon.rules.outcome import next_slot
@@ -42,7 +41,7 @@ class SupervisorCommands(EngineCore):
             self._refuse(cmd, outcome)
             return
         self._emit(
-            "command_accepted",
+            EventKind.COMMAND_ACCEPTED,
             cmd.at,
             Source.SUPERVISOR.value,
             {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": None},
@@ -51,7 +50,7 @@ class SupervisorCommands(EngineCore):
 
     def _refuse(self, cmd: SupervisorCommand, reason: str) -> None:
         self._emit(
-            "command_refused",
+            EventKind.COMMAND_REFUSED,
             cmd.at,
             Source.SUPERVISOR.value,
             {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": reason},
@@ -61,7 +60,7 @@ class SupervisorCommands(EngineCore):
         args_.check_keys(cmd.args, {"shoe_id"})
         shoe_id = args_.opt_shoe_id(cmd.args)
         st = self.state
-        if st.phase == ROUND:
+        if st.phase == Phase.ROUND:
             return f"round {st.hand} is in progress: finish or void it first"
         if st.held:
             return f"held round(s) {sorted(st.held)} await a decision: resolve or void them first"
@@ -113,7 +112,7 @@ class SupervisorCommands(EngineCore):
         corrected on the spot (seed 002): the cards dealt as round 1 (in progress or held) are
         burned after all, and round 1 is dealt afresh with the same hand number."""
         st = self.state
-        if st.phase in (NO_SHOE, OVER):
+        if st.phase in (Phase.NO_SHOE, Phase.OVER):
             return "no shoe is being dealt"
         if hand not in (None, 1):
             return "only round 1 can be turned into the opening burn"
@@ -136,7 +135,7 @@ class SupervisorCommands(EngineCore):
                 self._clear_alert(pending, cmd.at, source, "round 1 burned", cmd)
             data = {"hand": 1, "cards": cards, "reason": reason, "was_completed": False, "opening_burn": True}
             self._emit(
-                "round_voided",
+                EventKind.ROUND_VOIDED,
                 cmd.at,
                 source,
                 data | {"actor": cmd.actor, "command_id": cmd.command_id},
@@ -183,7 +182,7 @@ class SupervisorCommands(EngineCore):
             # the card awaiting a rescan belonged to the voided round: nothing is pending any more
             self._clear_alert(pending, cmd.at, source, f"round {hand} voided", cmd)
         self._emit(
-            "round_voided",
+            EventKind.ROUND_VOIDED,
             cmd.at,
             source,
             {
@@ -196,14 +195,16 @@ class SupervisorCommands(EngineCore):
             },
             hand=hand,
         )
-        if was_current and st.phase != OVER:
+        if was_current and st.phase != Phase.OVER:
             self._after_round(hand, cmd.at, source)
 
     def _cmd_void_shoe(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"reason"})
         reason = args_.opt_text(cmd.args, "reason") or ""
         st = self.state
-        if st.shoe_id is None or (st.phase == OVER and not st.held and st.shoe_end_reason != "cut_card"):
+        if st.shoe_id is None or (
+            st.phase == Phase.OVER and not st.held and st.shoe_end_reason != "cut_card"
+        ):
             return "no shoe to void"
 
         def effect() -> None:
@@ -214,7 +215,7 @@ class SupervisorCommands(EngineCore):
                 for alert_id in self._alerts_about(rnd.hand):
                     self._clear_alert(alert_id, cmd.at, source, "shoe voided", cmd)
                 self._emit(
-                    "round_voided",
+                    EventKind.ROUND_VOIDED,
                     cmd.at,
                     source,
                     {
@@ -231,7 +232,7 @@ class SupervisorCommands(EngineCore):
                 if alert_id in st.alerts:
                     self._clear_alert(alert_id, cmd.at, source, "shoe voided", cmd)
             self._emit(
-                "shoe_voided",
+                EventKind.SHOE_VOIDED,
                 cmd.at,
                 source,
                 {
@@ -252,7 +253,7 @@ class SupervisorCommands(EngineCore):
         slot = args_.slot_arg(cmd.args, "slot", args_.CARD_SLOT_NAMES, False)
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         st = self.state
-        if st.phase in (NO_SHOE, OVER) and hand is None:
+        if st.phase in (Phase.NO_SHOE, Phase.OVER) and hand is None:
             return "no shoe is being dealt"
         if st.counts.get(card.code, 0) >= self.settings.decks:
             decks = self.settings.decks
@@ -322,7 +323,7 @@ class SupervisorCommands(EngineCore):
         def effect() -> None:
             source = Source.SUPERVISOR.value
             self._emit(
-                "round_corrected",
+                EventKind.ROUND_CORRECTED,
                 cmd.at,
                 source,
                 {
@@ -449,7 +450,7 @@ class SupervisorCommands(EngineCore):
             for alert_id in [a for a in rnd.holds if a in st.alerts]:
                 self._clear_alert(alert_id, cmd.at, source, "hold resolved", cmd)
             self._emit(
-                "hold_resolved",
+                EventKind.HOLD_RESOLVED,
                 cmd.at,
                 source,
                 {"hand": resolved_hand, "actor": cmd.actor, "command_id": cmd.command_id},
@@ -477,7 +478,7 @@ class SupervisorCommands(EngineCore):
             return f"variant {self.variant.name!r} has no super round"
         value = args_.req_int(cmd.args, "value", 1, die.die_faces)
         st = self.state
-        if st.phase in (NO_SHOE, OVER) and not st.held:
+        if st.phase in (Phase.NO_SHOE, Phase.OVER) and not st.held:
             return "no shoe is being dealt"
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         if hand is None:
@@ -492,7 +493,7 @@ class SupervisorCommands(EngineCore):
         def effect() -> None:
             source = Source.SUPERVISOR.value
             self._emit(
-                "super_round_die",
+                EventKind.SUPER_ROUND_DIE,
                 cmd.at,
                 source,
                 {"hand": target_hand, "value": value, "actor": cmd.actor, "command_id": cmd.command_id},
@@ -509,7 +510,7 @@ class SupervisorCommands(EngineCore):
 
         def effect() -> None:
             self._emit(
-                "reader_command_requested",
+                EventKind.READER_COMMAND_REQUESTED,
                 cmd.at,
                 Source.SUPERVISOR.value,
                 {"action": cmd.action, "command_id": cmd.command_id, "actor": cmd.actor},

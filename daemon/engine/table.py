@@ -28,7 +28,7 @@ from common.inputs import (
 )
 from daemon.alerts import AlertCode
 from daemon.engine.core import Placement, VariantResolver
-from daemon.engine.events import Event
+from daemon.engine.events import Event, EventKind
 from daemon.engine.sequencer import ReadSequencer
 from daemon.engine.settings import TableSettings
 from daemon.engine.signals import DeviceSignals
@@ -70,7 +70,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
         self.state.apply(event)
-        if event.kind == "shoe_started":
+        if event.kind == EventKind.SHOE_STARTED:
             self._use_shoe(event.data)
         self._now = event.at
 
