@@ -13,13 +13,11 @@ from common.inputs import (
     Source,
 )
 from daemon.alerts import AlertCode
-from daemon.engine.core import EngineCore, Placement
+from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.events import EventKind
 from daemon.engine.reads import read_fields, read_from_fields
-from daemon.engine.state import (
-    ROUND_SLOTS,
-    Phase,
-)
+from daemon.engine.rounds import ROUND_SLOTS
+from daemon.engine.state import Phase
 
 _DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
 
@@ -30,7 +28,7 @@ def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
     return (0 if position is None else position, held["read_at"], held["hold_id"])
 
 
-class ReadSequencer(EngineCore):
+class ReadSequencer(Dealing):
     """Turns reader and camera reads into placed cards, in dealing order."""
 
     def _held_devices(self) -> list[str]:

@@ -17,19 +17,17 @@ from common.inputs import (
     VerdictOutcome,
 )
 from daemon.alerts import AlertCode
-from daemon.engine.core import EngineCore
+from daemon.engine.dealing import Dealing
 from daemon.engine.events import EventKind
 from daemon.engine.reads import outside_read_fields
+from daemon.engine.rounds import side_codes
 from daemon.engine.settle import verdict_facts
-from daemon.engine.state import (
-    Phase,
-    side_codes,
-)
+from daemon.engine.state import Phase
 
 _READER: str = Source.READER.value
 
 
-class DeviceSignals(EngineCore):
+class DeviceSignals(Dealing):
     """Cut card, verdicts, reader status, connection changes, cards drawn outside the game."""
 
     def _on_outside_game_card(self, inp: OutsideGameCard) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from common.inputs import (
     CardRead,
@@ -27,15 +28,16 @@ from common.inputs import (
     Tick,
 )
 from daemon.alerts import AlertCode
-from daemon.engine.core import Placement, VariantResolver
+from daemon.engine.core import VariantResolver
 from daemon.engine.events import Event, EventKind
 from daemon.engine.sequencer import ReadSequencer
 from daemon.engine.settings import TableSettings
 from daemon.engine.signals import DeviceSignals
+from daemon.engine.snapshot import snapshot
 from daemon.engine.supervisor import SupervisorCommands
 from daemon.rules.variants import Variant
 
-__all__ = ["Engine", "Placement", "VariantResolver"]
+__all__ = ["Engine", "VariantResolver"]
 
 
 class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
@@ -66,6 +68,10 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         if engine._shoe_differs() is not None and engine.state.settings_notice_shoe != engine.state.shoe_id:
             engine._settings_notice = True
         return engine
+
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-ready current state (the publisher retains it)."""
+        return snapshot(self.state, self.settings.decks, self.variant.name, self._blockers)
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 from common.cards import Card
-from daemon.engine.state import RoundState
+from daemon.engine.rounds import RoundState
 from daemon.rules.outcome import next_slot
 
 # One card per point value (suits and ranks beyond points do not matter to the draw).
