@@ -126,7 +126,7 @@ class OutsideGameMode(Enum):
 class OutsideGameCard:
     """A card that left the shoe outside the game flow (Angel Eye ``d`` frame).
 
-    It is never a dealt card: the engine raises an alert for a supervisor (RULES.md
+    It is never a dealt card: the engine raises an alert for a supervisor (daemon/rules/RULES.md
     dealing mistake 7, a card exposed during betting) and counts it against the shoe's
     composition, since a real card left the shoe. ``transmission_id`` and ``raw`` are as
     for :class:`CardRead`.

@@ -8,6 +8,7 @@ the engine as running software). For each code the catalogue says how serious it
 it means, whether it holds a round, how it ends, the fields of its event's ``data`` and how
 its ``alert_id`` is formed.
 
+"RULES.md" in a message or detail is the product's rules reference, daemon/rules/RULES.md.
 Severity is the catalogue's own classification (a monitor's colour): only the delivery and
 journal alerts carry it in their payload (``severity`` among their fields below).
 """

@@ -1,4 +1,4 @@
-"""Supervisor commands that correct a round's cards (RULES.md dealing mistakes 4 and 5, and the
+"""Supervisor commands that correct a round's cards (daemon/rules/RULES.md dealing mistakes 4 and 5, and the
 unneeded cards of mistakes 1-2): ``assign_card``, ``rearrange``, ``move_card``, ``swap``."""
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ class Placement:
     slot: str
     burn: str | None = None  # opening / round / unneeded, for burn cards
     opens_round: bool = False
-    unneeded: int = 0  # 1 or 2: RULES.md dealing mistakes 1 and 2
+    unneeded: int = 0  # 1 or 2: daemon/rules/RULES.md dealing mistakes 1 and 2
 
 
 Effect = Callable[[], None]
@@ -125,7 +125,7 @@ class Dealing(EngineCore):
         """A reader's card over the shoe's composition (misread or foreign card).
 
         It physically occupies the slot the draw order gives it, so taking the next card in
-        its place would shift the round (RULES.md: never accepted silently). Like a misread,
+        its place would shift the round (daemon/rules/RULES.md: never accepted silently). Like a misread,
         the slot waits for a valid rescan (``rescan_needed``: no card is accepted meanwhile),
         and the alert holds the round (or the next one, between rounds) for a supervisor.
         """

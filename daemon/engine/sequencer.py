@@ -86,7 +86,7 @@ class ReadSequencer(Dealing):
         return None
 
     def _missing_in_pull(self, device: str, held: list[dict[str, Any]], missing: int) -> None:
-        """A card above the held ones never arrived (RULES.md mistakes 3 and 5: never guessed).
+        """A card above the held ones never arrived (daemon/rules/RULES.md mistakes 3 and 5: never guessed).
 
         Its slot waits like a misread's (``rescan_needed``: the reader's rescan, the camera,
         ``assign_card`` or a correction fills it; ``rescan_ack`` says there is none), the held
@@ -275,7 +275,7 @@ class ReadSequencer(Dealing):
 
     # -- a pull from a reader that names each card's slot (Angel Eye target/index) -------------
     # Such a reader reports no position, but its target IS where the card sits in the draw
-    # order (RULES.md dealing mistake 3). A card naming a slot after the one the engine
+    # order (daemon/rules/RULES.md dealing mistake 3). A card naming a slot after the one the engine
     # expects waits, at most ``pull_hold_window_s``, for the cards above it; when those come
     # naming exactly the expected slots, the pull is placed in draw order of the targets.
     # Anything else (a read without a target, another slot, the window ending) releases the

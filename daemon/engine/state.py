@@ -176,7 +176,7 @@ class TableState:
                     self._ready_for_next_round(None)
             elif reason == "round":
                 self.round_burn_remaining -= 1
-            else:  # unneeded: the next round's burn (RULES.md dealing mistake 1)
+            else:  # unneeded: the next round's burn (daemon/rules/RULES.md dealing mistake 1)
                 self.unneeded_count += 1
                 self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
                 self.decided_at = d["read"]["read_at"] if "read" in d else e.at

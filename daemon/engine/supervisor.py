@@ -84,7 +84,7 @@ class SupervisorCommands(RoundCorrections):
         return lambda: self._void_round(cmd, target_hand, cards, reason, completed)
 
     def _void_as_opening_burn(self, cmd: SupervisorCommand, hand: int | None, reason: str) -> Effect | str:
-        """RULES.md shoe procedure: a forgotten opening burn caught before the first round is
+        """daemon/rules/RULES.md shoe procedure: a forgotten opening burn caught before the first round is
         corrected on the spot (seed 002): the cards dealt as round 1 (in progress or held) are
         burned after all, and round 1 is dealt afresh with the same hand number."""
         st = self.state
