@@ -7,13 +7,13 @@ the driver observed it. The engine never reads a clock.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 from common.cards import Card
 
 
-class Source(Enum):
-    """Who produced an input."""
+class Source(StrEnum):
+    """Who produced an input (a ``StrEnum``: each member is its string, as events carry it)."""
 
     READER = "reader"
     CAMERA = "camera"
@@ -21,7 +21,7 @@ class Source(Enum):
     SYSTEM = "system"
 
 
-class DeviceTarget(Enum):
+class DeviceTarget(StrEnum):
     """Where the device itself says a card went (Angel Eye target/index byte)."""
 
     P1 = "P1"
@@ -85,7 +85,7 @@ class CutCardDrawn:
     device: str = "reader"
 
 
-class ReaderSignalKind(Enum):
+class ReaderSignalKind(StrEnum):
     STARTED = "started"  # power-up / reset / start of communication
     STANDBY = "standby"
     LOCKED = "locked"
@@ -114,7 +114,7 @@ class ReaderSignal:
     command_id: str | None = None
 
 
-class OutsideGameMode(Enum):
+class OutsideGameMode(StrEnum):
     """Why the reader says a card left the shoe outside the game flow (Angel Eye ``d`` mode)."""
 
     LOCK = "lock"  # the shoe was locked (betting time)
@@ -140,7 +140,7 @@ class OutsideGameCard:
     device: str = "reader"
 
 
-class VerdictOutcome(Enum):
+class VerdictOutcome(StrEnum):
     PLAYER = "player"
     BANKER = "banker"
     TIE = "tie"

@@ -137,8 +137,6 @@ class EngineCore:
     ) -> Event:
         event = Event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
         self.state.apply(event)
-        if kind == EventKind.SHOE_STARTED:
-            self._use_shoe(data)
         self._out.append(event)
         return event
 
@@ -157,7 +155,7 @@ class EngineCore:
         alert_id = engine_alert_id(self.state.shoe_id, self.state.alert_counter + 1)
         data: dict[str, Any] = {
             "alert_id": alert_id,
-            "code": code.value,
+            "code": code,
             "message": ALERTS[code].summary,
             "hand": hand,
             "holds": holds,

@@ -14,7 +14,7 @@ from daemon.engine import commands as args_
 from daemon.engine.dealing import Dealing, Effect, Placement
 from daemon.engine.events import EventKind
 from daemon.engine.rounds import ROUND_SLOTS, RoundState
-from daemon.engine.state import Phase
+from daemon.engine.state import OUTSIDE_SHOE
 from daemon.rules.outcome import next_slot
 
 
@@ -46,7 +46,7 @@ class RoundCorrections(Dealing):
         slot = args_.slot_arg(cmd.args, "slot", args_.CARD_SLOT_NAMES, False)
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         st = self.state
-        if st.phase in (Phase.NO_SHOE, Phase.OVER) and hand is None:
+        if st.phase in OUTSIDE_SHOE and hand is None:
             return "no shoe is being dealt"
         if st.counts.get(card.code, 0) >= self.settings.decks:
             decks = self.settings.decks
@@ -65,7 +65,7 @@ class RoundCorrections(Dealing):
             return f"the next card goes to {plan.slot}, not {slot}"
         if plan.opens_round and st.storage_full:
             return "the journal is full: no new round can open until it has room"
-        return lambda: self._place(plan, card.code, cmd.at, Source.SUPERVISOR.value, cmd=cmd, hand=hand)
+        return lambda: self._place(plan, card.code, cmd.at, Source.SUPERVISOR, cmd=cmd, hand=hand)
 
     def _correct(
         self, cmd: SupervisorCommand, rnd: RoundState, after: dict[str, str], action: str
@@ -97,7 +97,7 @@ class RoundCorrections(Dealing):
         burned = Counter(
             st.alerts[a]["details"]["card"]
             for a in rnd.holds
-            if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD.value and st.alerts[a]["holds"] == "next_round"
+            if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD and st.alerts[a]["holds"] == "next_round"
         )
         from_burn: list[str] = []
         for slot in supplied:
@@ -114,7 +114,7 @@ class RoundCorrections(Dealing):
         pending_slot = rnd.next_slot() if rnd is self.state.round else None
 
         def effect() -> None:
-            source = Source.SUPERVISOR.value
+            source = Source.SUPERVISOR
             self._emit(
                 EventKind.ROUND_CORRECTED,
                 cmd.at,
@@ -137,7 +137,7 @@ class RoundCorrections(Dealing):
                 self._clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd)
             # The correction is the supervisor's reading of this round's cards: it answers the
             # unneeded-card alerts that held it (other holds stay: resolve_hold).
-            unneeded = [a for a in rnd.holds if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD.value]
+            unneeded = [a for a in rnd.holds if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD]
             if rnd is self.state.round and rnd.next_slot() is None:
                 for alert_id in unneeded:
                     self._clear_alert(alert_id, cmd.at, source, "corrected", cmd)
@@ -188,7 +188,7 @@ class RoundCorrections(Dealing):
     def _release_unneeded(self, alert_ids: list[str], cmd: SupervisorCommand, reason: str) -> None:
         """Clear ``unneeded_card`` alerts; a held round they alone kept back completes as it stands."""
         st = self.state
-        source = Source.SUPERVISOR.value
+        source = Source.SUPERVISOR
         held = [r for r in st.held.values() if any(a in r.holds for a in alert_ids)]
         for alert_id in alert_ids:
             self._clear_alert(alert_id, cmd.at, source, reason, cmd)

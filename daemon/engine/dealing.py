@@ -15,7 +15,7 @@ from daemon.engine.core import EngineCore
 from daemon.engine.events import EventKind
 from daemon.engine.rounds import ROUND_SLOTS, RoundState
 from daemon.engine.settle import RANKS
-from daemon.engine.state import Phase
+from daemon.engine.state import OUTSIDE_SHOE, Phase
 
 # Which device targets agree with which engine slot.
 TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
@@ -234,7 +234,7 @@ class Dealing(EngineCore):
                 device=device,
                 card=code,
                 engine_slot=plan.slot,
-                device_target=target.value,
+                device_target=target,
             )
         if st.rescan_alert is not None:
             reason = {"camera": "camera_filled", "supervisor": "assigned"}.get(source, "rescanned")
@@ -338,7 +338,7 @@ class Dealing(EngineCore):
 
     def _start_shoe(self, at: float, shoe_id: str | None, cmd: SupervisorCommand | None, source: str) -> None:
         st = self.state
-        if st.phase not in (Phase.NO_SHOE, Phase.OVER):
+        if st.phase not in OUTSIDE_SHOE:
             self._end_shoe(at, source, "replaced")
         new_id = shoe_id or f"shoe-{st.shoes_started + 1}-{round(at * 1000)}"
         data: dict[str, Any] = {
@@ -351,3 +351,4 @@ class Dealing(EngineCore):
             "command_id": None if cmd is None else cmd.command_id,
         }
         self._emit(EventKind.SHOE_STARTED, at, source, data, shoe_id=new_id)
+        self._use_shoe(data)

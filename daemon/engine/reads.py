@@ -22,18 +22,18 @@ def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
     """The audit form of a read, as carried in events (``data["read"]``)."""
     if isinstance(read, CardRead):
         return {
-            "source": read.source.value,
+            "source": read.source,
             "device": read.device,
             "read_at": read.at,
             "raw": read.raw,
             "card": read.card.code,
             "position": read.position,
-            "target": None if read.target is None else read.target.value,
+            "target": None if read.target is None else read.target,
             "transmission_id": read.transmission_id,
             "confidence": _finite(read.confidence),
         }
     return {
-        "source": read.source.value,
+        "source": read.source,
         "device": read.device,
         "read_at": read.at,
         "raw": read.raw,
@@ -47,7 +47,7 @@ def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
 def outside_read_fields(inp: OutsideGameCard) -> dict[str, Any]:
     """The audit form of a card drawn outside the game flow (same keys as a card read, plus ``mode``)."""
     return {
-        "source": Source.READER.value,
+        "source": Source.READER,
         "device": inp.device,
         "read_at": inp.at,
         "raw": inp.raw,
@@ -56,7 +56,7 @@ def outside_read_fields(inp: OutsideGameCard) -> dict[str, Any]:
         "target": None,
         "transmission_id": inp.transmission_id,
         "confidence": None,
-        "mode": inp.mode.value,
+        "mode": inp.mode,
     }
 
 

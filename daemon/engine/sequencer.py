@@ -17,7 +17,7 @@ from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.events import EventKind
 from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.rounds import ROUND_SLOTS
-from daemon.engine.state import Phase
+from daemon.engine.state import DEALING, OUTSIDE_SHOE, Phase
 
 _DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
 
@@ -60,7 +60,7 @@ class ReadSequencer(Dealing):
             return
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         if held:
-            if reason != "rescanned" and st.phase not in (Phase.NO_SHOE, Phase.OVER):
+            if reason != "rescanned" and st.phase not in OUTSIDE_SHOE:
                 missing = self._pull_gap(device, held)
                 if missing is not None:
                     self._missing_in_pull(device, held, missing)
@@ -170,7 +170,7 @@ class ReadSequencer(Dealing):
                 self._take_read(read)
             return
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit(EventKind.READ_HELD, read.at, read.source.value, {"read": fields})
+        self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         run: list[dict[str, Any]] = []
         expect = base
@@ -210,7 +210,7 @@ class ReadSequencer(Dealing):
             ):
                 # A card from under the misread one in the same pull: it waits for the rescan.
                 fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-                self._emit(EventKind.READ_HELD, read.at, read.source.value, {"read": fields})
+                self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
                 return
             expected = self._expected_round_slot(read.at, during_rescan=True)
             if (
@@ -229,15 +229,19 @@ class ReadSequencer(Dealing):
             if device in st.pull_last_at:
                 self._unpositioned_in_pull(read)
             in_pull = False
+            plan: Placement | None = None
             if read.target is not None:  # (no look-ahead at all for readers that name no slot)
-                expected = self._expected_round_slot(read.at)
+                plan = self._expected_plan(read.at)
+                expected = plan.slot if plan is not None and plan.slot in ROUND_SLOTS else None
                 if expected is not None and self._names_later_slot(read, expected):
                     self._hold_for_target(read, expected)
                     return
-                in_pull = read.target.value == expected and self._target_held(device)
-            if st.held_reads and not in_pull:
-                self._release_all(device, "interleaved")
-            self._take_read(read, fields)
+                in_pull = read.target == expected and self._target_held(device)
+            if st.held_reads:
+                plan = None  # (a release below, or a held pull, may move the table on first)
+                if not in_pull:
+                    self._release_all(device, "interleaved")
+            self._take_read(read, fields, plan)
             if in_pull:
                 self._release_by_target(device)
         else:
@@ -263,7 +267,7 @@ class ReadSequencer(Dealing):
         self._alert(
             AlertCode.DEVICE_DISAGREEMENT,
             read.at,
-            read.source.value,
+            read.source,
             hand=hand,
             holds=hand if hand is not None else "next_round",
             device=read.device,
@@ -291,13 +295,13 @@ class ReadSequencer(Dealing):
     def _expected_plan(self, at: float, *, during_rescan: bool = False) -> Placement | None:
         """``_plan(at)`` when a target may reorder a pull (see ``_expected_round_slot``), else None."""
         st = self.state
-        if st.phase not in (Phase.READY, Phase.ROUND) or (st.rescan_alert is not None and not during_rescan):
+        if st.phase not in DEALING or (st.rescan_alert is not None and not during_rescan):
             return None
         return self._plan(at)
 
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
-        target = None if read.target is None else read.target.value
+        target = None if read.target is None else read.target
         return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
@@ -309,9 +313,7 @@ class ReadSequencer(Dealing):
         if any(r["device"] == read.device and r["position"] is not None for r in st.held_reads):
             self._release_all(read.device, "interleaved")  # never mix a positioned pull with this one
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit(
-            EventKind.READ_HELD, read.at, read.source.value, {"read": fields, "expected_slot": expected}
-        )
+        self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields, "expected_slot": expected})
 
     def _release_by_target(self, device: str) -> None:
         """Place held cards whose target is now the expected slot, one by one in draw order."""
@@ -344,14 +346,14 @@ class ReadSequencer(Dealing):
     def _misread(self, read: ReadFailed) -> None:
         st = self.state
         fields = read_fields(read)
-        if st.phase in (Phase.NO_SHOE, Phase.OVER):
-            self._refuse_outside_shoe(read.at, read.source.value, fields)
+        if st.phase in OUTSIDE_SHOE:
+            self._refuse_outside_shoe(read.at, read.source, fields)
         elif st.rescan_alert is None:
             hand = st.round.hand if st.round is not None else None
             self._alert(
                 AlertCode.RESCAN_NEEDED,
                 read.at,
-                read.source.value,
+                read.source,
                 hand=hand,
                 device=read.device,
                 read=fields,
@@ -359,16 +361,20 @@ class ReadSequencer(Dealing):
                 reader_code=read.code,
             )
 
-    def _take_read(self, read: CardRead, fields: dict[str, Any] | None = None) -> None:
+    def _take_read(
+        self, read: CardRead, fields: dict[str, Any] | None = None, plan: Placement | None = None
+    ) -> None:
         """A reader's card, in dealing order: check it and place it.
 
-        ``fields``: ``read_fields(read)`` when the caller has built it already.
+        ``fields``: ``read_fields(read)`` when the caller has built it already. ``plan``:
+        ``_plan(read.at)`` when the caller has just computed it and nothing has changed the
+        table since (checking the camera fill changes nothing).
         """
         st = self.state
         if fields is None:
             fields = read_fields(read)
         source = fields["source"]
-        if st.phase in (Phase.NO_SHOE, Phase.OVER):
+        if st.phase in OUTSIDE_SHOE:
             if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD and not st.held:
                 # (held rounds of the old shoe await a supervisor: never dropped by a new shoe)
                 self._start_shoe(read.at, None, None, source)
@@ -381,7 +387,7 @@ class ReadSequencer(Dealing):
             and fill["card"] == fields["card"]
             and read.at - fill["at"] <= self.settings.camera.fill_confirm_window_s
         ):
-            if read.target is not None and read.target.value == fill["slot"]:
+            if read.target is not None and read.target == fill["slot"]:
                 self._emit(
                     EventKind.CARD_CONFIRMED,
                     read.at,
@@ -401,7 +407,8 @@ class ReadSequencer(Dealing):
                     camera_slot=fill["slot"],
                 )
                 return
-        plan = self._plan(read.at)
+        if plan is None:
+            plan = self._plan(read.at)
         if plan.opens_round and st.storage_full:
             self._refuse_for_storage(fields["card"], read.at, source, fields)
             return
@@ -415,7 +422,7 @@ class ReadSequencer(Dealing):
         for alert in self.state.alerts.values():
             details = alert.get("details", {})
             if (
-                alert["code"] == AlertCode.CAMERA_DISAGREEMENT.value
+                alert["code"] == AlertCode.CAMERA_DISAGREEMENT
                 and alert.get("hand") == hand
                 and details.get("slot") == slot
                 and details.get("camera_card") == code
@@ -439,8 +446,8 @@ class ReadSequencer(Dealing):
         st = self.state
         code = read.card.code
         fields = read_fields(read)
-        source = read.source.value
-        target = None if read.target is None else read.target.value
+        source = read.source
+        target = None if read.target is None else read.target
         slot = target if target in ROUND_SLOTS else None
         ref_hand: int | None = None
         ref_cards: dict[str, str] = {}
@@ -472,7 +479,7 @@ class ReadSequencer(Dealing):
                     round_already_completed=not still_open,
                 )
             return
-        if not self._reader_failed() or st.phase not in (Phase.READY, Phase.ROUND):
+        if not self._reader_failed() or st.phase not in DEALING:
             return
         plan = self._plan(read.at)
         if plan.slot not in ROUND_SLOTS:

@@ -22,9 +22,7 @@ from daemon.engine.events import EventKind
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.rounds import side_codes
 from daemon.engine.settle import verdict_facts
-from daemon.engine.state import Phase
-
-_READER: str = Source.READER.value
+from daemon.engine.state import OUTSIDE_SHOE, Phase
 
 
 class DeviceSignals(Dealing):
@@ -50,11 +48,11 @@ class DeviceSignals(Dealing):
             )
         else:
             not_counted = None
-        source = _READER
+        source = Source.READER
         fields = outside_read_fields(inp)
         data: dict[str, Any] = {
             "card": code,
-            "mode": inp.mode.value,
+            "mode": inp.mode,
             "counted": not_counted is None,
             "read": fields,
         }
@@ -62,7 +60,7 @@ class DeviceSignals(Dealing):
         hand = st.round.hand if st.round is not None else None
         details: dict[str, Any] = {
             "card": code,
-            "mode": inp.mode.value,
+            "mode": inp.mode,
             "counted": not_counted is None,
             "rule": "RULES.md dealing mistake 7",
         }
@@ -72,8 +70,8 @@ class DeviceSignals(Dealing):
 
     def _on_cut_card(self, inp: CutCardDrawn) -> None:
         st = self.state
-        source = inp.source.value
-        if st.phase in (Phase.NO_SHOE, Phase.OVER) or st.cut_card_seen:
+        source = inp.source
+        if st.phase in OUTSIDE_SHOE or st.cut_card_seen:
             self._alert(AlertCode.UNEXPECTED_CUT_CARD, inp.at, source, device=inp.device, raw=inp.raw)
             return
         during = st.round.hand if st.phase == Phase.ROUND and st.round is not None else None
@@ -91,13 +89,13 @@ class DeviceSignals(Dealing):
     def _on_verdict(self, inp: ShoeVerdict) -> None:
         st = self.state
         verdict = {
-            "outcome": inp.outcome.value,
+            "outcome": inp.outcome,
             "player_pair": inp.player_pair,
             "banker_pair": inp.banker_pair,
             "raw": inp.raw,
             "device": inp.device,
         }
-        source = _READER
+        source = Source.READER
         if inp.outcome is VerdictOutcome.FORCED_QUIT:
             hand = st.round.hand if st.round is not None else None
             self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
@@ -125,7 +123,7 @@ class DeviceSignals(Dealing):
 
     def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
         st = self.state
-        source = _READER
+        source = Source.READER
         # The round's facts from lookup tables (settle.verdict_facts, checked against the rules
         # core in tests/engine/test_settle.py): a verdict comes with every round.
         winner, player_pair, banker_pair = verdict_facts(*side_codes(cards))
@@ -159,13 +157,13 @@ class DeviceSignals(Dealing):
 
     def _on_reader_signal(self, inp: ReaderSignal) -> None:
         st = self.state
-        source = _READER
+        source = Source.READER
         self._emit(
             EventKind.READER_STATUS,
             inp.at,
             source,
             {
-                "kind": inp.kind.value,
+                "kind": inp.kind,
                 "code": inp.code,
                 "detail": inp.detail,
                 "device": inp.device,
@@ -176,7 +174,7 @@ class DeviceSignals(Dealing):
         if inp.kind is ReaderSignalKind.ERROR_RAISED:
             self._alert(AlertCode.READER_ERROR, inp.at, source, device=inp.device, reader_code=inp.code)
         elif inp.kind is ReaderSignalKind.ERROR_CLEARED:
-            for alert_id in st.open_alert_ids(AlertCode.READER_ERROR.value, inp.device):
+            for alert_id in st.open_alert_ids(AlertCode.READER_ERROR, inp.device):
                 self._clear_alert(alert_id, inp.at, source, "reader cleared the error")
         elif inp.kind is ReaderSignalKind.COMMAND_REFUSED:
             self._alert(
@@ -200,30 +198,28 @@ class DeviceSignals(Dealing):
         self._emit(
             EventKind.DEVICE_CONNECTION,
             inp.at,
-            Source.SYSTEM.value,
+            Source.SYSTEM,
             {"device": inp.device, "connected": inp.connected, "detail": inp.detail},
         )
         if not inp.connected:
             self._alert(
                 AlertCode.READER_DISCONNECTED,
                 inp.at,
-                Source.SYSTEM.value,
+                Source.SYSTEM,
                 device=inp.device,
                 detail=inp.detail,
             )
         else:
-            for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED.value, inp.device):
-                self._clear_alert(alert_id, inp.at, Source.SYSTEM.value, "device reconnected")
+            for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED, inp.device):
+                self._clear_alert(alert_id, inp.at, Source.SYSTEM, "device reconnected")
 
     def _on_storage(self, inp: StorageState) -> None:
         """The journal filled up or has room again; a full journal refuses cards opening a round."""
         st = self.state
         if inp.full == st.storage_full and (not inp.full or inp.detail == st.storage_detail):
             return  # no change
-        self._emit(
-            EventKind.STORAGE_STATE, inp.at, Source.SYSTEM.value, {"full": inp.full, "detail": inp.detail}
-        )
+        self._emit(EventKind.STORAGE_STATE, inp.at, Source.SYSTEM, {"full": inp.full, "detail": inp.detail})
         if not inp.full and st.storage_alert is not None:
             self._clear_alert(
-                st.storage_alert, inp.at, Source.SYSTEM.value, "journal has room", refused=st.storage_refused
+                st.storage_alert, inp.at, Source.SYSTEM, "journal has room", refused=st.storage_refused
             )

@@ -30,6 +30,12 @@ class Phase(StrEnum):
     OVER = "over"  # the shoe ended
 
 
+OUTSIDE_SHOE: frozenset[Phase] = frozenset({Phase.NO_SHOE, Phase.OVER})
+"""The phases in which no shoe is being dealt."""
+DEALING: frozenset[Phase] = frozenset({Phase.READY, Phase.ROUND})
+"""The phases in which the next card may belong to a round (a reader's target may reorder a pull)."""
+
+
 @dataclass
 class TableState:
     """Everything the engine knows about its table; changed only by ``apply``."""

@@ -12,7 +12,7 @@ from daemon.engine import commands as args_
 from daemon.engine.corrections import RoundCorrections
 from daemon.engine.dealing import Effect
 from daemon.engine.events import EventKind
-from daemon.engine.state import Phase
+from daemon.engine.state import OUTSIDE_SHOE, Phase
 
 
 class SupervisorCommands(RoundCorrections):
@@ -37,7 +37,7 @@ class SupervisorCommands(RoundCorrections):
         self._emit(
             EventKind.COMMAND_ACCEPTED,
             cmd.at,
-            Source.SUPERVISOR.value,
+            Source.SUPERVISOR,
             {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": None},
         )
         outcome()
@@ -46,7 +46,7 @@ class SupervisorCommands(RoundCorrections):
         self._emit(
             EventKind.COMMAND_REFUSED,
             cmd.at,
-            Source.SUPERVISOR.value,
+            Source.SUPERVISOR,
             {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": reason},
         )
 
@@ -60,7 +60,7 @@ class SupervisorCommands(RoundCorrections):
             return f"held round(s) {sorted(st.held)} await a decision: resolve or void them first"
         if shoe_id is not None and shoe_id == st.shoe_id:
             return f"shoe id {shoe_id!r} is the current shoe's id"
-        return lambda: self._start_shoe(cmd.at, shoe_id, cmd, Source.SUPERVISOR.value)
+        return lambda: self._start_shoe(cmd.at, shoe_id, cmd, Source.SUPERVISOR)
 
     def _cmd_void_round(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"hand", "reason", "opening_burn"})
@@ -88,7 +88,7 @@ class SupervisorCommands(RoundCorrections):
         corrected on the spot (seed 002): the cards dealt as round 1 (in progress or held) are
         burned after all, and round 1 is dealt afresh with the same hand number."""
         st = self.state
-        if st.phase in (Phase.NO_SHOE, Phase.OVER):
+        if st.phase in OUTSIDE_SHOE:
             return "no shoe is being dealt"
         if hand not in (None, 1):
             return "only round 1 can be turned into the opening burn"
@@ -103,7 +103,7 @@ class SupervisorCommands(RoundCorrections):
         cards = dict(rnd.cards)
 
         def effect() -> None:
-            source = Source.SUPERVISOR.value
+            source = Source.SUPERVISOR
             for alert_id in self._alerts_about(1):
                 self._clear_alert(alert_id, cmd.at, source, "round 1 burned", cmd)
             pending = st.rescan_alert
@@ -149,7 +149,7 @@ class SupervisorCommands(RoundCorrections):
         self, cmd: SupervisorCommand, hand: int, cards: dict[str, str], reason: str, completed: bool
     ) -> None:
         st = self.state
-        source = Source.SUPERVISOR.value
+        source = Source.SUPERVISOR
         was_current = st.round is not None and st.round.hand == hand
         for alert_id in self._alerts_about(hand):
             self._clear_alert(alert_id, cmd.at, source, f"round {hand} voided", cmd)
@@ -184,7 +184,7 @@ class SupervisorCommands(RoundCorrections):
             return "no shoe to void"
 
         def effect() -> None:
-            source = Source.SUPERVISOR.value
+            source = Source.SUPERVISOR
             voided: list[int] = []
             for rnd in [*([st.round] if st.round is not None else []), *st.held.values()]:
                 voided.append(rnd.hand)
@@ -232,14 +232,14 @@ class SupervisorCommands(RoundCorrections):
         alert = st.alerts.get(alert_id)
         if alert is None:
             return f"no open alert {alert_id!r}"
-        if alert["code"] == AlertCode.UNNEEDED_CARD.value:
+        if alert["code"] == AlertCode.UNNEEDED_CARD:
             # The supervisor accepts the engine's reading: the round it held goes on (or completes).
             return lambda: self._release_unneeded([alert_id], cmd, "acknowledged")
         if self._is_holding(alert_id):
             return "this alert holds a round: use resolve_hold, a correction or void_round"
-        if alert["code"] == AlertCode.READER_DISCONNECTED.value and alert.get("device") in st.disconnected:
+        if alert["code"] == AlertCode.READER_DISCONNECTED and alert.get("device") in st.disconnected:
             return f"device {alert.get('device')!r} is still disconnected"
-        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR.value, "acknowledged", cmd)
+        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR, "acknowledged", cmd)
 
     def _cmd_resolve_hold(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"hand"})
@@ -267,7 +267,7 @@ class SupervisorCommands(RoundCorrections):
         resolved_hand = hand
 
         def effect() -> None:
-            source = Source.SUPERVISOR.value
+            source = Source.SUPERVISOR
             for alert_id in [a for a in rnd.holds if a in st.alerts]:
                 self._clear_alert(alert_id, cmd.at, source, "hold resolved", cmd)
             self._emit(
@@ -290,7 +290,7 @@ class SupervisorCommands(RoundCorrections):
         alert_id = self.state.rescan_alert
         if alert_id is None:
             return "no rescan is pending"
-        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR.value, "rescan_ack", cmd)
+        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR, "rescan_ack", cmd)
 
     def _cmd_super_round_die(self, cmd: SupervisorCommand) -> Effect | str:
         args_.check_keys(cmd.args, {"value", "hand"})
@@ -299,7 +299,7 @@ class SupervisorCommands(RoundCorrections):
             return f"variant {self.variant.name!r} has no super round"
         value = args_.req_int(cmd.args, "value", 1, die.die_faces)
         st = self.state
-        if st.phase in (Phase.NO_SHOE, Phase.OVER) and not st.held:
+        if st.phase in OUTSIDE_SHOE and not st.held:
             return "no shoe is being dealt"
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         if hand is None:
@@ -312,7 +312,7 @@ class SupervisorCommands(RoundCorrections):
         target_hand = hand
 
         def effect() -> None:
-            source = Source.SUPERVISOR.value
+            source = Source.SUPERVISOR
             self._emit(
                 EventKind.SUPER_ROUND_DIE,
                 cmd.at,
@@ -333,7 +333,7 @@ class SupervisorCommands(RoundCorrections):
             self._emit(
                 EventKind.READER_COMMAND_REQUESTED,
                 cmd.at,
-                Source.SUPERVISOR.value,
+                Source.SUPERVISOR,
                 {"action": cmd.action, "command_id": cmd.command_id, "actor": cmd.actor},
             )
 

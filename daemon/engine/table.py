@@ -89,7 +89,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._alert(
                 AlertCode.INVALID_INPUT,
                 self._now,
-                Source.SYSTEM.value,
+                Source.SYSTEM,
                 device=getattr(inp, "device", None),
                 input=type(inp).__name__,
                 reason=f"time {inp.at!r} is not a finite number",
@@ -101,7 +101,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._settings_notice = False
             differs = self._shoe_differs()
             if differs is not None:
-                self._alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM.value, **differs)
+                self._alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM, **differs)
         st = self.state
         rescan_before = st.rescan_alert
         self._pull_gap_raised = False
