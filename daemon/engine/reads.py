@@ -19,7 +19,8 @@ def _finite(value: float | None) -> float | None:
 
 
 def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
-    """The audit form of a read, as carried in events (``data["read"]``)."""
+    """The audit form of a read, as carried in events (``data["read"]``); its enums are
+    ``StrEnum`` members, i.e. strings."""
     if isinstance(read, CardRead):
         return {
             "source": read.source,
@@ -28,7 +29,7 @@ def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
             "raw": read.raw,
             "card": read.card.code,
             "position": read.position,
-            "target": None if read.target is None else read.target,
+            "target": read.target,
             "transmission_id": read.transmission_id,
             "confidence": _finite(read.confidence),
         }

@@ -301,7 +301,7 @@ class ReadSequencer(Dealing):
 
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
-        target = None if read.target is None else read.target
+        target = read.target
         return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
@@ -447,8 +447,7 @@ class ReadSequencer(Dealing):
         code = read.card.code
         fields = read_fields(read)
         source = read.source
-        target = None if read.target is None else read.target
-        slot = target if target in ROUND_SLOTS else None
+        slot = read.target if read.target in ROUND_SLOTS else None
         ref_hand: int | None = None
         ref_cards: dict[str, str] = {}
         if st.round is not None and st.round.cards:

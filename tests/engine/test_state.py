@@ -1,4 +1,5 @@
-"""The engine's fast next-slot equals the rules core's ``next_slot``, by exact enumeration."""
+"""The engine's tabulated next slot (``RoundState.next_slot``) equals the rules core's
+``next_slot``, by exact enumeration."""
 
 from __future__ import annotations
 
