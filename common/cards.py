@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from functools import cache
 
 
@@ -38,11 +38,11 @@ class Rank(IntEnum):
 
     @property
     def symbol(self) -> str:
-        return _RANK_SYMBOLS[self.value - 1]
+        return _SYMBOL_OF_RANK[self]
 
 
-class Suit(Enum):
-    """Card suit; the value is the one-letter code used in text and file names."""
+class Suit(StrEnum):
+    """Card suit; each member is its one-letter code, used in text and file names."""
 
     CLUBS = "c"
     DIAMONDS = "d"
@@ -56,6 +56,7 @@ class Suit(Enum):
 
 _RANK_SYMBOLS = "A23456789TJQK"
 _RANK_BY_SYMBOL = {s: Rank(i + 1) for i, s in enumerate(_RANK_SYMBOLS)}
+_SYMBOL_OF_RANK = {rank: symbol for symbol, rank in _RANK_BY_SYMBOL.items()}
 _SUIT_BY_SYMBOL = {s.value: s for s in Suit}
 
 
@@ -77,7 +78,7 @@ class Card:
     @property
     def code(self) -> str:
         """Canonical two-character code, e.g. ``"8s"``."""
-        return self.rank.symbol + self.suit.value
+        return self.rank.symbol + self.suit
 
     def __str__(self) -> str:
         return self.code

@@ -6,69 +6,14 @@ the driver observed it. The engine never reads a clock.
 
 from __future__ import annotations
 
-import dataclasses
-import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, TypeVar
+from enum import StrEnum
 
 from common.cards import Card
 
-_T = TypeVar("_T")
 
-DATACLASS_INITS: dict[type, Callable[..., None]] = {}
-"""The ``__init__`` that ``@dataclass`` generated for each class given ``_fast_init``
-(kept so tests can check the replacement builds equal objects)."""
-
-
-def _fast_init(cls: type[_T]) -> type[_T]:
-    """Give a frozen slots dataclass an ``__init__`` that sets each field through its slot's
-    own descriptor, instead of one ``object.__setattr__(self, name, value)`` per field (how a
-    frozen dataclass's generated ``__init__`` gets past its own ``__setattr__``).
-
-    Same signature and defaults, same resulting object (equal, same hash, still frozen), in
-    about a third of the time: drivers build an input per frame, the reader one per card.
-    """
-    if hasattr(cls, "__post_init__"):
-        # The generated __init__ would silently skip it (and any validation it does).
-        raise TypeError(f"{cls.__name__} has __post_init__: _fast_init does not call it")
-    names: list[str] = []  # the factory's parameters: the setters and defaults, as closure cells
-    values: list[Any] = []
-    params: list[str] = []
-    body: list[str] = []
-    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-        if not f.init or f.default_factory is not dataclasses.MISSING:
-            raise TypeError(f"{cls.__name__}.{f.name}: only plain fields and defaults are supported")
-        names.append(f"_set_{f.name}")
-        values.append(cls.__dict__[f.name].__set__)
-        if f.default is dataclasses.MISSING:
-            params.append(f.name)
-        else:
-            names.append(f"_default_{f.name}")
-            values.append(f.default)
-            params.append(f"{f.name}=_default_{f.name}")
-        body.append(f"        _set_{f.name}(self, {f.name})")
-    source = (
-        f"def _make({', '.join(names)}):\n"
-        f"    def __init__(self, {', '.join(params)}):\n" + "\n".join(body) + "\n"
-        "    return __init__\n"
-    )
-    # Defined against the module's globals, so the annotations resolve (typing.get_type_hints).
-    namespace: dict[str, Any] = {}
-    exec(source, sys.modules[cls.__module__].__dict__, namespace)  # noqa: S102 - as dataclasses does
-    init = namespace["_make"](*values)
-    original = cls.__dict__["__init__"]
-    init.__qualname__ = original.__qualname__
-    init.__module__ = original.__module__
-    init.__annotations__ = dict(original.__annotations__)
-    DATACLASS_INITS[cls] = original
-    setattr(cls, "__init__", init)  # noqa: B010 - (a direct assignment to a method upsets mypy)
-    return cls
-
-
-class Source(Enum):
-    """Who produced an input."""
+class Source(StrEnum):
+    """Who produced an input (a ``StrEnum``: each member is its string, as events carry it)."""
 
     READER = "reader"
     CAMERA = "camera"
@@ -76,7 +21,7 @@ class Source(Enum):
     SYSTEM = "system"
 
 
-class DeviceTarget(Enum):
+class DeviceTarget(StrEnum):
     """Where the device itself says a card went (Angel Eye target/index byte)."""
 
     P1 = "P1"
@@ -90,7 +35,6 @@ class DeviceTarget(Enum):
     BURN_COUNT = "burn_count"
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class CardRead:
     """A card identified by a reader or the camera.
@@ -115,7 +59,6 @@ class CardRead:
     device: str = "reader"
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class ReadFailed:
     """The device saw a card but could not identify it ("cannot read", card-code error).
@@ -132,7 +75,6 @@ class ReadFailed:
     position: int | None = None
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class CutCardDrawn:
     """The cut card came out of the shoe."""
@@ -143,7 +85,7 @@ class CutCardDrawn:
     device: str = "reader"
 
 
-class ReaderSignalKind(Enum):
+class ReaderSignalKind(StrEnum):
     STARTED = "started"  # power-up / reset / start of communication
     STANDBY = "standby"
     LOCKED = "locked"
@@ -155,7 +97,6 @@ class ReaderSignalKind(Enum):
     COMMAND_REFUSED = "command_refused"  # a host command (lock/unlock) was NAKed, unanswered or unsendable
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class ReaderSignal:
     """A status message from the reader that is not a card.
@@ -173,7 +114,7 @@ class ReaderSignal:
     command_id: str | None = None
 
 
-class OutsideGameMode(Enum):
+class OutsideGameMode(StrEnum):
     """Why the reader says a card left the shoe outside the game flow (Angel Eye ``d`` mode)."""
 
     LOCK = "lock"  # the shoe was locked (betting time)
@@ -181,12 +122,11 @@ class OutsideGameMode(Enum):
     SETTING = "setting"  # the shoe was in its settings mode
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class OutsideGameCard:
     """A card that left the shoe outside the game flow (Angel Eye ``d`` frame).
 
-    It is never a dealt card: the engine raises an alert for a supervisor (RULES.md
+    It is never a dealt card: the engine raises an alert for a supervisor (daemon/rules/RULES.md
     dealing mistake 7, a card exposed during betting) and counts it against the shoe's
     composition, since a real card left the shoe. ``transmission_id`` and ``raw`` are as
     for :class:`CardRead`.
@@ -200,14 +140,13 @@ class OutsideGameCard:
     device: str = "reader"
 
 
-class VerdictOutcome(Enum):
+class VerdictOutcome(StrEnum):
     PLAYER = "player"
     BANKER = "banker"
     TIE = "tie"
     FORCED_QUIT = "forced_quit"
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class ShoeVerdict:
     """The reader's own result for the round (Angel Eye ``G`` frame)."""
@@ -220,7 +159,6 @@ class ShoeVerdict:
     device: str = "reader"
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class DeviceConnection:
     """A device went away or came back (emitted by the driver, not the device)."""
@@ -231,7 +169,6 @@ class DeviceConnection:
     detail: str | None = None
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class Tick:
     """Clock tick, so time-based rules (pull hold window) can fire without a new read."""
@@ -255,7 +192,6 @@ class SupervisorCommand:
     args: dict[str, object] = field(default_factory=dict)
 
 
-@_fast_init
 @dataclass(frozen=True, slots=True)
 class StorageState:
     """Whether the daemon's journal can take a new round (emitted by the service, not a device).

@@ -8,20 +8,57 @@ string keys) so ``Event.from_dict(json.loads(json.dumps(e.to_dict()))) == e``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class Event:
-    """A table event: what happened (``kind``), when (``at``), in which shoe and hand, and details."""
+class EventKind(StrEnum):
+    """What an event says happened (``README.md``, "Events", has each one's ``data``)."""
+
+    SHOE_STARTED = "shoe_started"
+    CARD_DEALT = "card_dealt"
+    BETS_OFFERED = "bets_offered"
+    ROUND_OPENED = "round_opened"
+    ROUND_COMPLETED = "round_completed"
+    ROUND_HELD = "round_held"
+    HOLD_RESOLVED = "hold_resolved"
+    ROUND_CORRECTED = "round_corrected"
+    ROUND_VOIDED = "round_voided"
+    CUT_CARD = "cut_card"
+    LAST_ROUND = "last_round"
+    SHOE_ENDED = "shoe_ended"
+    SHOE_VOIDED = "shoe_voided"
+    ALERT_RAISED = "alert_raised"
+    ALERT_CLEARED = "alert_cleared"
+    VERDICT_CHECKED = "verdict_checked"
+    CARD_CONFIRMED = "card_confirmed"
+    CARD_OUTSIDE_GAME = "card_outside_game"
+    CARD_REFUSED = "card_refused"
+    STORAGE_STATE = "storage_state"
+    READ_HELD = "read_held"
+    PULL_RELEASED = "pull_released"
+    READER_STATUS = "reader_status"
+    READER_COMMAND_REQUESTED = "reader_command_requested"
+    DEVICE_CONNECTION = "device_connection"
+    SUPER_ROUND_DIE = "super_round_die"
+    COMMAND_ACCEPTED = "command_accepted"
+    COMMAND_REFUSED = "command_refused"
+
+
+class Event(NamedTuple):
+    """A table event: what happened (``kind``), when (``at``), in which shoe and hand, and details.
+
+    An immutable record (a named tuple: the engine builds one or two per card). ``kind`` is an
+    :class:`EventKind` when the engine emits it; ``from_dict`` keeps the stored string (a
+    ``StrEnum`` member equals its string, so both compare and serialise alike).
+    """
 
     kind: str
     at: float
     shoe_id: str | None
     hand: int | None
     source: str
-    data: dict[str, Any] = field(default_factory=dict, hash=False)
+    data: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (the journal and publisher wrap it in their envelope)."""
@@ -65,32 +102,14 @@ class Event:
         return cls(kind=kind, at=float(at), shoe_id=shoe_id, hand=hand, source=source, data=data)
 
 
-_new_object = object.__new__
-_set_kind, _set_at, _set_shoe_id, _set_hand, _set_source, _set_data = (
-    Event.__dict__[name].__set__ for name in ("kind", "at", "shoe_id", "hand", "source", "data")
-)
-
-
-def new_event(
-    kind: str, at: float, shoe_id: str | None, hand: int | None, source: str, data: dict[str, Any]
-) -> Event:
-    """``Event(kind, at, shoe_id, hand, source, data)``, built a third of the time.
-
-    The engine builds an event for every card and signal; a frozen dataclass's ``__init__``
-    sets each field through ``object.__setattr__``, while the slots' own descriptors set
-    them directly. The result is the same object (equal, same hash, same fields).
-    """
-    event: Event = _new_object(Event)
-    _set_kind(event, kind)
-    _set_at(event, at)
-    _set_shoe_id(event, shoe_id)
-    _set_hand(event, hand)
-    _set_source(event, source)
-    _set_data(event, data)
-    return event
-
-
-ROUND_BOUNDARY_KINDS: frozenset[str] = frozenset(
-    {"round_opened", "round_completed", "round_voided", "shoe_started", "shoe_ended", "shoe_voided"}
+ROUND_BOUNDARY_KINDS: frozenset[EventKind] = frozenset(
+    {
+        EventKind.ROUND_OPENED,
+        EventKind.ROUND_COMPLETED,
+        EventKind.ROUND_VOIDED,
+        EventKind.SHOE_STARTED,
+        EventKind.SHOE_ENDED,
+        EventKind.SHOE_VOIDED,
+    }
 )
 """Event kinds after which the table's retained state is due at once (not after the interval)."""

@@ -12,14 +12,6 @@ from typing import Any
 from common.cards import Card
 from common.inputs import CardRead, DeviceTarget, OutsideGameCard, ReadFailed, Source
 
-_RANK_SYMBOLS = "A23456789TJQK"
-_isfinite = math.isfinite
-
-
-def card_code(card: Card) -> str:
-    """``card.code`` without the enum property look-ups (this runs for every read)."""
-    return _RANK_SYMBOLS[card.rank._value_ - 1] + card.suit._value_
-
 
 def _finite(value: float | None) -> float | None:
     """Events are JSON: a NaN or infinite confidence is recorded as unknown."""
@@ -27,51 +19,45 @@ def _finite(value: float | None) -> float | None:
 
 
 def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
-    """The audit form of a read, as carried in events (``data["read"]``)."""
+    """The audit form of a read, as carried in events (``data["read"]``); its enums are
+    ``StrEnum`` members, i.e. strings."""
     if isinstance(read, CardRead):
-        # ``card_code`` and ``_finite`` inline: this runs for every card read.
-        target = read.target
-        card = read.card
-        confidence = read.confidence
         return {
-            "source": read.source._value_,
+            "source": read.source,
             "device": read.device,
             "read_at": read.at,
             "raw": read.raw,
-            "card": _RANK_SYMBOLS[card.rank._value_ - 1] + card.suit._value_,
+            "card": read.card.code,
             "position": read.position,
-            "target": None if target is None else target._value_,
+            "target": read.target,
             "transmission_id": read.transmission_id,
-            "confidence": confidence if confidence is None or _isfinite(confidence) else None,
+            "confidence": _finite(read.confidence),
         }
-    fields: dict[str, Any] = {
-        "source": read.source.value,
+    return {
+        "source": read.source,
         "device": read.device,
         "read_at": read.at,
         "raw": read.raw,
+        "card": None,
+        "position": read.position,
+        "failed": read.reason,
+        "code": read.code,
     }
-    fields.update(
-        card=None,
-        position=read.position,
-        failed=read.reason,
-        code=read.code,
-    )
-    return fields
 
 
 def outside_read_fields(inp: OutsideGameCard) -> dict[str, Any]:
     """The audit form of a card drawn outside the game flow (same keys as a card read, plus ``mode``)."""
     return {
-        "source": Source.READER.value,
+        "source": Source.READER,
         "device": inp.device,
         "read_at": inp.at,
         "raw": inp.raw,
-        "card": card_code(inp.card),
+        "card": inp.card.code,
         "position": None,
         "target": None,
         "transmission_id": inp.transmission_id,
         "confidence": None,
-        "mode": inp.mode.value,
+        "mode": inp.mode,
     }
 
 

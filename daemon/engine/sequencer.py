@@ -12,20 +12,14 @@ from common.inputs import (
     ReadFailed,
     Source,
 )
-from daemon.engine.alerts import AlertCode
-from daemon.engine.core import EngineCore, Placement
+from daemon.alerts import AlertCode
+from daemon.engine.dealing import Dealing, Placement
+from daemon.engine.events import EventKind
 from daemon.engine.reads import read_fields, read_from_fields
-from daemon.engine.state import (
-    NO_SHOE,
-    OVER,
-    READY,
-    ROUND,
-    ROUND_SLOTS,
-)
+from daemon.engine.rounds import ROUND_SLOTS
+from daemon.engine.state import DEALING, OUTSIDE_SHOE, Phase
 
 _DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
-_LOOK_AHEAD_PHASES = (READY, ROUND)  # where a reader's target may reorder a pull
-_CAMERA = Source.CAMERA
 
 
 def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
@@ -34,7 +28,7 @@ def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
     return (0 if position is None else position, held["read_at"], held["hold_id"])
 
 
-class ReadSequencer(EngineCore):
+class ReadSequencer(Dealing):
     """Turns reader and camera reads into placed cards, in dealing order."""
 
     def _held_devices(self) -> list[str]:
@@ -66,7 +60,7 @@ class ReadSequencer(EngineCore):
             return
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         if held:
-            if reason != "rescanned" and st.phase not in (NO_SHOE, OVER):
+            if reason != "rescanned" and st.phase not in OUTSIDE_SHOE:
                 missing = self._pull_gap(device, held)
                 if missing is not None:
                     self._missing_in_pull(device, held, missing)
@@ -92,7 +86,7 @@ class ReadSequencer(EngineCore):
         return None
 
     def _missing_in_pull(self, device: str, held: list[dict[str, Any]], missing: int) -> None:
-        """A card above the held ones never arrived (RULES.md mistakes 3 and 5: never guessed).
+        """A card above the held ones never arrived (daemon/rules/RULES.md mistakes 3 and 5: never guessed).
 
         Its slot waits like a misread's (``rescan_needed``: the reader's rescan, the camera,
         ``assign_card`` or a correction fills it; ``rescan_ack`` says there is none), the held
@@ -135,7 +129,7 @@ class ReadSequencer(EngineCore):
     def _release(self, reads: list[dict[str, Any]], reason: str) -> None:
         first = reads[0]
         self._emit(
-            "pull_released",
+            EventKind.PULL_RELEASED,
             self._now,
             first["source"],
             {"device": first["device"], "hold_ids": [r["hold_id"] for r in reads], "reason": reason},
@@ -148,7 +142,7 @@ class ReadSequencer(EngineCore):
                 # cards below it wait for its rescan again, as under a misread card.
                 for rest in reads[k:]:
                     held = rest | {"hold_id": st.hold_counter + 1}
-                    self._emit("read_held", self._now, rest["source"], {"read": held})
+                    self._emit(EventKind.READ_HELD, self._now, rest["source"], {"read": held})
                 return
             read = read_from_fields(fields)
             if isinstance(read, ReadFailed):
@@ -176,7 +170,7 @@ class ReadSequencer(EngineCore):
                 self._take_read(read)
             return
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source._value_, {"read": fields})
+        self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         run: list[dict[str, Any]] = []
         expect = base
@@ -193,7 +187,7 @@ class ReadSequencer(EngineCore):
 
     def _on_card_read(self, read: CardRead) -> None:
         device = read.device
-        if read.source is _CAMERA or device in self._camera_devices:
+        if self._is_camera(read):
             self._camera_read(read)
             return
         st = self.state
@@ -216,7 +210,7 @@ class ReadSequencer(EngineCore):
             ):
                 # A card from under the misread one in the same pull: it waits for the rescan.
                 fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-                self._emit("read_held", read.at, read.source._value_, {"read": fields})
+                self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
                 return
             expected = self._expected_round_slot(read.at, during_rescan=True)
             if (
@@ -232,28 +226,22 @@ class ReadSequencer(EngineCore):
             self._take_read(read)
             return
         if read.position is None:
-            if st.pull_last_at and device in st.pull_last_at:
+            if device in st.pull_last_at:
                 self._unpositioned_in_pull(read)
             in_pull = False
             plan: Placement | None = None
-            target = read.target
-            if target is not None:  # (no look-ahead at all for readers that name no slot)
-                # ``_expected_plan`` and ``_names_later_slot`` inline (no rescan is open here).
-                expected = None
-                if st.phase in _LOOK_AHEAD_PHASES:
-                    plan = self._plan(read.at)
-                    if plan.slot in _DRAW_ORDER:
-                        expected = plan.slot
-                        later = _DRAW_ORDER.get(target._value_)
-                        if later is not None and later > _DRAW_ORDER[expected]:
-                            self._hold_for_target(read, expected)
-                            return
-                in_pull = target._value_ == expected and bool(st.held_reads) and self._target_held(device)
+            if read.target is not None:  # (no look-ahead at all for readers that name no slot)
+                plan = self._expected_plan(read.at)
+                expected = plan.slot if plan is not None and plan.slot in ROUND_SLOTS else None
+                if expected is not None and self._names_later_slot(read, expected):
+                    self._hold_for_target(read, expected)
+                    return
+                in_pull = read.target == expected and self._target_held(device)
             if st.held_reads:
                 plan = None  # (a release below, or a held pull, may move the table on first)
                 if not in_pull:
                     self._release_all(device, "interleaved")
-            self._take_read(read, plan, fields)
+            self._take_read(read, fields, plan)
             if in_pull:
                 self._release_by_target(device)
         else:
@@ -279,7 +267,7 @@ class ReadSequencer(EngineCore):
         self._alert(
             AlertCode.DEVICE_DISAGREEMENT,
             read.at,
-            read.source._value_,
+            read.source,
             hand=hand,
             holds=hand if hand is not None else "next_round",
             device=read.device,
@@ -291,7 +279,7 @@ class ReadSequencer(EngineCore):
 
     # -- a pull from a reader that names each card's slot (Angel Eye target/index) -------------
     # Such a reader reports no position, but its target IS where the card sits in the draw
-    # order (RULES.md dealing mistake 3). A card naming a slot after the one the engine
+    # order (daemon/rules/RULES.md dealing mistake 3). A card naming a slot after the one the engine
     # expects waits, at most ``pull_hold_window_s``, for the cards above it; when those come
     # naming exactly the expected slots, the pull is placed in draw order of the targets.
     # Anything else (a read without a target, another slot, the window ending) releases the
@@ -307,13 +295,13 @@ class ReadSequencer(EngineCore):
     def _expected_plan(self, at: float, *, during_rescan: bool = False) -> Placement | None:
         """``_plan(at)`` when a target may reorder a pull (see ``_expected_round_slot``), else None."""
         st = self.state
-        if st.phase not in (READY, ROUND) or (st.rescan_alert is not None and not during_rescan):
+        if st.phase not in DEALING or (st.rescan_alert is not None and not during_rescan):
             return None
         return self._plan(at)
 
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
-        target = read.target._value_ if read.target is not None else None
+        target = read.target
         return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
@@ -325,7 +313,7 @@ class ReadSequencer(EngineCore):
         if any(r["device"] == read.device and r["position"] is not None for r in st.held_reads):
             self._release_all(read.device, "interleaved")  # never mix a positioned pull with this one
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit("read_held", read.at, read.source._value_, {"read": fields, "expected_slot": expected})
+        self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields, "expected_slot": expected})
 
     def _release_by_target(self, device: str) -> None:
         """Place held cards whose target is now the expected slot, one by one in draw order."""
@@ -358,14 +346,14 @@ class ReadSequencer(EngineCore):
     def _misread(self, read: ReadFailed) -> None:
         st = self.state
         fields = read_fields(read)
-        if st.phase in (NO_SHOE, OVER):
-            self._refuse_outside_shoe(read.at, read.source._value_, fields)
+        if st.phase in OUTSIDE_SHOE:
+            self._refuse_outside_shoe(read.at, read.source, fields)
         elif st.rescan_alert is None:
             hand = st.round.hand if st.round is not None else None
             self._alert(
                 AlertCode.RESCAN_NEEDED,
                 read.at,
-                read.source._value_,
+                read.source,
                 hand=hand,
                 device=read.device,
                 read=fields,
@@ -374,19 +362,19 @@ class ReadSequencer(EngineCore):
             )
 
     def _take_read(
-        self, read: CardRead, plan: Placement | None = None, fields: dict[str, Any] | None = None
+        self, read: CardRead, fields: dict[str, Any] | None = None, plan: Placement | None = None
     ) -> None:
         """A reader's card, in dealing order: check it and place it.
 
-        ``plan``: ``_plan(read.at)`` when the caller has just computed it in READY or ROUND
-        and nothing has changed the table since (checking the camera fill changes nothing).
-        ``fields``: ``read_fields(read)`` when the caller has built it already.
+        ``fields``: ``read_fields(read)`` when the caller has built it already. ``plan``:
+        ``_plan(read.at)`` when the caller has just computed it and nothing has changed the
+        table since (checking the camera fill changes nothing).
         """
         st = self.state
         if fields is None:
             fields = read_fields(read)
         source = fields["source"]
-        if st.phase in (NO_SHOE, OVER):
+        if st.phase in OUTSIDE_SHOE:
             if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD and not st.held:
                 # (held rounds of the old shoe await a supervisor: never dropped by a new shoe)
                 self._start_shoe(read.at, None, None, source)
@@ -399,9 +387,9 @@ class ReadSequencer(EngineCore):
             and fill["card"] == fields["card"]
             and read.at - fill["at"] <= self.settings.camera.fill_confirm_window_s
         ):
-            if read.target is not None and read.target._value_ == fill["slot"]:
+            if read.target is not None and read.target == fill["slot"]:
                 self._emit(
-                    "card_confirmed",
+                    EventKind.CARD_CONFIRMED,
                     read.at,
                     source,
                     {"hand": fill["hand"], "slot": fill["slot"], "card": fill["card"], "read": fields},
@@ -434,7 +422,7 @@ class ReadSequencer(EngineCore):
         for alert in self.state.alerts.values():
             details = alert.get("details", {})
             if (
-                alert["code"] == AlertCode.CAMERA_DISAGREEMENT.value
+                alert["code"] == AlertCode.CAMERA_DISAGREEMENT
                 and alert.get("hand") == hand
                 and details.get("slot") == slot
                 and details.get("camera_card") == code
@@ -458,15 +446,15 @@ class ReadSequencer(EngineCore):
         st = self.state
         code = read.card.code
         fields = read_fields(read)
-        source = read.source._value_
-        slot = read.target._value_ if read.target is not None and read.target._value_ in ROUND_SLOTS else None
+        source = read.source
+        slot = read.target if read.target in ROUND_SLOTS else None
         ref_hand: int | None = None
         ref_cards: dict[str, str] = {}
         if st.round is not None and st.round.cards:
             ref_hand, ref_cards = st.round.hand, st.round.cards
         elif (
             st.last_decided is not None
-            and st.phase != ROUND
+            and st.phase != Phase.ROUND
             and read.at - st.last_decided["at"] <= cfg.late_read_window_s
         ):
             # A camera read just after the round was decided still describes that round;
@@ -490,7 +478,7 @@ class ReadSequencer(EngineCore):
                     round_already_completed=not still_open,
                 )
             return
-        if not self._reader_failed() or st.phase not in (READY, ROUND):
+        if not self._reader_failed() or st.phase not in DEALING:
             return
         plan = self._plan(read.at)
         if plan.slot not in ROUND_SLOTS:

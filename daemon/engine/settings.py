@@ -1,6 +1,6 @@
 """Per-table engine settings: the ``table:`` section of the daemon config.
 
-Everything an operator may reasonably set differently lives here (RULES.md:
+Everything an operator may reasonably set differently lives here (daemon/rules/RULES.md:
 "Anything a table operator may reasonably set differently is a table/variant
 setting in YAML, never a code change"). Unknown keys are errors.
 """
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class CutCardPolicy(StrEnum):
-    """Which round is the shoe's last once the cut card comes out (RULES.md "Shoe procedure").
+    """Which round is the shoe's last once the cut card comes out (daemon/rules/RULES.md "Shoe procedure").
 
     ``finish_current_round``: cut card during a round → that round is the last; between
     rounds → the next round is the last (seeds 000, 002, 003).

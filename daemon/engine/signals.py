@@ -16,35 +16,30 @@ from common.inputs import (
     StorageState,
     VerdictOutcome,
 )
-from daemon.engine.alerts import AlertCode
-from daemon.engine.core import EngineCore
-from daemon.engine.reads import card_code, outside_read_fields
+from daemon.alerts import AlertCode
+from daemon.engine.dealing import Dealing
+from daemon.engine.events import EventKind
+from daemon.engine.reads import outside_read_fields
+from daemon.engine.rounds import side_codes
 from daemon.engine.settle import verdict_facts
-from daemon.engine.state import (
-    NO_SHOE,
-    OVER,
-    ROUND,
-    side_codes,
-)
-
-_READER: str = Source.READER.value
+from daemon.engine.state import OUTSIDE_SHOE, Phase
 
 
-class DeviceSignals(EngineCore):
+class DeviceSignals(Dealing):
     """Cut card, verdicts, reader status, connection changes, cards drawn outside the game."""
 
     def _on_outside_game_card(self, inp: OutsideGameCard) -> None:
         """A real card left the shoe, but not as a dealt card: count it, never deal it; alert."""
         st = self.state
-        code = card_code(inp.card)
+        code = inp.card.code
         if inp.transmission_id is not None:
             seen_at = st.recent.get((inp.device, inp.transmission_id, code))
             if seen_at is not None and inp.at - seen_at <= self.settings.duplicate_window_s:
                 return  # the same frame sent again
         seen = st.counts.get(code, 0)
-        if st.phase == NO_SHOE:
+        if st.phase == Phase.NO_SHOE:
             not_counted: str | None = "no shoe is running"
-        elif st.phase == OVER:
+        elif st.phase == Phase.OVER:
             not_counted = "the shoe is over"
         elif seen >= self.settings.decks:
             not_counted = (
@@ -53,19 +48,19 @@ class DeviceSignals(EngineCore):
             )
         else:
             not_counted = None
-        source = _READER
+        source = Source.READER
         fields = outside_read_fields(inp)
         data: dict[str, Any] = {
             "card": code,
-            "mode": inp.mode.value,
+            "mode": inp.mode,
             "counted": not_counted is None,
             "read": fields,
         }
-        self._emit("card_outside_game", inp.at, source, data)
+        self._emit(EventKind.CARD_OUTSIDE_GAME, inp.at, source, data)
         hand = st.round.hand if st.round is not None else None
         details: dict[str, Any] = {
             "card": code,
-            "mode": inp.mode.value,
+            "mode": inp.mode,
             "counted": not_counted is None,
             "rule": "RULES.md dealing mistake 7",
         }
@@ -75,37 +70,37 @@ class DeviceSignals(EngineCore):
 
     def _on_cut_card(self, inp: CutCardDrawn) -> None:
         st = self.state
-        source = inp.source.value
-        if st.phase in (NO_SHOE, OVER) or st.cut_card_seen:
+        source = inp.source
+        if st.phase in OUTSIDE_SHOE or st.cut_card_seen:
             self._alert(AlertCode.UNEXPECTED_CUT_CARD, inp.at, source, device=inp.device, raw=inp.raw)
             return
-        during = st.round.hand if st.phase == ROUND and st.round is not None else None
+        during = st.round.hand if st.phase == Phase.ROUND and st.round is not None else None
         finish = self.settings.cut_card_policy.value == "finish_current_round"
         last = during if during is not None and finish else (during or st.hand) + 1
         self._emit(
-            "cut_card",
+            EventKind.CUT_CARD,
             inp.at,
             source,
             {"during_hand": during, "policy": self.settings.cut_card_policy.value, "device": inp.device},
             hand=during,
         )
-        self._emit("last_round", inp.at, source, {"hand": last}, hand=last)
+        self._emit(EventKind.LAST_ROUND, inp.at, source, {"hand": last}, hand=last)
 
     def _on_verdict(self, inp: ShoeVerdict) -> None:
         st = self.state
         verdict = {
-            "outcome": inp.outcome._value_,
+            "outcome": inp.outcome,
             "player_pair": inp.player_pair,
             "banker_pair": inp.banker_pair,
             "raw": inp.raw,
             "device": inp.device,
         }
-        source = _READER
+        source = Source.READER
         if inp.outcome is VerdictOutcome.FORCED_QUIT:
             hand = st.round.hand if st.round is not None else None
             self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
             return
-        awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict) if st.held else None
+        awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict)
         if awaiting:
             self._check_verdict(awaiting[0], st.held[awaiting[0]].cards, verdict, inp.at)
             return
@@ -128,7 +123,7 @@ class DeviceSignals(EngineCore):
 
     def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
         st = self.state
-        source = _READER
+        source = Source.READER
         # The round's facts from lookup tables (settle.verdict_facts, checked against the rules
         # core in tests/engine/test_settle.py): a verdict comes with every round.
         winner, player_pair, banker_pair = verdict_facts(*side_codes(cards))
@@ -138,7 +133,11 @@ class DeviceSignals(EngineCore):
             and verdict["banker_pair"] == banker_pair
         )
         self._emit(
-            "verdict_checked", at, source, {"hand": hand, "agrees": agrees, "verdict": verdict}, hand=hand
+            EventKind.VERDICT_CHECKED,
+            at,
+            source,
+            {"hand": hand, "agrees": agrees, "verdict": verdict},
+            hand=hand,
         )
         rnd = st.held.get(hand)
         if not agrees:
@@ -158,13 +157,13 @@ class DeviceSignals(EngineCore):
 
     def _on_reader_signal(self, inp: ReaderSignal) -> None:
         st = self.state
-        source = _READER
+        source = Source.READER
         self._emit(
-            "reader_status",
+            EventKind.READER_STATUS,
             inp.at,
             source,
             {
-                "kind": inp.kind.value,
+                "kind": inp.kind,
                 "code": inp.code,
                 "detail": inp.detail,
                 "device": inp.device,
@@ -175,7 +174,7 @@ class DeviceSignals(EngineCore):
         if inp.kind is ReaderSignalKind.ERROR_RAISED:
             self._alert(AlertCode.READER_ERROR, inp.at, source, device=inp.device, reader_code=inp.code)
         elif inp.kind is ReaderSignalKind.ERROR_CLEARED:
-            for alert_id in st.open_alert_ids(AlertCode.READER_ERROR.value, inp.device):
+            for alert_id in st.open_alert_ids(AlertCode.READER_ERROR, inp.device):
                 self._clear_alert(alert_id, inp.at, source, "reader cleared the error")
         elif inp.kind is ReaderSignalKind.COMMAND_REFUSED:
             self._alert(
@@ -197,30 +196,30 @@ class DeviceSignals(EngineCore):
         if inp.connected == (not down):
             return  # no change
         self._emit(
-            "device_connection",
+            EventKind.DEVICE_CONNECTION,
             inp.at,
-            Source.SYSTEM.value,
+            Source.SYSTEM,
             {"device": inp.device, "connected": inp.connected, "detail": inp.detail},
         )
         if not inp.connected:
             self._alert(
                 AlertCode.READER_DISCONNECTED,
                 inp.at,
-                Source.SYSTEM.value,
+                Source.SYSTEM,
                 device=inp.device,
                 detail=inp.detail,
             )
         else:
-            for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED.value, inp.device):
-                self._clear_alert(alert_id, inp.at, Source.SYSTEM.value, "device reconnected")
+            for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED, inp.device):
+                self._clear_alert(alert_id, inp.at, Source.SYSTEM, "device reconnected")
 
     def _on_storage(self, inp: StorageState) -> None:
         """The journal filled up or has room again; a full journal refuses cards opening a round."""
         st = self.state
         if inp.full == st.storage_full and (not inp.full or inp.detail == st.storage_detail):
             return  # no change
-        self._emit("storage_state", inp.at, Source.SYSTEM.value, {"full": inp.full, "detail": inp.detail})
+        self._emit(EventKind.STORAGE_STATE, inp.at, Source.SYSTEM, {"full": inp.full, "detail": inp.detail})
         if not inp.full and st.storage_alert is not None:
             self._clear_alert(
-                st.storage_alert, inp.at, Source.SYSTEM.value, "journal has room", refused=st.storage_refused
+                st.storage_alert, inp.at, Source.SYSTEM, "journal has room", refused=st.storage_refused
             )

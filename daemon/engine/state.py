@@ -10,104 +10,30 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from common.cards import ALL_CARDS, Card
-from daemon.engine.events import Event
+from daemon.alerts import AlertCode, engine_alert_number
+from daemon.engine.events import Event, EventKind
+from daemon.engine.rounds import ROUND_SLOTS, RoundState, result_line
 from daemon.engine.settings import TableSettings
-from daemon.rules.tableau import banker_draws, player_draws
-
-NO_SHOE = "no_shoe"
-INDICATOR = "indicator"
-BURNING = "burning"
-READY = "ready"
-ROUND = "round"
-OVER = "over"
-
-PLAYER_SLOTS = ("P1", "P2", "P3")
-BANKER_SLOTS = ("B1", "B2", "B3")
-ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
-_OPENING = ("P1", "B1", "P2", "B2")
-_POINTS = {card.code: card.points for card in ALL_CARDS}
-# The tableau of daemon.rules.tableau, tabulated once for every case (index 10: no third card).
-_PLAYER_DRAWS = [[player_draws(p, b) for b in range(10)] for p in range(10)]
-_BANKER_DRAWS = [
-    [[banker_draws(p, b, t if t < 10 else None) for t in range(11)] for b in range(10)] for p in range(10)
-]
 
 
-def result_line(hand: int, outcome: dict[str, Any]) -> dict[str, Any]:
-    """A completed round as the shoe's history keeps it (bead plate, big road, pair marks):
-    ``totals``, ``pairs`` and ``naturals`` are ``[player, banker]``."""
-    return {
-        "hand": hand,
-        "winner": outcome["winner"],
-        "totals": [outcome["player_total"], outcome["banker_total"]],
-        "pairs": [outcome["player_pair"], outcome["banker_pair"]],
-        "naturals": [outcome["player_natural"], outcome["banker_natural"]],
-    }
+class Phase(StrEnum):
+    """Where the table is in the shoe procedure (``README.md``, "State machine")."""
+
+    NO_SHOE = "no_shoe"
+    INDICATOR = "indicator"  # the first card
+    BURNING = "burning"  # the opening burn
+    READY = "ready"  # between rounds
+    ROUND = "round"  # a round in progress
+    OVER = "over"  # the shoe ended
 
 
-def side_codes(cards: dict[str, str]) -> tuple[list[str], list[str]]:
-    """The Player's and the Banker's card codes of a round's ``cards`` by slot, in deal order."""
-    return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
-
-
-@dataclass
-class RoundState:
-    """One round: its cards by slot (in deal order) and what keeps it from completing."""
-
-    hand: int
-    opened_at: float
-    cards: dict[str, str] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)
-    holds: list[str] = field(default_factory=list)
-    awaiting_verdict: bool = False
-    die: int | None = None
-    corrected: bool = False
-
-    def sides(self) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
-        """The Player's and the Banker's cards, in deal order."""
-        cards = self.cards
-        player = tuple(Card.parse(cards[s]) for s in PLAYER_SLOTS if s in cards)
-        banker = tuple(Card.parse(cards[s]) for s in BANKER_SLOTS if s in cards)
-        return player, banker
-
-    def codes(self) -> tuple[list[str], list[str]]:
-        """The Player's and the Banker's card codes, in deal order."""
-        return side_codes(self.cards)
-
-    def next_slot(self) -> str | None:
-        """The slot the round needs next, or None when it is decided.
-
-        The cards are a legal deal prefix by construction (placed in draw order, or a
-        correction checked with ``daemon.rules.outcome.next_slot``), so this works on
-        point values alone: it runs for every card.
-        """
-        cards = self.cards
-        n = len(cards)
-        if n < 4:
-            return _OPENING[n]
-        p = (_POINTS[cards["P1"]] + _POINTS[cards["P2"]]) % 10
-        b = (_POINTS[cards["B1"]] + _POINTS[cards["B2"]]) % 10
-        if "P3" not in cards and _PLAYER_DRAWS[p][b]:
-            return "P3"
-        if "B3" in cards:
-            return None
-        third = _POINTS[cards["P3"]] if "P3" in cards else 10
-        return "B3" if _BANKER_DRAWS[p][b][third] else None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "hand": self.hand,
-            "opened_at": self.opened_at,
-            "cards": dict(self.cards),
-            "sources": dict(self.sources),
-            "holds": list(self.holds),
-            "awaiting_verdict": self.awaiting_verdict,
-            "super_round_die": self.die,
-            "corrected": self.corrected,
-        }
+OUTSIDE_SHOE: frozenset[Phase] = frozenset({Phase.NO_SHOE, Phase.OVER})
+"""The phases in which no shoe is being dealt."""
+DEALING: frozenset[Phase] = frozenset({Phase.READY, Phase.ROUND})
+"""The phases in which the next card may belong to a round (a reader's target may reorder a pull)."""
 
 
 @dataclass
@@ -117,7 +43,7 @@ class TableState:
     settings: TableSettings
     shoe_id: str | None = None
     shoes_started: int = 0
-    phase: str = NO_SHOE
+    phase: Phase = Phase.NO_SHOE
     shoe_end_reason: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
     cards_out: int = 0
@@ -166,30 +92,25 @@ class TableState:
             handler(self, event)
         read = event.data.get("read")
         if read is not None:
-            self._note_read(read, advance_pull=event.kind != "read_held")
+            self._note_read(read, advance_pull=event.kind != EventKind.READ_HELD)
 
     def _note_reader_device(self, device: str) -> None:
         if device not in self.reader_devices and device not in self.settings.camera.devices:
             self.reader_devices = sorted([*self.reader_devices, device])
 
     def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
-        get = read.get
-        source = get("source")
+        source = read.get("source")
         if source == "reader":
-            device = read["device"]
-            if device not in self.reader_devices:  # (known after its first read: skip the call)
-                self._note_reader_device(device)
-        tid = get("transmission_id")
-        if tid is not None:
-            card = get("card")
-            if card is not None:
-                recent = self.recent
-                key = (read["device"], tid, card)
-                recent.pop(key, None)
-                recent[key] = read["read_at"]
-                if len(recent) > self.settings.duplicate_memory:
-                    del recent[next(iter(recent))]
-        position = get("position")
+            self._note_reader_device(read["device"])
+        tid = read.get("transmission_id")
+        card = read.get("card")
+        if tid is not None and card is not None:
+            key = (read["device"], tid, card)
+            self.recent.pop(key, None)
+            self.recent[key] = read["read_at"]
+            if len(self.recent) > self.settings.duplicate_memory:
+                del self.recent[next(iter(self.recent))]
+        position = read.get("position")
         if advance_pull and source != "camera":
             if position is not None:
                 device = read["device"]
@@ -198,7 +119,7 @@ class TableState:
                 # as its newest card.
                 last = self.pull_last_at.get(device)
                 self.pull_last_at[device] = read["read_at"] if last is None else max(last, read["read_at"])
-            elif self.pull_next:
+            else:
                 # A card read without a position ends that device's pull: a late card of the
                 # pull is then not appended after it (its order is unknown: it waits as a gap).
                 self.pull_next.pop(read["device"], None)
@@ -211,7 +132,7 @@ class TableState:
         return self.held.get(hand)
 
     def _ready_for_next_round(self, decided_at: float | None) -> None:
-        self.phase = READY
+        self.phase = Phase.READY
         self.decided_at = decided_at
         self.unneeded_count = 0
         cfg = self.settings
@@ -221,7 +142,7 @@ class TableState:
         self.shoes_started += 1
         self.shoe_id = e.data["shoe_id"]
         self.alert_counter = 0
-        self.phase = INDICATOR
+        self.phase = Phase.INDICATOR
         self.shoe_end_reason = None
         self.counts = {}
         self.cards_out = 0
@@ -250,7 +171,7 @@ class TableState:
         slot = d["slot"]
         if slot == "indicator":
             self.burn_remaining = d["burn_count"]
-            self.phase = BURNING
+            self.phase = Phase.BURNING
             if self.burn_remaining == 0:
                 self._ready_for_next_round(None)
         elif slot == "burn":
@@ -261,15 +182,13 @@ class TableState:
                     self._ready_for_next_round(None)
             elif reason == "round":
                 self.round_burn_remaining -= 1
-            else:  # unneeded: the next round's burn (RULES.md dealing mistake 1)
+            else:  # unneeded: the next round's burn (daemon/rules/RULES.md dealing mistake 1)
                 self.unneeded_count += 1
                 self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
                 self.decided_at = d["read"]["read_at"] if "read" in d else e.at
         else:
             hand = d["round"]
-            rnd = self.round  # ``round_for(hand)`` inline: this runs for every round card
-            if rnd is None or rnd.hand != hand:
-                rnd = self.held.get(hand)
+            rnd = self.round_for(hand)
             assert rnd is not None, f"card_dealt for unknown hand {hand}"
             rnd.cards[slot] = code
             rnd.sources[slot] = d["source"]
@@ -308,11 +227,11 @@ class TableState:
         # A card refused over the shoe's composition is somewhere on the layout or in the
         # discard until a supervisor settles it: every round dealt meanwhile is held too.
         for alert_id, alert in self.alerts.items():
-            if alert["code"] == "over_composition" and alert_id not in holds:
+            if alert["code"] == AlertCode.OVER_COMPOSITION and alert_id not in holds:
                 holds.append(alert_id)
         self.round.holds = holds
         self.next_round_holds = []
-        self.phase = ROUND
+        self.phase = Phase.ROUND
 
     def _round_decided(self, rnd: RoundState, decided_at: float) -> None:
         self.last_decided = {"hand": rnd.hand, "cards": dict(rnd.cards), "at": decided_at}
@@ -396,7 +315,7 @@ class TableState:
         self.last_hand = e.data["hand"]
 
     def _shoe_ended(self, e: Event) -> None:
-        self.phase = OVER
+        self.phase = Phase.OVER
         self.shoe_end_reason = e.data["reason"]
         self.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
         if e.data["reason"] != "cut_card":
@@ -407,15 +326,15 @@ class TableState:
         d = e.data
         alert_id = d["alert_id"]
         self.alerts[alert_id] = d
-        self.alert_counter = max(self.alert_counter, int(alert_id.rsplit(":a", 1)[1]))
+        self.alert_counter = max(self.alert_counter, engine_alert_number(alert_id))
         code = d["code"]
-        if code == "rescan_needed":
+        if code == AlertCode.RESCAN_NEEDED:
             self.rescan_alert = alert_id
-        if code == "ambiguous_rescan":
+        if code == AlertCode.AMBIGUOUS_RESCAN:
             self.camera_fill = None
-        if code == "shoe_settings_differ":
+        if code == AlertCode.SHOE_SETTINGS_DIFFER:
             self.settings_notice_shoe = e.shoe_id
-        if code == "journal_full_card_refused":
+        if code == AlertCode.JOURNAL_FULL_CARD_REFUSED:
             self.storage_alert = alert_id
             self.storage_refused = 0
         holds = d.get("holds")
@@ -493,27 +412,27 @@ class TableState:
 
 
 _APPLY: dict[str, Callable[[TableState, Event], None]] = {
-    "shoe_started": TableState._shoe_started,
-    "card_dealt": TableState._card_dealt,
-    "card_outside_game": TableState._card_outside_game,
-    "card_refused": TableState._card_refused,
-    "storage_state": TableState._storage_state,
-    "round_opened": TableState._round_opened,
-    "round_held": TableState._round_held,
-    "round_completed": TableState._round_completed,
-    "round_voided": TableState._round_voided,
-    "round_corrected": TableState._round_corrected,
-    "hold_resolved": TableState._hold_resolved,
-    "verdict_checked": TableState._verdict_checked,
-    "bets_offered": TableState._bets_offered,
-    "cut_card": TableState._cut_card,
-    "last_round": TableState._last_round,
-    "shoe_ended": TableState._shoe_ended,
-    "alert_raised": TableState._alert_raised,
-    "alert_cleared": TableState._alert_cleared,
-    "read_held": TableState._read_held,
-    "pull_released": TableState._pull_released,
-    "card_confirmed": TableState._card_confirmed,
-    "device_connection": TableState._device_connection,
-    "super_round_die": TableState._super_round_die,
+    EventKind.SHOE_STARTED: TableState._shoe_started,
+    EventKind.CARD_DEALT: TableState._card_dealt,
+    EventKind.CARD_OUTSIDE_GAME: TableState._card_outside_game,
+    EventKind.CARD_REFUSED: TableState._card_refused,
+    EventKind.STORAGE_STATE: TableState._storage_state,
+    EventKind.ROUND_OPENED: TableState._round_opened,
+    EventKind.ROUND_HELD: TableState._round_held,
+    EventKind.ROUND_COMPLETED: TableState._round_completed,
+    EventKind.ROUND_VOIDED: TableState._round_voided,
+    EventKind.ROUND_CORRECTED: TableState._round_corrected,
+    EventKind.HOLD_RESOLVED: TableState._hold_resolved,
+    EventKind.VERDICT_CHECKED: TableState._verdict_checked,
+    EventKind.BETS_OFFERED: TableState._bets_offered,
+    EventKind.CUT_CARD: TableState._cut_card,
+    EventKind.LAST_ROUND: TableState._last_round,
+    EventKind.SHOE_ENDED: TableState._shoe_ended,
+    EventKind.ALERT_RAISED: TableState._alert_raised,
+    EventKind.ALERT_CLEARED: TableState._alert_cleared,
+    EventKind.READ_HELD: TableState._read_held,
+    EventKind.PULL_RELEASED: TableState._pull_released,
+    EventKind.CARD_CONFIRMED: TableState._card_confirmed,
+    EventKind.DEVICE_CONNECTION: TableState._device_connection,
+    EventKind.SUPER_ROUND_DIE: TableState._super_round_die,
 }

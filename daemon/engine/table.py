@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
 
 from common.inputs import (
     CardRead,
@@ -26,18 +27,17 @@ from common.inputs import (
     SupervisorCommand,
     Tick,
 )
-from daemon.engine.alerts import AlertCode
-from daemon.engine.core import Placement, VariantResolver
-from daemon.engine.events import Event
+from daemon.alerts import AlertCode
+from daemon.engine.core import VariantResolver
+from daemon.engine.events import Event, EventKind
 from daemon.engine.sequencer import ReadSequencer
 from daemon.engine.settings import TableSettings
 from daemon.engine.signals import DeviceSignals
+from daemon.engine.snapshot import snapshot
 from daemon.engine.supervisor import SupervisorCommands
 from daemon.rules.variants import Variant
 
-__all__ = ["Engine", "Placement", "VariantResolver"]
-
-_isfinite = math.isfinite
+__all__ = ["Engine", "VariantResolver"]
 
 
 class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
@@ -69,10 +69,14 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             engine._settings_notice = True
         return engine
 
+    def snapshot(self) -> dict[str, Any]:
+        """JSON-ready current state (the publisher retains it)."""
+        return snapshot(self.state, self.settings.decks, self.variant.name, self._blockers)
+
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
         self.state.apply(event)
-        if event.kind == "shoe_started":
+        if event.kind == EventKind.SHOE_STARTED:
             self._use_shoe(event.data)
         self._now = event.at
 
@@ -80,12 +84,12 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         """Decide, apply and return the events caused by one input."""
         out: list[Event] = []
         self._out = out
-        if not _isfinite(inp.at):
+        if not math.isfinite(inp.at):
             # A driver bug: no time to order it by. Say so (at the last good time), use nothing.
             self._alert(
                 AlertCode.INVALID_INPUT,
                 self._now,
-                Source.SYSTEM.value,
+                Source.SYSTEM,
                 device=getattr(inp, "device", None),
                 input=type(inp).__name__,
                 reason=f"time {inp.at!r} is not a finite number",
@@ -97,7 +101,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._settings_notice = False
             differs = self._shoe_differs()
             if differs is not None:
-                self._alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM.value, **differs)
+                self._alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM, **differs)
         st = self.state
         rescan_before = st.rescan_alert
         self._pull_gap_raised = False

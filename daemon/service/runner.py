@@ -830,10 +830,10 @@ def _threads_of(worker: Any) -> list[threading.Thread]:
 
 def _mid_round(engine: Any) -> bool:
     """A round (or the opening burn) is under way: its cards are still accepted when full."""
-    from daemon.engine.state import BURNING, INDICATOR
+    from daemon.engine.state import Phase
 
     state = engine.state
-    return state.round is not None or state.phase in (INDICATOR, BURNING)
+    return state.round is not None or state.phase in (Phase.INDICATOR, Phase.BURNING)
 
 
 def _command_channel_ready(publisher: Any) -> bool:

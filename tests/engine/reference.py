@@ -1,7 +1,7 @@
 """A reference dealer: separate, deliberately plain code that deals a shoe by the book.
 
 It shares nothing with the engine's state machine: it walks a shuffled shoe with
-its own third-card rule (written from the table in RULES.md, not from
+its own third-card rule (written from the table in daemon/rules/RULES.md, not from
 ``daemon.rules.tableau``), produces the inputs a clean table would send, and the
 events a correct engine must answer with. For the standard variant the outcome summary
 and every bet are worked out here too, by hand from RULES.md (Banker 19/20, Player 1,

@@ -10,6 +10,7 @@ from typing import Any
 
 from common.cards import Card
 from common.inputs import CardRead, EngineInput, SupervisorCommand
+from daemon.alerts import ALERTS, AlertCode, IdScheme, RaisedBy
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
@@ -76,11 +77,29 @@ def assert_restores(eng: Engine, events: list[Event]) -> None:
     assert restored.snapshot() == eng.snapshot()
 
 
+def assert_engine_alert_as_catalogued(data: dict[str, Any]) -> None:
+    """An engine ``alert_raised`` event's data is as ``daemon.alerts`` describes its code."""
+    spec = ALERTS[AlertCode(data["code"])]
+    assert spec.raised_by is RaisedBy.ENGINE, data["code"]
+    assert data["message"] == spec.summary
+    assert IdScheme.ENGINE.pattern.fullmatch(data["alert_id"]), data["alert_id"]
+    assert (
+        {"alert_id", "code", "message", "hand", "holds", "device", "details"} <= set(data) <= set(spec.fields)
+    )
+    always = {d for d in spec.details if not d.startswith("(")}
+    assert always <= set(data["details"]) <= {d.strip("()") for d in spec.details}, data
+    if not spec.holds:
+        assert data["holds"] is None, data
+
+
 def assert_legal(events: list[Event], decks: int) -> None:
-    """Every published round is a legal, complete round with the right outcome; composition holds."""
+    """Every published round is a legal, complete round with the right outcome; composition holds;
+    every alert is as the alert catalogue describes it."""
     seen: Counter[str] = Counter()
     completed: set[tuple[str | None, int | None]] = set()
     for e in events:
+        if e.kind == "alert_raised":
+            assert_engine_alert_as_catalogued(e.data)
         if e.kind == "card_dealt" or (e.kind in ("card_outside_game", "card_refused") and e.data["counted"]):
             seen[e.data["card"]] += 1
         elif e.kind == "round_corrected":

@@ -1,7 +1,7 @@
 """A reader's card over the shoe's composition (the (N+1)-th exact card of an N-deck shoe).
 
 It is physically on the layout, in the slot the draw order gives it: the engine refuses it
-(RULES.md: never accepted silently), keeps that slot waiting for a valid rescan like a misread
+(daemon/rules/RULES.md: never accepted silently), keeps that slot waiting for a valid rescan like a misread
 (no later card takes it), and holds the round for a supervisor, so a round never settles with
 its cards shifted by one slot (readers that name no slot: ASCII, HID).
 """

@@ -1,4 +1,4 @@
-"""One test per numbered case of RULES.md "Dealing mistakes and how they resolve"."""
+"""One test per numbered case of daemon/rules/RULES.md "Dealing mistakes and how they resolve"."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_a_card_drawn_while_locked_for_betting_is_alerted_counted_and_never_deal
     events += nxt
     assert [(e.data["slot"], e.hand) for e in of_kind(nxt, "card_dealt")] == [("P1", 2)]
     assert not alerts(nxt)
-    # A supervisor looks and acknowledges it (or voids the round: RULES.md mistake 7).
+    # A supervisor looks and acknowledges it (or voids the round: daemon/rules/RULES.md mistake 7).
     ack = eng.handle(cmd("acknowledge_alert", 131, "ack", alert_id=alert.data["alert_id"]))
     events += ack
     assert kinds(ack) == ["command_accepted", "alert_cleared"]

@@ -46,7 +46,7 @@ from common.inputs import (
     Tick,
     VerdictOutcome,
 )
-from daemon.engine.alerts import HOLDING_CODES
+from daemon.alerts import HOLDING_CODES
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine

@@ -136,7 +136,7 @@ def test_restoring_from_the_current_shoe_alone_resumes_the_same_game() -> None:
 
 def _as_pulls(inputs: list[EngineInput], rng: random.Random) -> list[EngineInput]:
     """Group runs of consecutive card reads of one deal sequence into pulls of 2-3 cards that
-    arrive in a random order with their positions (RULES.md dealing mistake 3)."""
+    arrive in a random order with their positions (daemon/rules/RULES.md dealing mistake 3)."""
     out: list[EngineInput] = []
     i = 0
     while i < len(inputs):

@@ -1,4 +1,4 @@
-"""RULES.md "Shoe procedure": a forgotten opening burn (seeds 001, 002).
+"""daemon/rules/RULES.md "Shoe procedure": a forgotten opening burn (seeds 001, 002).
 
 "If the dealer forgets the opening burn, the shoe is invalid and must be replaced (seed 001);
 if caught before the first round it is corrected on the spot (seed 002)."

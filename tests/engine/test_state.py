@@ -1,11 +1,12 @@
-"""The engine's fast next-slot equals the rules core's ``next_slot``, by exact enumeration."""
+"""The engine's tabulated next slot (``RoundState.next_slot``) equals the rules core's
+``next_slot``, by exact enumeration."""
 
 from __future__ import annotations
 
 import itertools
 
 from common.cards import Card
-from daemon.engine.state import RoundState
+from daemon.engine.rounds import RoundState
 from daemon.rules.outcome import next_slot
 
 # One card per point value (suits and ranks beyond points do not matter to the draw).

@@ -1,0 +1,342 @@
+"""Every alert the product raises, in one catalogue.
+
+An alert is an ``alert_raised`` event on the events stream (copied to the alerts topic);
+most end with an ``alert_cleared`` event naming the same ``alert_id``. Three parts raise
+them: the table engine (``daemon/engine``: the game and its devices), the MQTT publisher
+(delivery to the broker, the journal's capacity) and the service runner (the journal and
+the engine as running software). For each code the catalogue says how serious it is, what
+it means, whether it holds a round, how it ends, the fields of its event's ``data`` and how
+its ``alert_id`` is formed.
+
+"RULES.md" in a message or detail is the product's rules reference, daemon/rules/RULES.md.
+Severity is the catalogue's own classification (a monitor's colour): only the delivery and
+journal alerts carry it in their payload (``severity`` among their fields below).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class AlertCode(StrEnum):
+    """The ``code`` of an ``alert_raised`` event."""
+
+    # raised by the table engine
+    RESCAN_NEEDED = "rescan_needed"
+    UNNEEDED_CARD = "unneeded_card"
+    OVER_COMPOSITION = "over_composition"
+    CARD_AFTER_LAST_ROUND = "card_after_last_round"
+    NO_SHOE = "no_shoe"
+    DEVICE_DISAGREEMENT = "device_disagreement"
+    VERDICT_DISAGREEMENT = "verdict_disagreement"
+    CAMERA_DISAGREEMENT = "camera_disagreement"
+    CAMERA_SLOT_MISMATCH = "camera_slot_mismatch"
+    AMBIGUOUS_RESCAN = "ambiguous_rescan"
+    MISSING_CARD = "missing_card"
+    READER_DISCONNECTED = "reader_disconnected"
+    READER_ERROR = "reader_error"
+    READER_REDEAL = "reader_redeal"
+    FORCED_QUIT = "forced_quit"
+    UNEXPECTED_CUT_CARD = "unexpected_cut_card"
+    INVALID_INPUT = "invalid_input"
+    CARD_OUTSIDE_GAME = "card_outside_game"
+    READER_COMMAND_REFUSED = "reader_command_refused"
+    SHOE_SETTINGS_DIFFER = "shoe_settings_differ"
+    JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
+    # raised by the MQTT publisher
+    MQTT_DEAD_LETTER = "mqtt_dead_letter"
+    MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
+    JOURNAL_FULL = "journal_full"
+    # raised by the service runner
+    JOURNAL_RECOVERED = "journal_recovered"
+    ENGINE_ERROR = "engine_error"
+
+
+class Severity(StrEnum):
+    """``critical``: the table cannot go on as dealt, or events are not getting out, until
+    someone acts. ``warning``: something to look at; the game goes on."""
+
+    WARNING = "warning"
+    CRITICAL = "critical"
+
+
+class RaisedBy(StrEnum):
+    """The part of the daemon that raises the alert."""
+
+    ENGINE = "engine"  # daemon/engine: in the table's own event history, restored with it
+    PUBLISHER = "publisher"  # daemon/mqtt/publisher.py: a journal "delivery" event
+    SERVICE = "service"  # daemon/service/runner.py: a journal "delivery" event
+
+
+class IdScheme(StrEnum):
+    """How an ``alert_id`` is formed (each value is the scheme's template)."""
+
+    ENGINE = "{shoe_id}:a{n}"
+    """Numbered from 1 within the shoe (``noshoe:a{n}`` before the first shoe), so ids stay
+    unique when the journal drops old shoes."""
+    DELIVERY = "delivery-<12 hex>"
+    """The first 12 hex digits of a random UUID."""
+    JOURNAL = "journal-<12 hex>"
+    """The first 12 hex digits of a random UUID."""
+    ENGINE_ERROR = "engine-error-<n>"
+    """``n`` counts the engine's failures since the service started."""
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """A regular expression every id of this scheme matches in full."""
+        return _ID_PATTERNS[self]
+
+
+_ID_PATTERNS: dict[IdScheme, re.Pattern[str]] = {
+    IdScheme.ENGINE: re.compile(r"(?P<shoe>.+):a(?P<n>[1-9][0-9]*)"),
+    IdScheme.DELIVERY: re.compile(r"delivery-[0-9a-f]{12}"),
+    IdScheme.JOURNAL: re.compile(r"journal-[0-9a-f]{12}"),
+    IdScheme.ENGINE_ERROR: re.compile(r"engine-error-[1-9][0-9]*"),
+}
+
+NO_SHOE_ID = "noshoe"
+"""Stands for the shoe id in engine alert ids raised before the first shoe."""
+
+
+def engine_alert_id(shoe_id: str | None, number: int) -> str:
+    """The id of the ``number``-th engine alert of a shoe (``IdScheme.ENGINE``)."""
+    return f"{shoe_id or NO_SHOE_ID}:a{number}"
+
+
+def engine_alert_number(alert_id: str) -> int:
+    """The number within its shoe of an engine alert id (``IdScheme.ENGINE``)."""
+    return int(alert_id.rsplit(":a", 1)[1])
+
+
+ENGINE_FIELDS = ("alert_id", "code", "message", "hand", "holds", "device", "details", "read")
+"""The ``data`` fields of every engine alert: ``message`` is the catalogue's summary; ``hand``
+the round concerned (or null); ``holds`` the hand held, ``"next_round"`` or null; ``device``
+the device concerned (or null); ``details`` the code's own fields (``AlertSpec.details``);
+``read`` (only when a read caused it) the read's audit form."""
+
+
+@dataclass(frozen=True, slots=True)
+class AlertSpec:
+    """One alert code: what it means and how it ends.
+
+    ``summary`` is the engine alerts' ``message`` verbatim; the publisher's and runner's
+    messages are built for each occurrence, and the summary describes them. ``holds``: it can
+    hold a round for a supervisor's decision (``resolve_hold``, a correction, ``void_round``).
+    ``clears``: how it ends (``alert_cleared``), or that it is a report that is never cleared.
+    ``fields``: the keys of its event's ``data``; ``details``: the keys of ``data.details``
+    (engine alerts; a key in parentheses only sometimes present).
+    """
+
+    severity: Severity
+    summary: str
+    clears: str
+    raised_by: RaisedBy = RaisedBy.ENGINE
+    id_scheme: IdScheme = IdScheme.ENGINE
+    holds: bool = False
+    fields: tuple[str, ...] = ENGINE_FIELDS
+    details: tuple[str, ...] = ()
+
+
+_DELIVERY_FIELDS = ("alert_id", "code", "severity", "message")
+_NEVER_CLEARED = "never cleared: it reports something that happened"
+
+ALERTS: dict[AlertCode, AlertSpec] = {
+    AlertCode.RESCAN_NEEDED: AlertSpec(
+        Severity.CRITICAL,
+        "the reader could not read a card: rescan it; no card is accepted until a valid read",
+        "a valid read of the card (reader rescan or a confident camera read, assign_card, a correction "
+        "supplying its slot), or rescan_ack",
+        details=("reason", "reader_code", "(missing_position)"),
+    ),
+    AlertCode.UNNEEDED_CARD: AlertSpec(
+        Severity.CRITICAL,
+        "a card came out right after a decided round (RULES.md dealing mistakes 1/2): that round stands; "
+        "the engine took it as the next round's burn (or Player 1), which a fast dealer's real Player 1 "
+        "would also look like, so the next round is held: acknowledge (the reading is right) or correct it",
+        "acknowledge_alert (the reading is right), a correction of the held round, resolve_hold, void_round",
+        holds=True,
+        details=("card", "became", "rule"),
+    ),
+    AlertCode.OVER_COMPOSITION: AlertSpec(
+        Severity.CRITICAL,
+        "this exact card has already appeared as often as the shoe holds it: misread or foreign card, "
+        "refused; a reader's card keeps its slot waiting for a rescan and holds the round (or the next one)",
+        "resolve_hold, void_round (a camera read, which holds nothing: acknowledge_alert)",
+        holds=True,
+        details=("card", "already_seen", "decks"),
+    ),
+    AlertCode.CARD_AFTER_LAST_ROUND: AlertSpec(
+        Severity.WARNING, "a card came out after the shoe's last round: refused", "acknowledge_alert"
+    ),
+    AlertCode.NO_SHOE: AlertSpec(
+        Severity.WARNING,
+        "a card came out while no shoe is running: refused (start a new shoe)",
+        "acknowledge_alert",
+    ),
+    AlertCode.DEVICE_DISAGREEMENT: AlertSpec(
+        Severity.CRITICAL,
+        "the reader names a different slot for the card than the draw order gives",
+        "resolve_hold, void_round",
+        holds=True,
+        details=(
+            "card",
+            "(engine_slot)",
+            "(device_target)",
+            "(position)",
+            "(reason)",
+            "(pull_next_position)",
+        ),
+    ),
+    AlertCode.VERDICT_DISAGREEMENT: AlertSpec(
+        Severity.CRITICAL,
+        "the reader's own round result differs from the engine's",
+        "resolve_hold, void_round; acknowledge_alert for a round already completed",
+        holds=True,
+        details=("verdict", "engine", "round_already_completed"),
+    ),
+    AlertCode.CAMERA_DISAGREEMENT: AlertSpec(
+        Severity.CRITICAL,
+        "the camera confidently sees a different card than the reader reported",
+        "resolve_hold, void_round; acknowledge_alert for a round already completed",
+        holds=True,
+        details=("slot", "reader_card", "camera_card", "round_already_completed"),
+    ),
+    AlertCode.CAMERA_SLOT_MISMATCH: AlertSpec(
+        Severity.WARNING,
+        "the camera read a card in a box other than the slot the draw order expects: not used",
+        "acknowledge_alert",
+        details=("expected_slot", "camera_slot"),
+    ),
+    AlertCode.AMBIGUOUS_RESCAN: AlertSpec(
+        Severity.WARNING,
+        "the reader sent the card the camera already filled in: a rescan or a second identical card? "
+        "refused; supply it with assign_card if it was a new card",
+        "acknowledge_alert",
+        details=("camera_slot",),
+    ),
+    AlertCode.MISSING_CARD: AlertSpec(
+        Severity.CRITICAL,
+        "the reader reports the round over but the engine still needs cards: supply the missing card",
+        "supply the card (assign_card/rearrange, or the rescan for a pull's gap), then resolve_hold; "
+        "void_round",
+        holds=True,
+        details=("(verdict)", "(needed_slot)", "(reason)", "(missing_position)", "(waiting)"),
+    ),
+    AlertCode.READER_DISCONNECTED: AlertSpec(
+        Severity.CRITICAL,
+        "a device went away",
+        "the device comes back (cleared by the engine)",
+        details=("detail",),
+    ),
+    AlertCode.READER_ERROR: AlertSpec(
+        Severity.WARNING,
+        "the reader raised an error",
+        "the reader clears the error (cleared by the engine), acknowledge_alert",
+        details=("reader_code",),
+    ),
+    AlertCode.READER_REDEAL: AlertSpec(
+        Severity.CRITICAL, "the reader signalled a re-deal", "resolve_hold, void_round", holds=True
+    ),
+    AlertCode.FORCED_QUIT: AlertSpec(
+        Severity.CRITICAL, "the reader force-quit the round", "resolve_hold, void_round", holds=True
+    ),
+    AlertCode.UNEXPECTED_CUT_CARD: AlertSpec(
+        Severity.WARNING,
+        "a cut card came out when none was expected",
+        "acknowledge_alert",
+        details=("raw",),
+    ),
+    AlertCode.INVALID_INPUT: AlertSpec(
+        Severity.WARNING,
+        "an input the engine cannot use (e.g. no valid time): ignored",
+        "acknowledge_alert",
+        details=("input", "reason"),
+    ),
+    AlertCode.CARD_OUTSIDE_GAME: AlertSpec(
+        Severity.WARNING,
+        "the reader says a card left the shoe outside the game flow (e.g. drawn while locked for betting): "
+        "not a dealt card; a card exposed during betting may void the round (RULES.md dealing mistake 7), "
+        "a supervisor decides",
+        "acknowledge_alert (or void_round/void_shoe when the exposure voids the round)",
+        details=("card", "mode", "counted", "rule", "(not_counted_because)"),
+    ),
+    AlertCode.READER_COMMAND_REFUSED: AlertSpec(
+        Severity.WARNING,
+        "the reader did not carry out a supervisor's lock/unlock (refused, no answer or no reader): "
+        "the shoe's lock state is not what was asked",
+        "acknowledge_alert",
+        details=("reader_code", "detail", "command_id"),
+    ),
+    AlertCode.SHOE_SETTINGS_DIFFER: AlertSpec(
+        Severity.WARNING,
+        "the engine was restarted with other decks/variant than this shoe was started with: the shoe "
+        "goes on with its own (the configuration takes effect at the next shoe); if its variant cannot be "
+        "loaded, its rounds are held (void them, or the shoe)",
+        "acknowledge_alert; the configuration starts the next shoe",
+        details=("shoe", "configured", "variant_available", "pay_table_changed"),
+    ),
+    AlertCode.JOURNAL_FULL_CARD_REFUSED: AlertSpec(
+        Severity.CRITICAL,
+        "the journal is full: cards that would open a new round are refused (not dealt, counted as out of "
+        "the shoe); stop dealing until it has room (details.refused counts them)",
+        "the journal has room again (StorageState(full=False); cleared by the engine), acknowledge_alert",
+        details=("detail", "refused"),
+    ),
+    AlertCode.MQTT_DEAD_LETTER: AlertSpec(
+        Severity.CRITICAL,
+        "an event could not be delivered and never will be (refused permanently by the broker, refused "
+        "more than delivery.refused_retries times, or too large): it stays in the journal, dead-lettered",
+        _NEVER_CLEARED,
+        raised_by=RaisedBy.PUBLISHER,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "seq", "event_id", "event_kind"),
+    ),
+    AlertCode.MQTT_DELIVERY_FAILING: AlertSpec(
+        Severity.CRITICAL,
+        "the broker refuses events for now: they stay in the journal and are published again with backoff",
+        "the broker acknowledges events again (cleared by the publisher)",
+        raised_by=RaisedBy.PUBLISHER,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "seq", "event_id", "reason"),
+    ),
+    AlertCode.JOURNAL_FULL: AlertSpec(
+        Severity.CRITICAL,
+        "the journal is over one of its limits (disk or backlog), with the configured on_full policy",
+        "the journal is below its limits again (cleared by the publisher)",
+        raised_by=RaisedBy.PUBLISHER,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "admits_new_round"),
+    ),
+    AlertCode.JOURNAL_RECOVERED: AlertSpec(
+        Severity.WARNING,
+        "the journal could not store anything for a while; the inputs waited in memory and were then "
+        "stored in the order they arrived: nothing was lost, events of that time were published late",
+        _NEVER_CLEARED,
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.JOURNAL,
+        fields=(
+            *_DELIVERY_FIELDS,
+            "failed_since",
+            "failed_for_s",
+            "inputs_waited",
+            "failed_appends",
+            "spells",
+            "error",
+        ),
+    ),
+    AlertCode.ENGINE_ERROR: AlertSpec(
+        Severity.CRITICAL,
+        "the engine failed on an input: it was journaled for audit and not applied; the table state was "
+        "rebuilt from the journal",
+        _NEVER_CLEARED,
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.ENGINE_ERROR,
+        fields=("alert_id", "code", "message", "error"),
+    ),
+}
+"""Every alert code, in the order of ``AlertCode``."""
+
+HOLDING_CODES: frozenset[AlertCode] = frozenset(code for code, spec in ALERTS.items() if spec.holds)
+"""Codes of the alerts that hold a round."""

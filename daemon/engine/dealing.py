@@ -1,0 +1,354 @@
+"""The shoe procedure: where the next card goes (indicator, burns, unneeded cards, the draw
+order), placing it, refusing what cannot be placed, deciding and completing rounds, and
+starting and ending shoes (``README.md``, "State machine"; daemon/rules/RULES.md, the shoe
+procedure and dealing mistakes)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from common.inputs import DeviceTarget, SupervisorCommand
+from daemon.alerts import AlertCode
+from daemon.engine.core import EngineCore
+from daemon.engine.events import EventKind
+from daemon.engine.rounds import ROUND_SLOTS, RoundState
+from daemon.engine.settle import RANKS
+from daemon.engine.state import OUTSIDE_SHOE, Phase
+
+# Which device targets agree with which engine slot.
+TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
+    "indicator": frozenset({DeviceTarget.FIRST_CARD}),
+    "burn": frozenset({DeviceTarget.BURN, DeviceTarget.BURN_COUNT}),
+    **{slot: frozenset({DeviceTarget(slot)}) for slot in ROUND_SLOTS},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where the engine puts the next card."""
+
+    slot: str
+    burn: str | None = None  # opening / round / unneeded, for burn cards
+    opens_round: bool = False
+    unneeded: int = 0  # 1 or 2: daemon/rules/RULES.md dealing mistakes 1 and 2
+
+
+Effect = Callable[[], None]
+
+_INDICATOR = Placement("indicator")
+_OPENING_BURN = Placement("burn", burn="opening")
+_ROUND_BURN = Placement("burn", burn="round")
+_UNNEEDED_BURN = Placement("burn", burn="unneeded", unneeded=1)
+_UNNEEDED_P1 = Placement("P1", opens_round=True, unneeded=2)
+_NEW_ROUND = Placement("P1", opens_round=True)
+_IN_ROUND = {slot: Placement(slot) for slot in ROUND_SLOTS}
+
+
+class Dealing(EngineCore):
+    """Placing cards by the shoe procedure and draw order; deciding rounds; shoe start and end."""
+
+    def _refuse_outside_shoe(self, at: float, source: str, fields: dict[str, Any]) -> None:
+        st = self.state
+        if st.phase == Phase.OVER and st.shoe_end_reason == "cut_card":
+            self._alert(AlertCode.CARD_AFTER_LAST_ROUND, at, source, device=fields["device"], read=fields)
+        else:
+            self._alert(AlertCode.NO_SHOE, at, source, device=fields["device"], read=fields)
+
+    def _refuse_for_storage(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
+        """The journal is full and this card would open a round: refuse it, never place it.
+
+        It physically left the shoe, so it counts against the composition (unless it is
+        already over it: a misread or foreign card); one alert counts every refused card.
+        """
+        st = self.state
+        seen = st.counts.get(code, 0)
+        counted = seen < self.settings.decks
+        refused = st.storage_refused + 1 if st.storage_alert is not None else 1
+        alert_id = st.storage_alert
+        if alert_id is None:
+            alert_id = self._alert(
+                AlertCode.JOURNAL_FULL_CARD_REFUSED,
+                at,
+                source,
+                device=fields.get("device"),
+                detail=st.storage_detail,
+                refused=1,
+            )
+        data: dict[str, Any] = {
+            "card": code,
+            "reason": "journal_full",
+            "counted": counted,
+            "refused": refused,
+            "alert_id": alert_id,
+            "read": fields,
+        }
+        if not counted:
+            data["not_counted_because"] = (
+                f"this exact card has already appeared {seen} time(s) in a {self.settings.decks}-deck shoe: "
+                "misread or foreign card"
+            )
+        self._emit(EventKind.CARD_REFUSED, at, source, data)
+        if st.rescan_alert is not None:  # the unread card was read: refused, but no longer unknown
+            self._clear_alert(st.rescan_alert, at, source, "rescanned, refused (journal full)")
+
+    def _composition_ok(
+        self,
+        code: str,
+        at: float,
+        source: str,
+        fields: dict[str, Any],
+        *,
+        holds: int | str | None = None,
+    ) -> bool:
+        """Whether another ``code`` fits in the shoe; if not, raise ``over_composition``
+        (holding ``holds``: a hand, ``"next_round"``, or nothing)."""
+        seen = self.state.counts.get(code, 0)
+        if seen < self.settings.decks:
+            return True
+        self._alert(
+            AlertCode.OVER_COMPOSITION,
+            at,
+            source,
+            hand=self.state.round.hand if self.state.round is not None else None,
+            holds=holds,
+            device=fields.get("device"),
+            read=fields,
+            card=code,
+            already_seen=seen,
+            decks=self.settings.decks,
+        )
+        return False
+
+    def _refuse_over_composition(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
+        """A reader's card over the shoe's composition (misread or foreign card).
+
+        It physically occupies the slot the draw order gives it, so taking the next card in
+        its place would shift the round (daemon/rules/RULES.md: never accepted silently). Like a misread,
+        the slot waits for a valid rescan (``rescan_needed``: no card is accepted meanwhile),
+        and the alert holds the round (or the next one, between rounds) for a supervisor.
+        """
+        st = self.state
+        hand = st.round.hand if st.round is not None else None
+        self._composition_ok(code, at, source, fields, holds=hand if hand is not None else "next_round")
+        if st.rescan_alert is None:
+            self._alert(
+                AlertCode.RESCAN_NEEDED,
+                at,
+                source,
+                hand=hand,
+                device=fields.get("device"),
+                read=fields,
+                reason="over_composition",
+                reader_code=None,
+            )
+
+    def _plan(self, at: float, *, detect_unneeded: bool = True) -> Placement:
+        """Where the next card goes, by the shoe procedure and draw order alone."""
+        st = self.state
+        phase = st.phase
+        if phase == Phase.ROUND:
+            assert st.round is not None
+            slot = st.round.next_slot()
+            assert slot is not None, "a decided round never stays in progress"
+            return _IN_ROUND[slot]
+        if phase == Phase.INDICATOR:
+            return _INDICATOR
+        if phase == Phase.BURNING:
+            return _OPENING_BURN
+        window = self.settings.unneeded_card_window_s
+        recent = detect_unneeded and window > 0 and st.decided_at is not None and at - st.decided_at <= window
+        if recent and st.unneeded_count == 0:
+            return _UNNEEDED_BURN
+        if recent and st.unneeded_count == 1:
+            return _UNNEEDED_P1
+        if st.round_burn_remaining > 0:
+            return _ROUND_BURN
+        return _NEW_ROUND
+
+    def _place(
+        self,
+        plan: Placement,
+        code: str,
+        at: float,
+        source: str,
+        *,
+        read: dict[str, Any] | None = None,
+        target: DeviceTarget | None = None,
+        cmd: SupervisorCommand | None = None,
+        hand: int | None = None,
+    ) -> None:
+        """Emit a card's events: round opening, the card, its alerts, and what it decides."""
+        st = self.state
+        if plan.opens_round:
+            next_hand = st.hand + 1
+            self._emit(
+                EventKind.ROUND_OPENED,
+                at,
+                source,
+                {"hand": next_hand, "bets": self._settler.offered(next_hand)},
+                hand=next_hand,
+            )
+        data: dict[str, Any] = {"card": code, "slot": plan.slot, "source": source}
+        round_hand: int | None = None
+        if plan.slot == "indicator":
+            data["burn_count"] = self.settings.burn_count(RANKS[code])
+        elif plan.slot == "burn":
+            data["burn"] = plan.burn
+        else:
+            round_hand = hand if hand is not None else st.hand
+            data["round"] = round_hand
+            if plan.unneeded:
+                data["unneeded"] = True
+            if source == "camera" and st.rescan_alert is not None:
+                data["fills_rescan"] = True
+        if read is not None:
+            data["read"] = read
+        if cmd is not None:
+            data.update(actor=cmd.actor, command_id=cmd.command_id)
+        self._emit(EventKind.CARD_DEALT, at, source, data, hand=round_hand)
+        device = None if read is None else read["device"]
+        if plan.unneeded:
+            became = "the next round's burn card" if plan.unneeded == 1 else "the next round's Player 1"
+            # Told from the next round's Player 1 by time only: the round it opens (or, for a
+            # burn, the next one) is held until a supervisor accepts or corrects the reading.
+            self._alert(
+                AlertCode.UNNEEDED_CARD,
+                at,
+                source,
+                hand=st.hand if plan.unneeded == 1 else round_hand,
+                holds="next_round" if plan.unneeded == 1 else round_hand,
+                device=device,
+                card=code,
+                became=became,
+                rule=f"RULES.md dealing mistake {plan.unneeded}",
+            )
+        if target is not None and target not in TARGET_AGREES[plan.slot]:
+            self._alert(
+                AlertCode.DEVICE_DISAGREEMENT,
+                at,
+                source,
+                hand=round_hand,
+                holds=round_hand if round_hand is not None else "next_round",
+                device=device,
+                card=code,
+                engine_slot=plan.slot,
+                device_target=target,
+            )
+        if st.rescan_alert is not None:
+            reason = {"camera": "camera_filled", "supervisor": "assigned"}.get(source, "rescanned")
+            self._clear_alert(st.rescan_alert, at, source, reason, cmd)
+        if plan.slot in ("indicator", "burn") and plan.burn in (None, "opening") and st.phase == Phase.READY:
+            self._offer(st.hand + 1, at, source)
+        elif round_hand is not None:
+            rnd = st.round_for(round_hand)
+            assert rnd is not None
+            if rnd.next_slot() is None:
+                decided_at = at if read is None else read["read_at"]
+                if rnd is st.round:
+                    self._decide(rnd, at, source, decided_at)
+                else:
+                    self._try_complete_held(rnd, at, source)
+
+    def _offer(self, hand: int, at: float, source: str) -> None:
+        self._emit(
+            EventKind.BETS_OFFERED, at, source, {"hand": hand, "bets": self._settler.offered(hand)}, hand=hand
+        )
+
+    def _blockers(self, rnd: RoundState) -> list[str]:
+        reasons = [f"alert {a}" for a in rnd.holds]
+        if rnd.awaiting_verdict:
+            reasons.append("awaiting the reader's verdict")
+        if self._needs_die and rnd.die is None:
+            reasons.append("awaiting the super-round die")
+        if self.variant_missing is not None:
+            reasons.append(self._variant_missing_text())
+        return reasons
+
+    def _variant_missing_text(self) -> str:
+        if self.variant_changed:
+            return (
+                f"this shoe's variant {self.variant_missing!r} pay table changed since the shoe started "
+                f"(recorded digest {self.shoe_variant_digest}): not settled under another pay table"
+            )
+        return f"this shoe's variant {self.variant_missing!r} cannot be loaded (no other pay table)"
+
+    def _decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
+        """The round in progress is decided: complete it, or hold it while something blocks it."""
+        blockers = self._blockers(rnd)
+        if self.settings.await_device_verdict:
+            blockers.append("awaiting the reader's verdict")
+        if blockers:
+            self._emit(
+                EventKind.ROUND_HELD,
+                at,
+                source,
+                {
+                    "hand": rnd.hand,
+                    "cards": dict(rnd.cards),
+                    "blocked_by": blockers,
+                    "awaiting_verdict": self.settings.await_device_verdict,
+                    "decided_at": decided_at,
+                },
+                hand=rnd.hand,
+            )
+        else:
+            self._complete(rnd, at, source, decided_at)
+        self._after_round(rnd.hand, at, source)
+
+    def _after_round(self, hand: int, at: float, source: str) -> None:
+        st = self.state
+        if st.last_hand is not None and hand >= st.last_hand:
+            self._end_shoe(at, source, "cut_card")
+        else:
+            self._offer(hand + 1, at, source)
+
+    def _end_shoe(self, at: float, source: str, reason: str) -> None:
+        st = self.state
+        self._emit(
+            EventKind.SHOE_ENDED,
+            at,
+            source,
+            {"shoe_id": st.shoe_id, "reason": reason, "hands": st.hand, "cards_out": st.cards_out},
+        )
+
+    def _complete(self, rnd: RoundState, at: float, source: str, decided_at: float | None) -> None:
+        outcome, bets = self._settler.settle(*rnd.codes(), rnd.hand, rnd.die)
+        self._emit(
+            EventKind.ROUND_COMPLETED,
+            at,
+            source,
+            {
+                "hand": rnd.hand,
+                "cards": dict(rnd.cards),
+                "sources": dict(rnd.sources),
+                "outcome": outcome,
+                "bets": bets,
+                "super_round_die": rnd.die,
+                "corrected": rnd.corrected,
+                "decided_at": decided_at,
+            },
+            hand=rnd.hand,
+        )
+
+    def _try_complete_held(self, rnd: RoundState, at: float, source: str) -> None:
+        if rnd.hand in self.state.held and rnd.next_slot() is None and not self._blockers(rnd):
+            self._complete(rnd, at, source, None)
+
+    def _start_shoe(self, at: float, shoe_id: str | None, cmd: SupervisorCommand | None, source: str) -> None:
+        st = self.state
+        if st.phase not in OUTSIDE_SHOE:
+            self._end_shoe(at, source, "replaced")
+        new_id = shoe_id or f"shoe-{st.shoes_started + 1}-{round(at * 1000)}"
+        data: dict[str, Any] = {
+            "shoe_id": new_id,
+            "decks": self.configured_settings.decks,
+            "variant": self.configured_variant.name,
+            "variant_digest": self.configured_variant.digest,
+            "started_by": "device" if cmd is None else "supervisor",
+            "actor": None if cmd is None else cmd.actor,
+            "command_id": None if cmd is None else cmd.command_id,
+        }
+        self._emit(EventKind.SHOE_STARTED, at, source, data, shoe_id=new_id)
+        self._use_shoe(data)

@@ -1,0 +1,95 @@
+"""One round's state (its cards by slot and what keeps it from completing) and the card
+tables it is read with."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.cards import ALL_CARDS, Card
+from daemon.rules.tableau import banker_draws, player_draws
+
+PLAYER_SLOTS = ("P1", "P2", "P3")
+BANKER_SLOTS = ("B1", "B2", "B3")
+ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
+_OPENING = ("P1", "B1", "P2", "B2")
+_POINTS = {card.code: card.points for card in ALL_CARDS}
+# The tableau of daemon.rules.tableau, tabulated once for every case (index 10: no third card).
+_PLAYER_DRAWS = [[player_draws(p, b) for b in range(10)] for p in range(10)]
+_BANKER_DRAWS = [
+    [[banker_draws(p, b, t if t < 10 else None) for t in range(11)] for b in range(10)] for p in range(10)
+]
+
+
+def result_line(hand: int, outcome: dict[str, Any]) -> dict[str, Any]:
+    """A completed round as the shoe's history keeps it (bead plate, big road, pair marks):
+    ``totals``, ``pairs`` and ``naturals`` are ``[player, banker]``."""
+    return {
+        "hand": hand,
+        "winner": outcome["winner"],
+        "totals": [outcome["player_total"], outcome["banker_total"]],
+        "pairs": [outcome["player_pair"], outcome["banker_pair"]],
+        "naturals": [outcome["player_natural"], outcome["banker_natural"]],
+    }
+
+
+def side_codes(cards: dict[str, str]) -> tuple[list[str], list[str]]:
+    """The Player's and the Banker's card codes of a round's ``cards`` by slot, in deal order."""
+    return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
+
+
+@dataclass
+class RoundState:
+    """One round: its cards by slot (in deal order) and what keeps it from completing."""
+
+    hand: int
+    opened_at: float
+    cards: dict[str, str] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    holds: list[str] = field(default_factory=list)
+    awaiting_verdict: bool = False
+    die: int | None = None
+    corrected: bool = False
+
+    def sides(self) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
+        """The Player's and the Banker's cards, in deal order."""
+        cards = self.cards
+        player = tuple(Card.parse(cards[s]) for s in PLAYER_SLOTS if s in cards)
+        banker = tuple(Card.parse(cards[s]) for s in BANKER_SLOTS if s in cards)
+        return player, banker
+
+    def codes(self) -> tuple[list[str], list[str]]:
+        """The Player's and the Banker's card codes, in deal order."""
+        return side_codes(self.cards)
+
+    def next_slot(self) -> str | None:
+        """The slot the round needs next, or None when it is decided.
+
+        The cards are a legal deal prefix by construction (placed in draw order, or a
+        correction checked with ``daemon.rules.outcome.next_slot``), so point values and
+        the tabulated tableau decide it.
+        """
+        cards = self.cards
+        n = len(cards)
+        if n < 4:
+            return _OPENING[n]
+        p = (_POINTS[cards["P1"]] + _POINTS[cards["P2"]]) % 10
+        b = (_POINTS[cards["B1"]] + _POINTS[cards["B2"]]) % 10
+        if "P3" not in cards and _PLAYER_DRAWS[p][b]:
+            return "P3"
+        if "B3" in cards:
+            return None
+        third = _POINTS[cards["P3"]] if "P3" in cards else 10
+        return "B3" if _BANKER_DRAWS[p][b][third] else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "hand": self.hand,
+            "opened_at": self.opened_at,
+            "cards": dict(self.cards),
+            "sources": dict(self.sources),
+            "holds": list(self.holds),
+            "awaiting_verdict": self.awaiting_verdict,
+            "super_round_die": self.die,
+            "corrected": self.corrected,
+        }

@@ -1,0 +1,64 @@
+"""The engine's retained state: ``Engine.snapshot()`` (topic ``…/state``, ``README.md``, "Snapshot")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from daemon.engine.rounds import RoundState
+from daemon.engine.state import TableState
+
+
+def snapshot(
+    st: TableState, decks: int, variant: str, blockers: Callable[[RoundState], list[str]]
+) -> dict[str, Any]:
+    """JSON-ready current state of a table whose shoe is dealt with ``decks`` and ``variant``;
+    ``blockers`` says what holds a round back."""
+    rnd = st.round
+    return {
+        "shoe": {
+            "shoe_id": st.shoe_id,
+            "phase": st.phase,
+            "decks": decks,
+            "cards_out": st.cards_out,
+            "burn_remaining": st.burn_remaining,
+            "round_burn_remaining": st.round_burn_remaining,
+            "cut_card_seen": st.cut_card_seen,
+            "last_hand": st.last_hand,
+            "end_reason": st.shoe_end_reason,
+        },
+        "variant": variant,
+        "hand": st.hand,
+        "round": None if rnd is None else _round_view(rnd, blockers),
+        "offered_bets": {"hand": st.offered_hand, "bets": list(st.offered_bets)},
+        "alerts": [dict(a) for a in st.alerts.values()],
+        "held_rounds": [_round_view(r, blockers) for _, r in sorted(st.held.items())],
+        "rescan_needed": st.rescan_alert is not None,
+        "disconnected_devices": list(st.disconnected),
+        "storage": {
+            "full": st.storage_full,
+            "detail": st.storage_detail,
+            "refused_cards": st.storage_refused,
+        },
+        "reads_waiting_in_pull": len(st.held_reads),
+        "results": [
+            {
+                "hand": r["hand"],
+                "winner": r["winner"],
+                "totals": list(r["totals"]),
+                "pairs": list(r["pairs"]),
+                "naturals": list(r["naturals"]),
+            }
+            for r in st.results
+        ],
+    }
+
+
+def _round_view(rnd: RoundState, blockers: Callable[[RoundState], list[str]]) -> dict[str, Any]:
+    view = rnd.to_dict()
+    player, banker = rnd.sides()
+    view["player_total"] = sum(c.points for c in player) % 10
+    view["banker_total"] = sum(c.points for c in banker) % 10
+    view["next_slot"] = rnd.next_slot()
+    view["blocked_by"] = blockers(rnd)
+    return view
