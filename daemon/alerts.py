@@ -48,8 +48,9 @@ class AlertCode(StrEnum):
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
+    # raised by the service (its journal housekeeping and its runner)
+    JOURNAL_NEARLY_FULL = "journal_nearly_full"
     JOURNAL_FULL = "journal_full"
-    # raised by the service runner
     JOURNAL_RECOVERED = "journal_recovered"
     ENGINE_ERROR = "engine_error"
 
@@ -66,8 +67,8 @@ class RaisedBy(StrEnum):
     """The part of the daemon that raises the alert."""
 
     ENGINE = "engine"  # daemon/engine: in the table's own event history, restored with it
-    PUBLISHER = "publisher"  # daemon/mqtt/publisher.py: a journal "delivery" event
-    SERVICE = "service"  # daemon/service/runner.py: a journal "delivery" event
+    PUBLISHER = "publisher"  # daemon/mqtt: a journal "delivery" event
+    SERVICE = "service"  # daemon/service: a journal "delivery" event
 
 
 class IdScheme(StrEnum):
@@ -301,11 +302,20 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "seq", "event_id", "reason"),
     ),
+    AlertCode.JOURNAL_NEARLY_FULL: AlertSpec(
+        Severity.WARNING,
+        "a journal limit (size, undelivered count or oldest undelivered age) is journal.warn_fraction "
+        "reached: dealing goes on; restore delivery or make room before the journal is full",
+        "every limit is below journal.warn_fraction again (cleared by the journal housekeeping)",
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "warn_fraction"),
+    ),
     AlertCode.JOURNAL_FULL: AlertSpec(
         Severity.CRITICAL,
         "the journal is over one of its limits (disk or backlog), with the configured on_full policy",
-        "the journal is below its limits again (cleared by the publisher)",
-        raised_by=RaisedBy.PUBLISHER,
+        "the journal is below its limits again (cleared by the journal housekeeping)",
+        raised_by=RaisedBy.SERVICE,
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "admits_new_round"),
     ),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from daemon.mqtt.alerts import DEAD_LETTER_ALERT
+from daemon.alerts import AlertCode
 from daemon.mqtt.envelope import SCHEMA_VERSION
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, verify
@@ -129,7 +129,7 @@ class EventConsumer:
 
     def _note_dead_letter(self, envelope: dict[str, Any]) -> None:
         data = envelope["data"]
-        if envelope["kind"] == "alert_raised" and data.get("code") == DEAD_LETTER_ALERT:
+        if envelope["kind"] == "alert_raised" and data.get("code") == AlertCode.MQTT_DEAD_LETTER:
             lost = data.get("seq")
             if isinstance(lost, int):
                 self.explained[lost] = str(data.get("message", "dead-lettered"))

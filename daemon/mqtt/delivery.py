@@ -13,13 +13,12 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from common.backoff import Backoff
+from daemon.alerts import AlertCode
 from daemon.engine.events import ROUND_BOUNDARY_KINDS
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.alerts import (
     ALERT_KIND_PREFIX,
-    DEAD_LETTER_ALERT,
-    DELIVERY_FAILING_ALERT,
     alert_cleared,
     alert_raised,
 )
@@ -155,7 +154,7 @@ class Delivery:
                 )
             elif isinstance(decision, RaiseFailing):
                 self.failing_alert = self._raise(
-                    DELIVERY_FAILING_ALERT,
+                    AlertCode.MQTT_DELIVERY_FAILING,
                     f"the broker refuses events for now ({decision.reason}); they stay in the journal "
                     "and are published again with backoff",
                     {
@@ -168,7 +167,7 @@ class Delivery:
                 self._journal_event(
                     alert_cleared(
                         self.failing_alert,
-                        DELIVERY_FAILING_ALERT,
+                        AlertCode.MQTT_DELIVERY_FAILING,
                         "the broker acknowledges events again",
                         self._clock(),
                     )
@@ -182,13 +181,13 @@ class Delivery:
         log.error("event seq=%d (%s) dead-lettered: %s", event.seq, event.kind, decision.reason)
         if decision.alert:
             self._raise(
-                DEAD_LETTER_ALERT,
+                AlertCode.MQTT_DEAD_LETTER,
                 f"event seq {event.seq} ({event.kind}) was not delivered: {decision.reason}",
                 {"seq": event.seq, "event_id": event.event_id, "event_kind": event.kind},
             )
 
-    def _raise(self, code: str, message: str, extra: dict[str, Any]) -> str:
-        alert_id, event = alert_raised(code, "critical", message, extra, self._clock())
+    def _raise(self, code: AlertCode, message: str, extra: dict[str, Any]) -> str:
+        alert_id, event = alert_raised(code, message, extra, self._clock())
         self._journal_event(event)
         return alert_id
 

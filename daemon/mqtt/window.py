@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from common.backoff import Backoff
+from daemon.alerts import AlertCode
 from daemon.journal.records import ORIGIN_DELIVERY, JournaledEvent
-from daemon.mqtt.alerts import DEAD_LETTER_ALERT
 
 PERMANENT_REASON_CODES: frozenset[int] = frozenset({0x87, 0x90, 0x95, 0x99})
 """PUBACK reason codes after which publishing the same event again cannot succeed: not
@@ -208,5 +208,7 @@ class DeliveryWindow:
 
 def _dead_letter(event: JournaledEvent, reason: str) -> DeadLetter:
     # Never alert about a failed dead-letter alert: that would loop when the topic is closed.
-    is_dead_letter_alert = event.origin == ORIGIN_DELIVERY and event.data.get("code") == DEAD_LETTER_ALERT
+    is_dead_letter_alert = (
+        event.origin == ORIGIN_DELIVERY and event.data.get("code") == AlertCode.MQTT_DEAD_LETTER
+    )
     return DeadLetter(event, reason, alert=not is_dead_letter_alert)

@@ -26,8 +26,9 @@ from collections.abc import Callable
 
 import structlog
 
+from daemon.alerts import AlertCode
 from daemon.journal.store import Journal
-from daemon.mqtt.alerts import JOURNAL_FULL_ALERT, JOURNAL_NEARLY_FULL_ALERT, alert_cleared, alert_raised
+from daemon.mqtt.alerts import alert_cleared, alert_raised
 from daemon.mqtt.settings import DeliverySettings
 
 log = structlog.get_logger("baccarat_edge.journal_housekeeping")
@@ -81,8 +82,7 @@ class JournalHousekeeping:
         capacity = self._journal.capacity()
         if capacity.warning is not None and self.nearly_full_alert is None:
             alert_id, event = alert_raised(
-                JOURNAL_NEARLY_FULL_ALERT,
-                "warning",
+                AlertCode.JOURNAL_NEARLY_FULL,
                 f"{capacity.warning}: make room (restore delivery) before dealing stops",
                 {"warn_fraction": self._journal.settings.warn_fraction},
                 self._clock(),
@@ -92,8 +92,7 @@ class JournalHousekeeping:
             self._notify()
         if capacity.full and self.full_alert is None:
             alert_id, event = alert_raised(
-                JOURNAL_FULL_ALERT,
-                "critical",
+                AlertCode.JOURNAL_FULL,
                 f"{capacity.reason}; policy {self._journal.settings.on_full.value}",
                 {"admits_new_round": self._journal.admits_new_round()},
                 self._clock(),
@@ -104,7 +103,7 @@ class JournalHousekeeping:
         elif not capacity.full and self.full_alert is not None:
             self._journal.append_delivery_event(
                 alert_cleared(
-                    self.full_alert, JOURNAL_FULL_ALERT, "journal below its limits again", self._clock()
+                    self.full_alert, AlertCode.JOURNAL_FULL, "journal below its limits again", self._clock()
                 )
             )
             self.full_alert = None
@@ -113,7 +112,7 @@ class JournalHousekeeping:
             self._journal.append_delivery_event(
                 alert_cleared(
                     self.nearly_full_alert,
-                    JOURNAL_NEARLY_FULL_ALERT,
+                    AlertCode.JOURNAL_NEARLY_FULL,
                     "journal below the early-warning fraction of its limits again",
                     self._clock(),
                 )

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from daemon.alerts import AlertCode
 from daemon.journal import Journal
-from daemon.mqtt.alerts import DEAD_LETTER_ALERT, DELIVERY_FAILING_ALERT
 from daemon.mqtt.consumer import EventConsumer, Verdict
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret
@@ -76,7 +76,7 @@ def test_a_transient_refusal_is_retried_and_alerted_until_delivery_resumes(
     assert publisher.counters.dead_lettered == 0
     assert journal.dead_letters() == []
     [raised, cleared] = delivery_alerts(journal)
-    assert raised[:2] == ("alert_raised", DELIVERY_FAILING_ALERT)
+    assert raised[:2] == ("alert_raised", AlertCode.MQTT_DELIVERY_FAILING)
     assert cleared[0] == "alert_cleared"
     assert cleared[2] == raised[2]
     assert "delivery_failing" not in publisher.health()
@@ -110,7 +110,7 @@ def test_the_alert_stays_open_while_the_broker_keeps_refusing(
     publisher.notify()
     wait_until(lambda: publisher.counters.delivery_retries >= 8, "several retries")
     assert [(kind, code) for kind, code, _ in delivery_alerts(journal)] == [
-        ("alert_raised", DELIVERY_FAILING_ALERT)
+        ("alert_raised", AlertCode.MQTT_DELIVERY_FAILING)
     ]
     health = publisher.health()
     validate_payload("x/health", json.dumps({"schema_version": 1, **health}).encode())
@@ -154,12 +154,14 @@ def test_an_event_refused_past_refused_retries_is_dead_lettered_and_nothing_newe
     assert publisher.counters.dead_lettered == 1
     alerts = delivery_alerts(journal)
     assert [(kind, alert_code) for kind, alert_code, _ in alerts] == [
-        ("alert_raised", DELIVERY_FAILING_ALERT),  # seq 7, at the first refusal
-        ("alert_raised", DEAD_LETTER_ALERT),  # seq 8, names seq 2
-        ("alert_cleared", DELIVERY_FAILING_ALERT),  # seq 9, once seq 5 was acknowledged
+        ("alert_raised", AlertCode.MQTT_DELIVERY_FAILING),  # seq 7, at the first refusal
+        ("alert_raised", AlertCode.MQTT_DEAD_LETTER),  # seq 8, names seq 2
+        ("alert_cleared", AlertCode.MQTT_DELIVERY_FAILING),  # seq 9, once seq 5 was acknowledged
     ]
     assert alerts[2][2] == alerts[0][2]
-    dead_alert = next(e for e in journal.events(origin=None) if e.data.get("code") == DEAD_LETTER_ALERT)
+    dead_alert = next(
+        e for e in journal.events(origin=None) if e.data.get("code") == AlertCode.MQTT_DEAD_LETTER
+    )
     assert (dead_alert.data["seq"], dead_alert.data["event_id"]) == (2, dead.event_id)
     assert "delivery_failing" not in publisher.health()
     arrivals = event_arrivals(sub, 9)
@@ -194,8 +196,8 @@ def test_refused_events_are_retried_one_at_a_time_lowest_seq_first(
     assert journal.dead_letters() == []
     assert publisher.counters.delivery_retries == 3
     assert [(kind, code) for kind, code, _ in delivery_alerts(journal)] == [
-        ("alert_raised", DELIVERY_FAILING_ALERT),
-        ("alert_cleared", DELIVERY_FAILING_ALERT),
+        ("alert_raised", AlertCode.MQTT_DELIVERY_FAILING),
+        ("alert_cleared", AlertCode.MQTT_DELIVERY_FAILING),
     ]
     # 1-4 were in flight together; then 1 again (refused), 1 (acknowledged), 3, and only
     # then anything newer: 5, 6 and the two alerts.
@@ -232,7 +234,7 @@ def test_a_permanent_refusal_is_dead_lettered_once(
     assert f"0x{code:02x}" in (dead.dead_letter or "")
     assert publisher.counters.delivery_retries == 0
     [(kind, alert_code, _)] = delivery_alerts(journal)
-    assert (kind, alert_code) == ("alert_raised", DEAD_LETTER_ALERT)
+    assert (kind, alert_code) == ("alert_raised", AlertCode.MQTT_DEAD_LETTER)
 
 
 def test_an_event_above_the_brokers_packet_limit_is_dead_lettered_before_sending(
@@ -263,5 +265,5 @@ def test_an_event_above_the_brokers_packet_limit_is_dead_lettered_before_sending
     assert "packet too large (0x95)" in (dead.dead_letter or "")
     assert "at most 4096" in (dead.dead_letter or "")
     assert [m.json()["seq"] for m in messages] == [1, 3, 4]  # the dead-letter alert is seq 4
-    assert messages[2].json()["data"]["code"] == DEAD_LETTER_ALERT
+    assert messages[2].json()["data"]["code"] == AlertCode.MQTT_DEAD_LETTER
     assert health["counters"]["connects"] == 1  # never disconnected by the broker

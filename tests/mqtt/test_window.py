@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from common.backoff import Backoff
+from daemon.alerts import AlertCode
 from daemon.journal.records import ORIGIN_DELIVERY, ORIGIN_ENGINE, JournaledEvent
-from daemon.mqtt.alerts import DEAD_LETTER_ALERT
 from daemon.mqtt.window import (
     PERMANENT_REASON_CODES,
     Ack,
@@ -218,7 +218,7 @@ def test_scenario(name: str) -> None:
             case ("pub", seq, mid):
                 assert isinstance(seq, int)
                 assert isinstance(mid, int)
-                dead_letter_alert = event(seq, ORIGIN_DELIVERY, DEAD_LETTER_ALERT)
+                dead_letter_alert = event(seq, ORIGIN_DELIVERY, AlertCode.MQTT_DEAD_LETTER)
                 w.published(dead_letter_alert if seq == 7 else event(seq), mid)
             case ("acks", now, answers):
                 assert isinstance(now, float)

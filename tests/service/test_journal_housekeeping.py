@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from common.inputs import Tick
+from daemon.alerts import AlertCode
 from daemon.journal import DeliveryEvent, Journal, JournaledEvent, JournalSettings
-from daemon.mqtt.alerts import JOURNAL_FULL_ALERT, JOURNAL_NEARLY_FULL_ALERT
 from daemon.mqtt.settings import DeliverySettings
 from daemon.service.journal_housekeeping import FIRST_COMPACTION_AFTER_S, JournalHousekeeping
 
@@ -30,7 +30,7 @@ def card(shoe: str) -> DeliveryEvent:
     )
 
 
-def alerts(journal: Journal, code: str = JOURNAL_FULL_ALERT) -> list[JournaledEvent]:
+def alerts(journal: Journal, code: str = AlertCode.JOURNAL_FULL) -> list[JournaledEvent]:
     return [e for e in journal.events(origin=None) if e.kind.startswith("alert") and e.data["code"] == code]
 
 
@@ -64,7 +64,7 @@ def test_journal_full_is_raised_once_and_cleared_once_with_the_same_id(journal: 
     assert raised.kind == "alert_raised"
     assert raised.data == {
         "alert_id": keeper.full_alert,
-        "code": JOURNAL_FULL_ALERT,
+        "code": AlertCode.JOURNAL_FULL,
         "severity": "critical",
         "message": "10 undelivered events reached the limit of 10; policy refuse_new_rounds",
         "admits_new_round": False,
@@ -84,7 +84,7 @@ def test_journal_full_is_raised_once_and_cleared_once_with_the_same_id(journal: 
     assert cleared.kind == "alert_cleared"
     assert cleared.data == {
         "alert_id": raised.data["alert_id"],
-        "code": JOURNAL_FULL_ALERT,
+        "code": AlertCode.JOURNAL_FULL,
         "message": "journal below its limits again",
     }
     assert keeper.full_alert is None
@@ -128,10 +128,10 @@ def test_the_early_warning_speaks_before_the_journal_is_full(journal: Journal, w
     keeper = housekeeping(journal, wall, [])
     journal.append([], [card("S1") for _ in range(7)])
     keeper.run(0.0)  # 7 of 10: below 80 %
-    assert alerts(journal, JOURNAL_NEARLY_FULL_ALERT) == []
+    assert alerts(journal, AlertCode.JOURNAL_NEARLY_FULL) == []
     journal.append([], [card("S1")])
     keeper.run(10.0)  # 8 of 10
-    [warning] = alerts(journal, JOURNAL_NEARLY_FULL_ALERT)
+    [warning] = alerts(journal, AlertCode.JOURNAL_NEARLY_FULL)
     assert warning.data["severity"] == "warning"
     assert warning.data["message"].startswith("8 undelivered events are 80% of the limit of 10")
     assert warning.data["alert_id"] == keeper.nearly_full_alert
@@ -139,10 +139,10 @@ def test_the_early_warning_speaks_before_the_journal_is_full(journal: Journal, w
     assert journal.admits_new_round()
 
     keeper.run(20.0)  # still 80 %: no second warning
-    assert len(alerts(journal, JOURNAL_NEARLY_FULL_ALERT)) == 1
+    assert len(alerts(journal, AlertCode.JOURNAL_NEARLY_FULL)) == 1
     journal.mark_delivered(range(1, 5))
     keeper.run(30.0)
-    [_, cleared] = alerts(journal, JOURNAL_NEARLY_FULL_ALERT)
+    [_, cleared] = alerts(journal, AlertCode.JOURNAL_NEARLY_FULL)
     assert cleared.kind == "alert_cleared"
     assert cleared.data["alert_id"] == warning.data["alert_id"]
     assert keeper.nearly_full_alert is None
