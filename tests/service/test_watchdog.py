@@ -15,6 +15,7 @@ from daemon.service.config import load_config
 from daemon.service.logging import reset_logging
 from daemon.service.runner import Daemon
 from daemon.service.sdnotify import SystemdNotifier
+from drivers.base import ReaderDriver
 from drivers.pty_device import PtyDevice
 from tests.service.harness import dealt_shoe, write_config
 from tests.support.broker import MosquittoBroker
@@ -132,6 +133,7 @@ def test_watchdog_stops_when_the_reader_thread_dies(watched: Watched) -> None:
 def test_watchdog_stops_while_the_reader_loop_is_blocked_with_its_thread_alive(watched: Watched) -> None:
     daemon = watched.daemon
     driver = daemon.drivers["reader"]
+    assert isinstance(driver, ReaderDriver)
     watched.wait_for_pings(3)
     # an idle shoe (nothing dealt) still turns the loop at every read timeout: progressing
     assert not [s.name for s in daemon.liveness.states() if s.stalled]
