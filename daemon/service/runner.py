@@ -106,7 +106,6 @@ class Daemon:
         self.stats = RunnerStats()
         self.queue = InputQueue(self.config.service.input_queue_max, self.stats)
         self.watchdog = Watchdog(self.notifier, self.config.service.watchdog_stall_s)
-        self.liveness = self.watchdog.liveness
         self.stop_requested = threading.Event()
         self.reload_requested = threading.Event()
         self.engine_done = threading.Event()
@@ -306,7 +305,7 @@ class Daemon:
                         "watchdog_stall_s": fresh.config.service.watchdog_stall_s,
                     }
                 )
-                self.liveness.stall_after = service.watchdog_stall_s
+                self.watchdog.liveness.stall_after = service.watchdog_stall_s
                 updates["service"] = service
             if "broker" in applied:
                 if self._swap_publisher(fresh.config.broker):
