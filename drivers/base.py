@@ -22,15 +22,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Literal
 
 import structlog
 
-from common.inputs import DeviceConnection, EngineInput
+from common.inputs import DeviceConnection
+from drivers.device import Clock, ReaderHealth, Sink
 from drivers.protocols.frames import CommandReply, DecodedFrame, Decoder, DuplicateCounting
 
-Sink = Callable[[EngineInput], None]
-Clock = Callable[[], float]
+Counter = Literal["frames", "duplicates", "rejects", "rescans", "notices", "discarded_partials"]
 
 log = structlog.get_logger("drivers")
 
@@ -79,7 +79,7 @@ def log_to_stderr() -> None:
 
 
 class ReaderDriver:
-    """Base of the serial and USB reader drivers (runs its own thread)."""
+    """Base of the serial and USB reader drivers (runs its own thread); a :class:`~drivers.device.Device`."""
 
     kind = "reader"
 
@@ -103,7 +103,7 @@ class ReaderDriver:
         self._last_read_at: float | None = None
         self._reconnects = 0
         self._ever_connected = False
-        self._counts = {
+        self._counts: dict[Counter, int] = {
             "frames": 0,
             "duplicates": 0,
             "rejects": 0,
@@ -147,20 +147,26 @@ class ReaderDriver:
             return None
         return self._progress
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> ReaderHealth:
         """Connection state and counters, JSON-ready."""
         with self._state:
-            return {
-                "driver": self.kind,
-                "device": self.device,
-                "connected": bool(self._connected),
-                "last_read_at": self._last_read_at,
-                "reconnects": self._reconnects,
-                "bytes": self._received,
-                "last_error": self._last_error,
-                "running": self._thread is not None and self._thread.is_alive(),
-                **self._counts,
-            }
+            counts = self._counts
+            return ReaderHealth(
+                driver=self.kind,
+                device=self.device,
+                connected=bool(self._connected),
+                last_read_at=self._last_read_at,
+                reconnects=self._reconnects,
+                bytes=self._received,
+                last_error=self._last_error,
+                running=self._thread is not None and self._thread.is_alive(),
+                frames=counts["frames"],
+                duplicates=counts["duplicates"],
+                rejects=counts["rejects"],
+                rescans=counts["rescans"],
+                notices=counts["notices"],
+                discarded_partials=counts["discarded_partials"],
+            )
 
     # -- waiting helpers (replay, tests) -----------------------------------------
 
@@ -292,7 +298,7 @@ class ReaderDriver:
             self._last_error = detail
             self._state.notify_all()
 
-    def _count(self, name: str, n: int = 1) -> None:
+    def _count(self, name: Counter, n: int = 1) -> None:
         with self._state:
             self._counts[name] += n
 

@@ -4,19 +4,21 @@ Each entry is a pair of ``"module:attribute"`` strings: the driver class and its
 settings model. Nothing is imported until :func:`load` is asked for that name, so
 a table with an Angel Eye shoe never imports pyusb or OpenCV.
 
-Runtime contract of a driver class: ``cls(settings, sink, clock)`` with
-``start()``, ``stop()``, ``health() -> dict``; it runs its own thread and hands
-every engine input to ``sink``.
+Every driver class is a :class:`~drivers.device.Device` factory: ``cls(settings, sink,
+clock)`` builds a device (not started) that runs its own thread and hands every engine
+input to ``sink``; :func:`load` refuses a class that does not implement the protocol.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
+
+from drivers.device import Clock, Device, DeviceFactory, Sink
 
 DRIVERS: dict[str, tuple[str, str]] = {
     "angel_eye": ("drivers.serial_reader:AngelEyeReader", "drivers.settings:AngelEyeReaderSettings"),
@@ -38,7 +40,7 @@ class DriverClass:
     """A loaded driver: its class and its settings model."""
 
     name: str
-    driver: Callable[..., Any]
+    driver: DeviceFactory
     settings: type[BaseModel]
 
     def validate(self, settings: Mapping[str, Any] | BaseModel) -> BaseModel:
@@ -49,16 +51,15 @@ class DriverClass:
             settings = settings.model_dump()
         return self.settings.model_validate(dict(settings))
 
-    def build(
-        self, settings: Mapping[str, Any] | BaseModel, sink: Callable[[Any], None], clock: Callable[[], float]
-    ) -> Any:
-        """Validate ``settings`` and construct the driver (not started)."""
+    def build(self, settings: Mapping[str, Any] | BaseModel, sink: Sink, clock: Clock) -> Device:
+        """Validate ``settings`` and construct the device (not started)."""
         return self.driver(self.validate(settings), sink, clock)
 
 
-def _import(target: str) -> Any:
+def _import(target: str) -> object:
     module_name, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module_name), attribute)
+    found: object = getattr(importlib.import_module(module_name), attribute)
+    return found
 
 
 def load(name: str) -> DriverClass:
@@ -66,5 +67,10 @@ def load(name: str) -> DriverClass:
     entry = DRIVERS.get(name)
     if entry is None:
         raise UnknownDriverError(name)
-    driver, settings = entry
-    return DriverClass(name=name, driver=_import(driver), settings=_import(settings))
+    driver_path, settings_path = entry
+    driver, settings = _import(driver_path), _import(settings_path)
+    if not (isinstance(driver, type) and issubclass(driver, Device)):
+        raise TypeError(f"{driver_path} does not implement drivers.device.Device")
+    if not (isinstance(settings, type) and issubclass(settings, BaseModel)):
+        raise TypeError(f"{settings_path} is not a settings model")
+    return DriverClass(name=name, driver=driver, settings=settings)

@@ -22,9 +22,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from common.inputs import DeviceConnection, EngineInput, SupervisorCommand, Tick
+from drivers.base import ReaderDriver
+from drivers.device import ReaderHealth
 from drivers.fixtures import Fixture, FixtureStep
 from drivers.pty_device import PtyDevice
 from drivers.registry import load
@@ -40,7 +41,7 @@ class ReplayError(RuntimeError):
 @dataclass
 class ReplayResult:
     steps: int
-    health: dict[str, Any]
+    health: ReaderHealth
 
 
 class FixtureClock:
@@ -127,6 +128,8 @@ def _replay_serial(
             "reconnect": FAST_RECONNECT,
         }
         driver = driver_class.build(settings, stable_sink, clock)
+        if not isinstance(driver, ReaderDriver):
+            raise ReplayError(f"{fixture.header.protocol} is not a reader driver")
         driver.start()
         written = 0
         try:
@@ -165,7 +168,7 @@ def _replay_serial(
         finally:
             driver.stop()
             device.close()
-        health: dict[str, Any] = driver.health()
+        health = driver.health()
     return ReplayResult(steps=len(steps), health=health)
 
 

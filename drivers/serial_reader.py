@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Literal
 
 import serial
 
-from drivers.base import Clock, ReaderDriver, Sink
+from drivers.base import ReaderDriver
+from drivers.device import Clock, ReaderHealth, Sink
 from drivers.protocols.angel_eye import AngelEyeDecoder, encode_command
 from drivers.protocols.ascii_lines import AsciiLineDecoder
 from drivers.protocols.frames import CommandReply, Decoder
@@ -110,8 +111,11 @@ class SerialReader(ReaderDriver):
                 return False
             return True
 
-    def health(self) -> dict[str, Any]:
-        return {**super().health(), "url": self.settings.url}
+    def health(self) -> ReaderHealth:
+        """The reader's health with the URL it opens."""
+        health = super().health()
+        health["url"] = self.settings.url
+        return health
 
 
 class AngelEyeReader(SerialReader):

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 import usb.core
 import usb.util
 
-from drivers.base import Clock, ReaderDriver, Sink
+from drivers.base import ReaderDriver
+from drivers.device import Clock, Sink
 from drivers.protocols.hid_wedge import HidWedgeDecoder
 from drivers.settings import UsbHidReaderSettings
 

@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from drivers.base import log_to_stderr
+    from drivers.base import ReaderDriver, log_to_stderr
     from drivers.fixtures import FIXTURE_SUFFIX, UsbIdentity
     from drivers.record import FixtureWriter, Recorder, attach, recorded_header
     from drivers.registry import load
@@ -129,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {type(item).__name__}: {item}", file=sys.stderr, flush=True)
 
     driver = driver_class.driver(validated, lambda item: recorder.sink(item, echo), time.monotonic)
+    if not isinstance(driver, ReaderDriver):
+        print(f"error: {args.driver} is not a card reader driver", file=sys.stderr)
+        return 2
     attach(driver, recorder)
     done = threading.Event()
     stopped_by: list[str] = []

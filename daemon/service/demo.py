@@ -38,6 +38,7 @@ from daemon.service.logging import configure_logging, reset_logging
 from daemon.service.runner import Daemon
 from daemon.service.supervisor import CommandSender
 from daemon.service.table_view import TableView, render
+from drivers.base import ReaderDriver
 
 EVENTS_KEY_ENV = "BACCARAT_EDGE_DEMO_EVENTS_KEY"
 COMMAND_KEY_ENV = "BACCARAT_EDGE_DEMO_COMMAND_KEY"
@@ -327,8 +328,8 @@ class DemoRun:
         r.duplicates = view.duplicates
         r.alerts = list(view.recent_alerts)
         r.shoe_ended = view.shoe_ended
-        readers = [d for d in daemon.drivers.values() if hasattr(d, "wait_until_connected")]
-        r.bytes_read = sum(int(d.health().get("bytes", 0)) for d in readers)
+        readers = [d for d in daemon.drivers.values() if isinstance(d, ReaderDriver)]
+        r.bytes_read = sum(d.health()["bytes"] for d in readers)
 
 
 def summary(result: DemoResult) -> str:

@@ -5,16 +5,17 @@ is registered with a probe returning the ``time.monotonic()`` of its last sign o
 life, or None when it is not running. The watchdog is pinged only while every probe
 is within ``stall_after`` seconds.
 
-What a sign of life is depends on the worker (``Daemon._register_probe``):
+What a sign of life is depends on the worker (registered by ``daemon.service.health.Watchdog``):
 
 * the engine thread beats on every turn of its loop (inputs, idle ticks, journal retries);
-* a worker with ``last_progress()`` (the reader drivers, the publisher's drain loop, the
-  reader-command worker) reports its loop's last turn. An idle shoe or an unreachable broker still turns the
-  loop (read timeouts, reconnect waits in slices), a loop blocked in a read, a sink or
-  a socket call does not, so it stops the pings although its thread lives;
-* any other worker (e.g. the camera) counts as progressing while its thread(s) live and
-  its ``health()`` answers: its death or a deadlock on its health lock stops the pings,
-  a loop blocked elsewhere does not.
+* every other worker is watched through its ``last_progress()``: the reader drivers, the
+  publisher's drain loop and the reader-command worker report their loop's last turn. An
+  idle shoe or an unreachable broker still turns the loop (read timeouts, reconnect waits
+  in slices), a loop blocked in a read, a sink or a socket call does not, so it stops the
+  pings although its thread lives;
+* the camera has no loop heartbeat: its ``last_progress()`` is "now" while its thread lives
+  and its state lock is free, so its death or a deadlock on that lock stops the pings, a
+  loop blocked elsewhere does not.
 """
 
 from __future__ import annotations

@@ -23,15 +23,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import structlog
 
 from common.inputs import EngineInput, ReaderSignal, ReaderSignalKind, SupervisorCommand
+from drivers.device import HostCommands
 
 log = structlog.get_logger("baccarat_edge.reader_commands")
 
 ReplyFn = Callable[..., None]
+"""The publisher's answer to one command: ``reply(accepted, reason=None)`` or ``reply({...})``."""
 LOCK_CODES: dict[str, int] = {"lock": 2, "unlock": 1}
 """Angel Eye ``LK`` data: 2 locks the shoe, 1 unlocks it."""
 
@@ -41,17 +43,35 @@ IDLE_SLICE_S = 1.0
 _DONE_KIND = {"lock": ReaderSignalKind.LOCKED, "unlock": ReaderSignalKind.UNLOCKED}
 
 
+class CommandAnswer(TypedDict):
+    """The engine's answer to a supervisor command, as the reply carries it: ``event_id`` and
+    ``seq`` name the journaled ``command_accepted``/``command_refused`` event."""
+
+    accepted: bool
+    reason: NotRequired[str | None]
+    event_id: NotRequired[str]
+    seq: NotRequired[int]
+
+
 @dataclass(frozen=True, slots=True)
 class ReaderRequest:
     """A journaled lock/unlock to perform, with the engine's answer to send once it is done."""
 
     command: SupervisorCommand
     reply: ReplyFn
-    answer: Mapping[str, Any]
+    answer: CommandAnswer
 
 
 class _Stop:
     pass
+
+
+class ReaderCommandsHealth(TypedDict):
+    """The worker's part of the engine health block."""
+
+    running: bool
+    waiting: int
+    performed: int
 
 
 def refusal_input(
@@ -73,11 +93,14 @@ class ReaderCommandWorker:
 
     def __init__(
         self,
-        drivers: Callable[[], Mapping[str, Any]],
+        drivers: Callable[[], Mapping[str, object]],
         submit: Callable[[EngineInput], None],
         clock: Callable[[], float],
         timeout: float = 1.0,
     ) -> None:
+        """``drivers`` returns the running devices by name: the lock/unlock goes to each one that
+        takes host commands (:class:`~drivers.device.HostCommands`); ``submit`` queues the
+        result for the engine; ``timeout`` bounds each reader's answer."""
         self._drivers = drivers
         self._submit = submit
         self._clock = clock
@@ -115,12 +138,13 @@ class ReaderCommandWorker:
             return None
         return self._progress
 
-    def health(self) -> dict[str, Any]:
-        return {
-            "running": self._thread is not None and self._thread.is_alive(),
-            "waiting": self._queue.qsize(),
-            "performed": self.performed,
-        }
+    def health(self) -> ReaderCommandsHealth:
+        """Whether the thread runs, requests waiting, requests performed."""
+        return ReaderCommandsHealth(
+            running=self._thread is not None and self._thread.is_alive(),
+            waiting=self._queue.qsize(),
+            performed=self.performed,
+        )
 
     def _run(self) -> None:
         while True:
@@ -140,7 +164,7 @@ class ReaderCommandWorker:
     def _perform(self, request: ReaderRequest) -> None:
         command = request.command
         action = command.action
-        targets = [(n, d) for n, d in self._drivers().items() if hasattr(d, "send_command")]
+        targets = [(n, d) for n, d in self._drivers().items() if isinstance(d, HostCommands)]
         if action not in LOCK_CODES or not targets:
             why = "no configured reader accepts host commands" if not targets else f"{action!r} is unknown"
             self._submit(refusal_input("reader", self._clock(), command, why))
@@ -172,7 +196,7 @@ class ReaderCommandWorker:
         else:
             request.reply(dict(request.answer))
 
-    def _send(self, name: str, driver: Any, action: str) -> tuple[str | None, int | None]:
+    def _send(self, name: str, driver: HostCommands, action: str) -> tuple[str | None, int | None]:
         """(None, None) when the reader acknowledged; otherwise what went wrong and its NAK code."""
         try:
             answer = driver.send_command("LK", LOCK_CODES[action], timeout=self._timeout)
@@ -181,8 +205,8 @@ class ReaderCommandWorker:
             return f"cannot send: {exc}", None
         if answer is None:
             return "no answer from the reader (offline or silent)", None
-        if not bool(getattr(answer, "ok", False)):
-            code, meaning = getattr(answer, "code", None), getattr(answer, "meaning", None)
-            number = int(code) if isinstance(code, str) and code.isdigit() else None
+        if not answer.ok:
+            code, meaning = answer.code, answer.meaning
+            number = int(code) if code is not None and code.isdigit() else None
             return f"the reader refused (NAK {code}{f': {meaning}' if meaning else ''})", number
         return None, None

@@ -1,4 +1,4 @@
-"""``CameraSource``: the camera driver thread (same runtime contract as the card readers).
+"""``CameraSource``: the camera driver thread, a :class:`~drivers.device.Device` like the card readers.
 
 A capture thread reads frames from the source as they come and keeps only the
 latest. The analysis thread takes at most ``fps`` frames a second, recognises them,
@@ -11,6 +11,11 @@ frames for ``stale_frame_s`` (a frozen stream) count as the camera going away: a
 reopened with exponential backoff plus jitter (``common.backoff``), and ``DeviceConnection(True)``
 follows when frames flow again. A replay that ends sends ``connected=False`` with
 detail "end of replay" and the driver stops.
+
+Progress for the service's watchdog (:meth:`CameraSource.last_progress`): the camera has
+no loop heartbeat; it counts as progressing while its thread lives and its state lock is
+free, so its death or a deadlock on that lock stops the pings, a loop blocked elsewhere
+does not (a hung capture is the camera's own watchdog's job, above).
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ import threading
 import time
 import zlib
 from collections.abc import Callable
-from typing import Any
+from typing import Literal
 
 import structlog
 
@@ -34,8 +39,20 @@ from drivers.camera.recognize import Recognizer
 from drivers.camera.settings import SLOTS, CameraSettings
 from drivers.camera.stability import StabilityFilter
 from drivers.camera.templates import load_templates
+from drivers.device import CameraHealth, Clock, Sink
 
 log = structlog.get_logger("drivers.camera")
+
+Counter = Literal[
+    "frames",
+    "reads",
+    "unknown",
+    "rejects",
+    "reconnects",
+    "watchdog_trips",
+    "stale_trips",
+    "abandoned_captures",
+]
 
 
 class _Capture:
@@ -78,13 +95,13 @@ def _frame_digest(frame: Image) -> int:
 
 
 class CameraSource:
-    """Camera driver: ``start()``, ``stop()``, ``health()``; feeds ``sink`` from its own thread."""
+    """Camera driver (a :class:`~drivers.device.Device`); feeds ``sink`` from its own thread."""
 
     def __init__(
         self,
         settings: CameraSettings,
-        sink: Callable[[EngineInput], None],
-        clock: Callable[[], float],
+        sink: Sink,
+        clock: Clock,
         source_factory: Callable[[CameraSettings], FrameSource] = make_source,
     ) -> None:
         self.settings = settings
@@ -95,21 +112,21 @@ class CameraSource:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._health: dict[str, Any] = {
-            "connected": False,
-            "last_frame_at": None,
-            "last_read_at": None,
-            "frames": 0,
-            "reads": 0,
-            "unknown": 0,
-            "rejects": 0,
-            "reconnects": 0,
-            "watchdog_trips": 0,
-            "stale_trips": 0,
-            "abandoned_captures": 0,
-            "last_error": None,
-            "ended": False,
-        }
+        self._health = CameraHealth(
+            connected=False,
+            last_frame_at=None,
+            last_read_at=None,
+            frames=0,
+            reads=0,
+            unknown=0,
+            rejects=0,
+            reconnects=0,
+            watchdog_trips=0,
+            stale_trips=0,
+            abandoned_captures=0,
+            last_error=None,
+            ended=False,
+        )
 
     # -- runtime contract ------------------------------------------------------------------
     def start(self) -> None:
@@ -127,18 +144,32 @@ class CameraSource:
             self._thread.join(timeout)
             self._thread = None
 
-    def health(self) -> dict[str, Any]:
+    def health(self) -> CameraHealth:
         """Counters and state for the health topic."""
         with self._lock:
-            return dict(self._health)
+            return self._health.copy()
+
+    def last_progress(self) -> float | None:
+        """Now while the camera thread lives and its state lock is free; None when it is not running.
+
+        No loop heartbeat (see the module docstring): a dead thread or a deadlock on the
+        state lock stops the watchdog's pings, a loop blocked elsewhere does not.
+        """
+        with self._lock:
+            pass
+        thread = self._thread
+        if thread is None or not thread.is_alive():
+            return None
+        return time.monotonic()
 
     # -- internals ----------------------------------------------------------------------------
-    def _count(self, key: str, value: Any = None) -> None:
+    def _count(self, key: Counter) -> None:
         with self._lock:
-            if value is None:
-                self._health[key] += 1
-            else:
-                self._health[key] = value
+            self._health[key] += 1
+
+    def _failed(self, detail: str) -> None:
+        with self._lock:
+            self._health["last_error"] = detail
 
     def _emit(self, item: EngineInput) -> None:
         try:
@@ -147,9 +178,10 @@ class CameraSource:
             log.exception("camera sink rejected %r", item)
 
     def _connection(self, connected: bool, detail: str | None) -> None:
-        self._count("connected", connected)
-        if detail is not None and not connected:
-            self._count("last_error", detail)
+        with self._lock:
+            self._health["connected"] = connected
+            if detail is not None and not connected:
+                self._health["last_error"] = detail
         self._emit(
             DeviceConnection(connected=connected, at=self.clock(), device=self.settings.device, detail=detail)
         )
@@ -167,7 +199,8 @@ class CameraSource:
             if capture.thread.is_alive():
                 self._count("abandoned_captures")
             if outcome == "ended":
-                self._count("ended", True)
+                with self._lock:
+                    self._health["ended"] = True
                 return
             if outcome == "stopped":
                 return
@@ -208,14 +241,14 @@ class CameraSource:
                 if self._stop.is_set():
                     break
                 self._count("watchdog_trips")
-                self._count("last_error", f"watchdog: no frame for {limit:g} s")
+                self._failed(f"watchdog: no frame for {limit:g} s")
                 return "lost" if connected else "failed"
             if isinstance(item, EndOfReplay):
                 if connected:
                     self._connection(False, "end of replay")
                 return "ended"
             if isinstance(item, BaseException):
-                self._count("last_error", str(item))
+                self._failed(str(item))
                 return "lost" if connected else "failed"
             now = time.monotonic()
             digest = _frame_digest(item)
@@ -223,13 +256,15 @@ class CameraSource:
                 last_digest, same_since = digest, now
             elif s.stale_frame_s is not None and now - same_since >= s.stale_frame_s:
                 self._count("stale_trips")
-                self._count("last_error", f"stale: identical frames for {s.stale_frame_s:g} s")
+                self._failed(f"stale: identical frames for {s.stale_frame_s:g} s")
                 return "lost" if connected else "failed"
             if not connected:
                 connected = True
                 self._connection(True, None)
             self._count("frames")
-            self._count("last_frame_at", self.clock())
+            frame_at = self.clock()
+            with self._lock:
+                self._health["last_frame_at"] = frame_at
             self._analyse(item, observer, stability)
             if self._stop.wait(max(0.0, interval - (time.monotonic() - now))):
                 break
@@ -245,7 +280,8 @@ class CameraSource:
         # A batch of cards turning stable together is numbered in draw order (SLOTS order).
         for position, read in enumerate(sorted(reads, key=lambda r: SLOTS.index(r.slot)), start=1):
             self._count("reads")
-            self._count("last_read_at", at)
+            with self._lock:
+                self._health["last_read_at"] = at
             self._emit(
                 CardRead(
                     card=read.card,

@@ -22,6 +22,8 @@ from common.cards import Card
 from common.inputs import CardRead, DeviceConnection, DeviceTarget, EngineInput, Source
 from drivers.camera.settings import CameraSettings, parse_camera_settings
 from drivers.camera.source import CameraSource
+from drivers.device import Device
+from drivers.registry import load
 from tests.camera.synth import SLOT_BOXES, card_corners, felt_table, load_faces, paste
 from tests.camera.test_settings import layout
 
@@ -163,6 +165,43 @@ def test_folder_replay_reports_each_dealt_card_once_by_slot(
     assert health["ended"] is True
     assert health["reads"] == 4
     assert health["frames"] > 0
+
+
+def test_the_camera_runs_through_the_device_protocol(frames, templates_file: Path, tmp_path: Path) -> None:
+    """Built by the registry and driven only through ``Device``: progress while its thread lives,
+    none once a replay has ended (what stops the service's watchdog pings)."""
+    collector = Collector()
+    connected = threading.Event()
+    release = threading.Event()
+
+    def sink(item: EngineInput) -> None:
+        collector(item)
+        if isinstance(item, DeviceConnection) and item.connected:
+            connected.set()
+            release.wait(WAIT_S)  # hold the camera thread here: it is certainly alive
+
+    settings = settings_for(write_folder(tmp_path / "deal", frames), templates_file)
+    device: Device = load("camera").build(settings, sink, time.monotonic)
+    assert device.last_progress() is None  # not started
+    device.start()
+    try:
+        assert connected.wait(WAIT_S)
+        assert device.last_progress() is not None
+        assert device.health()["connected"] is True
+        release.set()
+        collector.wait_for(
+            lambda items: any(isinstance(i, DeviceConnection) and not i.connected for i in items), "end"
+        )
+        deadline = time.monotonic() + WAIT_S
+        while device.last_progress() is not None:
+            assert time.monotonic() < deadline, "the camera thread outlived the end of its replay"
+            time.sleep(0.05)
+        health = device.health()
+        assert health["connected"] is False
+        assert dict(health)["ended"] is True
+    finally:
+        release.set()
+        device.stop()
 
 
 def test_video_file_replay(frames, templates_file: Path, tmp_path: Path, running) -> None:

@@ -1,16 +1,25 @@
-"""Driver registry: names resolve lazily; pyusb and OpenCV load only when configured."""
+"""Driver registry: names resolve lazily; pyusb and OpenCV load only when configured; every
+registered driver is a ``drivers.device.Device`` and runs through that protocol alone."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from common.inputs import CardRead, DeviceConnection
 from drivers import registry
+from drivers.device import Device, HostCommands
+from drivers.protocols.angel_eye_codec import encode_frame
+from drivers.pty_device import PtyDevice
 from tests.conftest import REPO_ROOT
+from tests.drivers.collect import Collector, clock
+
+FAST = {"initial_delay": 0.02, "max_delay": 0.1, "jitter": 0.5}
 
 
 def run_python(code: str) -> str:
@@ -79,3 +88,68 @@ def test_camera_name_resolves_to_the_camera_helpers_driver_and_loads_opencv_then
         """
     )
     assert out == "CameraSource CameraSettings True"
+
+
+@pytest.mark.parametrize("name", sorted(registry.DRIVERS))
+def test_every_registered_driver_class_implements_the_device_protocol(name: str) -> None:
+    driver = registry.load(name).driver
+    assert isinstance(driver, type)
+    assert issubclass(driver, Device)
+    assert issubclass(driver, HostCommands) is (name == "angel_eye")  # the only one taking LK
+
+
+def test_a_class_that_is_not_a_device_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(
+        registry.DRIVERS,
+        "not_a_device",
+        ("drivers.pty_device:PtyDevice", "drivers.settings:SerialReaderSettings"),
+    )
+    with pytest.raises(TypeError, match=r"does not implement drivers\.device\.Device"):
+        registry.load("not_a_device")
+
+
+@pytest.mark.parametrize(
+    ("name", "frame"),
+    [("angel_eye", encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))), ("ascii_lines", b"S08\r\n")],
+)
+def test_a_serial_reader_runs_through_the_device_protocol(tmp_path: Path, name: str, frame: bytes) -> None:
+    shoe = PtyDevice(tmp_path / "baccarat-shoe")
+    sink = Collector()
+    device: Device = registry.load(name).build({"url": shoe.path, "reconnect": FAST}, sink, clock)
+    try:
+        assert device.last_progress() is None  # not started
+        device.start()
+        assert sink.wait_for(
+            lambda items: any(isinstance(i, DeviceConnection) and i.connected for i in items)
+        )
+        shoe.write(frame)
+        assert sink.wait_for(lambda items: any(isinstance(i, CardRead) for i in items))
+        assert sink.cards() == ["8s"]
+        assert device.last_progress() is not None
+        health = dict(device.health())  # the JSON block the service publishes
+        assert (health["connected"], health["running"], health["frames"]) == (True, True, 1)
+        assert health["url"] == shoe.path
+    finally:
+        device.stop()
+        shoe.close()
+    assert device.last_progress() is None
+    assert dict(device.health())["running"] is False
+
+
+def test_the_usb_reader_runs_through_the_device_protocol_with_no_unit_plugged_in() -> None:
+    sink = Collector()
+    device = registry.load("usb_hid").build(
+        {"vendor_id": "0xfff0", "product_id": "0xfff1", "reconnect": FAST}, sink, clock
+    )
+    try:
+        assert device.last_progress() is None
+        device.start()
+        assert sink.wait_for(lambda items: any(isinstance(i, DeviceConnection) for i in items))
+        assert sink.connections() == [False]
+        assert device.last_progress() is not None  # waiting to reconnect is progress
+        health = device.health()
+        assert health["connected"] is False
+        assert health["last_error"] is not None
+    finally:
+        device.stop()
+    assert device.last_progress() is None

@@ -84,8 +84,10 @@ def test_a_refused_reopen_after_a_replug_is_logged_once_with_its_hint(tmp_path: 
             health = reader.health()
             assert health["connected"] is False
             hint = EPERM_HINT if code == errno.EPERM else EACCES_HINT
-            assert health["last_error"].startswith(f"cannot open {shoe.path}: [Errno {code}]")
-            assert health["last_error"].endswith(hint)
+            last_error = health["last_error"]
+            assert last_error is not None
+            assert last_error.startswith(f"cannot open {shoe.path}: [Errno {code}]")
+            assert last_error.endswith(hint)
             refusing.clear()  # the technician restarted the service / fixed the group
             assert reader.wait_until_connected(True, 10)
         finally:

@@ -15,6 +15,7 @@ from daemon.service.config import load_config
 from daemon.service.logging import reset_logging
 from daemon.service.runner import Daemon
 from daemon.service.sdnotify import SystemdNotifier
+from drivers.base import ReaderDriver
 from drivers.pty_device import PtyDevice
 from tests.service.harness import dealt_shoe, write_config
 from tests.support.broker import MosquittoBroker
@@ -76,14 +77,14 @@ def watched(tmp_path: Path, mosquitto: MosquittoBroker) -> Iterator[Watched]:
     daemon = Daemon(loaded, notifier=notifier)
     main = threading.Thread(target=daemon.run_until_stopped, daemon=True)
     state = Watched(daemon, shoe, messages, main)
-    checked = daemon.liveness.all_progressing
+    checked = daemon.watchdog.liveness.all_progressing
 
     def all_progressing() -> bool:
         verdict = checked()
         state.turns.append(verdict)
         return verdict
 
-    daemon.liveness.all_progressing = all_progressing  # type: ignore[method-assign]
+    daemon.watchdog.liveness.all_progressing = all_progressing  # type: ignore[method-assign]
     daemon.start()
     main.start()
     try:
@@ -116,11 +117,11 @@ def _stop_main_loop_and_count(watched: Watched) -> None:
 def test_watchdog_stops_when_the_reader_thread_dies(watched: Watched) -> None:
     daemon = watched.daemon
     watched.wait_for_pings(3)
-    assert not [s.name for s in daemon.liveness.states() if s.stalled]
+    assert not [s.name for s in daemon.watchdog.liveness.states() if s.stalled]
     before = len(watched.turns)
     daemon.drivers["reader"].stop()  # the reader thread is gone
     after = watched.wait_for_stalled_turns(before, 5)
-    stalled = [s.name for s in daemon.liveness.states() if s.stalled]
+    stalled = [s.name for s in daemon.watchdog.liveness.states() if s.stalled]
     assert stalled == ["reader"]
     # once a turn finds the reader stalled, every later turn does: no ping can follow
     first_stalled = after.index(False)
@@ -132,9 +133,10 @@ def test_watchdog_stops_when_the_reader_thread_dies(watched: Watched) -> None:
 def test_watchdog_stops_while_the_reader_loop_is_blocked_with_its_thread_alive(watched: Watched) -> None:
     daemon = watched.daemon
     driver = daemon.drivers["reader"]
+    assert isinstance(driver, ReaderDriver)
     watched.wait_for_pings(3)
     # an idle shoe (nothing dealt) still turns the loop at every read timeout: progressing
-    assert not [s.name for s in daemon.liveness.states() if s.stalled]
+    assert not [s.name for s in daemon.watchdog.liveness.states() if s.stalled]
     release = threading.Event()
     entered = threading.Event()
 
