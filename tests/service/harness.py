@@ -298,14 +298,24 @@ def dealt_shoe(
 
 
 def play(
-    steps: Sequence[FixtureStep], shoe: PtyDevice, subscriber: TableSubscriber | None, refused: list[str]
+    steps: Sequence[FixtureStep],
+    shoe: PtyDevice,
+    subscriber: TableSubscriber | None,
+    refused: list[str],
+    before_command: Callable[[], None] | None = None,
 ) -> None:
     """Write the steps into the pty at SPEED; supervisor steps go out as signed MQTT commands
-    (without a subscriber there is no broker: the shoe's first-card mark starts the shoe)."""
+    (without a subscriber there is no broker: the shoe's first-card mark starts the shoe).
+
+    A command and the bytes written just before it reach the engine by two paths (MQTT and
+    the pty), in either order; ``before_command`` (e.g. wait until the daemon is idle) makes
+    the order the steps' own, for a test that compares two runs' streams."""
 
     def on_supervisor(step: SupervisorStep, _t: float) -> None:
         if subscriber is None:
             return
+        if before_command is not None:
+            before_command()
         reply = subscriber.sender.send(step.action, dict(step.args))
         if reply.get("status") != "accepted":
             refused.append(f"{step.action}: {reply}")

@@ -208,7 +208,13 @@ def _deal_with_sigterms(
                 wait_until_commandable(daemon)
                 # pyserial drops what was written before it opened the pty: deal once it has
                 daemon.wait_for_log("device connected")
-                play(steps[bounds[part] : bounds[part + 1]], shoe, subscriber, refused)
+                play(
+                    steps[bounds[part] : bounds[part + 1]],
+                    shoe,
+                    subscriber,
+                    refused,
+                    before_command=lambda: wait_until_idle(daemon, shoe),  # noqa: B023 (called at once)
+                )
                 wait_until_idle(daemon, shoe)
                 if part < len(bounds) - 2:
                     journaled = _journal_events(tmp / "state" / "journal.sqlite3")
