@@ -12,8 +12,10 @@ Sections (every one validated by its owner's pydantic model, unknown keys refuse
 * ``broker``: :class:`daemon.mqtt.settings.BrokerSettings`.
 
 :func:`load_config` reports every problem of the file at once (see ``configfile``): YAML,
-unknown keys, wrong types, each driver's settings, an unknown variant, and every secret
-(broker password, signing keys) that cannot be read — before anything is created on disk.
+unknown keys (and keys given twice), wrong types, each driver's settings, an unknown variant,
+every secret (broker password, signing keys) that cannot be read or that others may read, and
+every TLS file that cannot be used (missing, not PEM, a key not the certificate's, a client
+certificate out of its validity) — before anything is created on disk.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from daemon.engine.settings import TableSettings
 from daemon.journal.settings import JournalSettings
 from daemon.mqtt.secrets import SecretError, SecretSource
 from daemon.mqtt.settings import BrokerSettings
+from daemon.mqtt.tls import check_tls_files
 from daemon.mqtt.topics import TopicError, validate_table_id
 from daemon.rules.variants import (
     Variant,
@@ -194,9 +197,10 @@ def load_config(
 ) -> LoadedConfig:
     """Read, override and validate a config file (the embedded defaults when ``path`` is None).
 
-    Raises ConfigError listing every problem: YAML syntax, unknown keys, wrong types, bad
-    driver settings, an unknown variant and (with ``check_secrets``) every secret that
-    cannot be read, each naming the file (or environment variable), line and key path.
+    Raises ConfigError listing every problem: YAML syntax, keys given twice, unknown keys,
+    wrong types, bad driver settings, an unknown variant and (with ``check_secrets``) every
+    secret that cannot be read or is open to others and every unusable TLS file, each naming
+    the file (or environment variable), line and key path.
     Nothing is created or changed: a caller can rely on a config that loads before any
     side effect. ``check_secrets=False`` is for tools that only read the file's shape.
     """
@@ -224,6 +228,7 @@ def validate_raw(
         broker = config.broker if config is not None else _broker_alone(raw)
         if broker is not None:
             _check_secrets(raw, broker, found)
+            _check_tls_files(raw, broker, found)
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
@@ -293,6 +298,14 @@ def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigPro
         except SecretError as exc:
             source, line = raw.describe(key_path)
             found.append(ConfigProblem(source, key_path, str(exc), line))
+
+
+def _check_tls_files(raw: RawConfig, broker: BrokerSettings, found: list[ConfigProblem]) -> None:
+    """Every TLS file the broker section names loads as the connection will load it."""
+    for problem in check_tls_files(broker.tls):
+        key_path: KeyPath = ("broker", "tls", problem.key)
+        source, line = raw.describe(key_path)
+        found.append(ConfigProblem(source, key_path, f"{problem.path}: {problem.message}", line))
 
 
 def _load_variant(raw: RawConfig, name: str, found: list[ConfigProblem]) -> Variant | None:
@@ -391,8 +404,7 @@ def secret_digests(broker: BrokerSettings) -> dict[str, str]:
 
     Settings name only *where* a secret lives, so a password or key rotated in place (same
     file, new content) leaves them equal; these digests differ. Never log them. A secret or
-    TLS file that cannot be read gets a marker digest (load_config already reports an
-    unreadable secret; the publisher reports an unreadable TLS file).
+    TLS file that cannot be read gets a marker digest (load_config already reports both).
     """
     out: dict[str, str] = {}
     secrets: list[tuple[str, SecretSource | None]] = [
