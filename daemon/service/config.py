@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from daemon.engine.settings import TableSettings
 from daemon.journal.settings import JournalSettings
 from daemon.mqtt.secrets import SecretError, SecretSource
-from daemon.mqtt.settings import BrokerSettings
+from daemon.mqtt.settings import BrokerSettings, TlsSettings
 from daemon.mqtt.tls import check_tls_files
 from daemon.mqtt.topics import TopicError, validate_table_id
 from daemon.rules.variants import (
@@ -228,7 +228,9 @@ def validate_raw(
         broker = config.broker if config is not None else _broker_alone(raw)
         if broker is not None:
             _check_secrets(raw, broker, found)
-            _check_tls_files(raw, broker, found)
+        tls = broker.tls if broker is not None else _tls_alone(raw)
+        if tls is not None:
+            _check_tls_files(raw, tls, found)
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
@@ -283,6 +285,15 @@ def _broker_alone(raw: RawConfig) -> BrokerSettings | None:
         return None  # already reported by the outer pass
 
 
+def _tls_alone(raw: RawConfig) -> TlsSettings | None:
+    """The ``broker.tls`` section on its own, when another broker key failed (its files still checked)."""
+    broker = raw.data.get("broker")
+    try:
+        return TlsSettings.model_validate((broker.get("tls") if isinstance(broker, dict) else None) or {})
+    except ValidationError:
+        return None  # already reported by the outer pass
+
+
 def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigProblem]) -> None:
     """Every secret the broker section names can be read now (its value is never reported)."""
     named: list[tuple[KeyPath, SecretSource | None]] = [
@@ -300,9 +311,9 @@ def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigPro
             found.append(ConfigProblem(source, key_path, str(exc), line))
 
 
-def _check_tls_files(raw: RawConfig, broker: BrokerSettings, found: list[ConfigProblem]) -> None:
-    """Every TLS file the broker section names loads as the connection will load it."""
-    for problem in check_tls_files(broker.tls):
+def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem]) -> None:
+    """Every TLS file ``broker.tls`` names loads as the connection will load it."""
+    for problem in check_tls_files(tls):
         key_path: KeyPath = ("broker", "tls", problem.key)
         source, line = raw.describe(key_path)
         found.append(ConfigProblem(source, key_path, f"{problem.path}: {problem.message}", line))
