@@ -24,14 +24,14 @@ import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from daemon.engine.settings import TableSettings
 from daemon.journal.settings import JournalSettings
 from daemon.mqtt.secrets import SecretError, SecretSource
-from daemon.mqtt.settings import BrokerSettings, TlsSettings
+from daemon.mqtt.settings import AuthSettings, BrokerSettings, SigningSettings, TlsSettings
 from daemon.mqtt.tls import check_tls_files
 from daemon.mqtt.topics import TopicError, validate_table_id
 from daemon.rules.variants import (
@@ -59,6 +59,8 @@ DEFAULTS_FILE = CONFIG_DIR / "defaults.yaml"
 """Embedded defaults: the demo's configuration (no hardware; device and broker filled in)."""
 
 JOURNAL_FILE_NAME = "journal.sqlite3"
+
+PartT = TypeVar("PartT", bound=BaseModel)
 
 
 class LogSettings(BaseModel):
@@ -225,10 +227,11 @@ def validate_raw(
     _check_unique_names(raw, reader_settings, camera_settings, found)
     variant = _load_variant(raw, _variant_name(raw, config), found)
     if check_secrets:
-        broker = config.broker if config is not None else _broker_alone(raw)
-        if broker is not None:
-            _check_secrets(raw, broker, found)
-        tls = broker.tls if broker is not None else _tls_alone(raw)
+        broker = config.broker if config is not None else None
+        auth = broker.auth if broker is not None else _broker_part(raw, "auth", AuthSettings)
+        signing = broker.signing if broker is not None else _broker_part(raw, "signing", SigningSettings)
+        tls = broker.tls if broker is not None else _broker_part(raw, "tls", TlsSettings)
+        _check_secrets(raw, auth, signing, found)
         if tls is not None:
             _check_tls_files(raw, tls, found)
     if found or config is None or variant is None:
@@ -277,29 +280,24 @@ def _variant_name(raw: RawConfig, config: DaemonConfig | None) -> str:
     return TableSettings.model_fields["variant"].get_default(call_default_factory=True)  # type: ignore[no-any-return]
 
 
-def _broker_alone(raw: RawConfig) -> BrokerSettings | None:
-    """The broker section on its own, when the rest of the file failed (its secrets still checked)."""
-    try:
-        return BrokerSettings.model_validate(raw.data.get("broker") or {})
-    except ValidationError:
-        return None  # already reported by the outer pass
-
-
-def _tls_alone(raw: RawConfig) -> TlsSettings | None:
-    """The ``broker.tls`` section on its own, when another broker key failed (its files still checked)."""
+def _broker_part(raw: RawConfig, key: str, model: type[PartT]) -> PartT | None:
+    """One ``broker`` subsection on its own, when the file failed elsewhere: its secrets and
+    files are still checked, so every error is reported at once."""
     broker = raw.data.get("broker")
     try:
-        return TlsSettings.model_validate((broker.get("tls") if isinstance(broker, dict) else None) or {})
+        return model.model_validate((broker.get(key) if isinstance(broker, dict) else None) or {})
     except ValidationError:
-        return None  # already reported by the outer pass
+        return None  # already reported by the outer pass (or, for auth, not configured)
 
 
-def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigProblem]) -> None:
+def _check_secrets(
+    raw: RawConfig, auth: AuthSettings | None, signing: SigningSettings | None, found: list[ConfigProblem]
+) -> None:
     """Every secret the broker section names can be read now (its value is never reported)."""
     named: list[tuple[KeyPath, SecretSource | None]] = [
-        (("broker", "auth", "password"), broker.auth.password if broker.auth is not None else None),
-        (("broker", "signing", "events_key"), broker.signing.events_key),
-        (("broker", "signing", "command_key"), broker.signing.command_key),
+        (("broker", "auth", "password"), auth.password if auth is not None else None),
+        (("broker", "signing", "events_key"), signing.events_key if signing is not None else None),
+        (("broker", "signing", "command_key"), signing.command_key if signing is not None else None),
     ]
     for key_path, secret in named:
         if secret is None:

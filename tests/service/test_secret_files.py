@@ -119,3 +119,15 @@ def test_check_config_reports_open_secrets_and_run_refuses_them(tmp_path: Path) 
     assert ran.returncode == 78, ran.stderr
     assert f"broker.auth.password: secret file {tmp_path / 'password'} has mode 0644" in ran.stderr
     assert not (tmp_path / "state").exists()
+
+
+def test_an_open_secret_is_reported_beside_an_invalid_key_of_the_broker_section(tmp_path: Path) -> None:
+    path = _config(tmp_path)
+    path.write_text(path.read_text() + "  keepalive_s: 1\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    assert sorted(format_key_path(p.path) for p in info.value.problems) == [
+        "broker.auth.password",
+        "broker.keepalive_s",
+        "broker.signing.command_key",
+    ]
