@@ -83,9 +83,9 @@ def _read(key: Literal["ca_file", "cert_file", "key_file"], path: Path) -> str |
 
 
 def _check_ca_file(path: Path) -> list[TlsFileProblem]:
-    text = _read("ca_file", path)
-    if isinstance(text, TlsFileProblem):
-        return [text]
+    unreadable = _read("ca_file", path)
+    if isinstance(unreadable, TlsFileProblem):
+        return [unreadable]
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     try:
         context.load_verify_locations(cafile=str(path))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import ssl
 import subprocess
 import sys
@@ -41,89 +42,41 @@ commonName = supplied
 """
 
 
-def _openssl(cwd: Path, *args: str) -> None:
-    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+def _openssl(cwd: Path, command: str) -> None:
+    subprocess.run(["openssl", *shlex.split(command)], cwd=cwd, check=True, capture_output=True)
 
 
 @pytest.fixture(scope="module")
 def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ca.crt, T1.crt/key, T2.crt/key (valid), expired.crt, future.crt (each with its .key),
-    crl.pem (a CA file holding only a revocation list) and T1-encrypted.key."""
+    crl.pem (a CA file holding only a revocation list), old-ca.crt (an expired CA) and
+    T1-encrypted.key."""
     out = tmp_path_factory.mktemp("pki")
     subprocess.run(
         ["bash", str(MAKE_PKI), str(out), "127.0.0.1", "T1", "T2"], check=True, capture_output=True
     )
-    old_umask = os.umask(0o077)
+    (out / "ca.cnf").write_text(CA_CONFIG)
+    (out / "index.txt").write_text("")
+    (out / "serial").write_text("1000\n")
+    (out / "ca-ext.cnf").write_text("basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign\n")
+    old_umask = os.umask(0o077)  # private keys 0600, as make-pki.sh makes them
     try:
-        for name in ("expired", "future"):
-            _openssl(
-                out,
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-keyout",
-                f"{name}.key",
-                "-out",
-                f"{name}.csr",
-                "-subj",
-                f"/CN={name}",
-            )
+        for name in ("expired", "future", "old-ca"):
+            _openssl(out, f"req -newkey rsa:2048 -nodes -keyout {name}.key -out {name}.csr -subj /CN={name}")
         _openssl(
             out,
-            "x509",
-            "-req",
-            "-in",
-            "expired.csr",
-            "-CA",
-            "ca.crt",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-days",
-            "-1",
-            "-out",
-            "expired.crt",
-        )
-        (out / "ca.cnf").write_text(CA_CONFIG)
-        (out / "index.txt").write_text("")
-        (out / "serial").write_text("1000\n")
-        _openssl(
-            out,
-            "ca",
-            "-batch",
-            "-config",
-            "ca.cnf",
-            "-cert",
-            "ca.crt",
-            "-keyfile",
-            "ca.key",
-            "-in",
-            "future.csr",
-            "-out",
-            "future.crt",
-            "-notext",
-            "-startdate",
-            "20990101000000Z",
-            "-enddate",
-            "21000101000000Z",
+            "x509 -req -in expired.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days -1 -out expired.crt",
         )
         _openssl(
             out,
-            "ca",
-            "-gencrl",
-            "-config",
-            "ca.cnf",
-            "-cert",
-            "ca.crt",
-            "-keyfile",
-            "ca.key",
-            "-out",
-            "crl.pem",
+            "ca -batch -config ca.cnf -cert ca.crt -keyfile ca.key -in future.csr -out future.crt -notext "
+            "-startdate 20990101000000Z -enddate 21000101000000Z",
         )
+        _openssl(out, "ca -gencrl -config ca.cnf -cert ca.crt -keyfile ca.key -out crl.pem")
         _openssl(
-            out, "pkey", "-in", "T1.key", "-aes256", "-passout", "pass:secret", "-out", "T1-encrypted.key"
+            out, "x509 -req -in old-ca.csr -signkey old-ca.key -days -1 -extfile ca-ext.cnf -out old-ca.crt"
         )
+        _openssl(out, "pkey -in T1.key -aes256 -passout pass:secret -out T1-encrypted.key")
     finally:
         os.umask(old_umask)
     return out
@@ -176,6 +129,16 @@ def test_a_ca_file_that_is_not_pem_or_holds_no_certificate_is_refused(tmp_path: 
     }
 
 
+def test_a_ca_file_whose_every_certificate_expired_is_refused(tmp_path: Path, pki: Path) -> None:
+    assert _problems(_tls(pki, ca_file=pki / "old-ca.crt")) == {
+        "ca_file": "no certificate in it is valid now (expired or not yet valid): install the current CA"
+    }
+    # an expired CA beside a valid one is what a bundle looks like during a CA change: accepted
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_text((pki / "old-ca.crt").read_text() + (pki / "ca.crt").read_text())
+    assert check_tls_files(_tls(pki, ca_file=bundle)) == []
+
+
 def test_a_client_certificate_or_key_that_is_not_pem_is_refused(tmp_path: Path, pki: Path) -> None:
     garbage = tmp_path / "garbage"
     garbage.write_text("-----BEGIN CERTIFICATE-----\nnot base64 at all!\n-----END CERTIFICATE-----\n")
@@ -223,7 +186,7 @@ def test_an_expired_or_not_yet_valid_client_certificate_is_refused(pki: Path) ->
 
 
 def test_certificate_validity_reads_the_dates_openssl_reads(pki: Path) -> None:
-    for name in ("T1", "expired", "future", "ca"):
+    for name in ("T1", "expired", "future", "ca", "old-ca"):
         dates = subprocess.run(
             ["openssl", "x509", "-in", str(pki / f"{name}.crt"), "-noout", "-startdate", "-enddate"],
             check=True,
