@@ -15,8 +15,10 @@ def load_protocol_settings(path: Path | None) -> dict[str, Any] | str:
         return {}
     import yaml
 
+    from common.yamlfile import load_yaml
+
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path)
     except (OSError, yaml.YAMLError) as exc:
         return f"{path}: cannot read settings: {exc}"
     if data is None:

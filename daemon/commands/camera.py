@@ -50,15 +50,14 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _load_layout(path: Path) -> object:
-    import yaml
-
+    from common.yamlfile import load_yaml
     from drivers.camera.settings import CameraSettingsError, LayoutSettings, load_camera_settings
 
     try:
         return load_camera_settings(path).layout
     except CameraSettingsError:
         # A file holding only the layout mapping is accepted too.
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path)
         if isinstance(data, dict) and "layout" not in data:
             from pydantic import ValidationError
 

@@ -3,11 +3,17 @@
 Settings only ever hold *where* a secret is (a path or a variable name); the value is read
 at start-up into a :class:`Secret`, whose ``repr``/``str`` never show it, so it cannot leak
 into logs or tracebacks by accident.
+
+A secret file must be a regular file that nobody but its owner and the service's group can
+read, and nobody but its owner can write (:func:`check_secret_file`): the install guide puts
+them in ``/etc/baccarat-edge/secrets/`` as ``root:baccarat-edge`` mode 0640.
 """
 
 from __future__ import annotations
 
+import grp
 import os
+import stat
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -15,6 +21,47 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 class SecretError(ValueError):
     """A configured secret could not be read."""
+
+
+def check_secret_file(path: Path) -> None:
+    """Refuse a secret file that is not a regular file or that others may read or change.
+
+    Allowed: the owner's bits, and group *read* only when the file's group is this process's
+    own group (the service's ``baccarat-edge`` group under systemd), i.e. mode 0600, 0400,
+    or 0640/0440 with that group. Anything else in ``mode & 0o077`` is refused with the mode
+    and the ``chmod`` that fixes it. Raises :class:`SecretError`; ``OSError`` when the file
+    cannot be examined at all (missing, a parent directory not searchable).
+    """
+    info = path.stat()
+    if not stat.S_ISREG(info.st_mode):
+        raise SecretError(f"secret file {path} is not a regular file: point the setting at the file itself")
+    mode = stat.S_IMODE(info.st_mode)
+    own_group = os.getegid()
+    allowed = 0o040 if info.st_gid == own_group else 0
+    if mode & 0o077 & ~allowed:
+        group = _group_name(own_group)
+        raise SecretError(
+            f"secret file {path} has mode {mode:04o}, open to {_who(mode, allowed)}: "
+            f"run `chmod 600 {path}` (or `chmod 640 {path}` with `chgrp {group} {path}`, "
+            "the service's group)"
+        )
+
+
+def _who(mode: int, allowed: int) -> str:
+    """Who the offending bits let in."""
+    who = []
+    if mode & 0o070 & ~allowed:
+        who.append("its group")
+    if mode & 0o007:
+        who.append("every user")
+    return " and ".join(who)
+
+
+def _group_name(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
 
 
 class Secret:
@@ -54,9 +101,14 @@ class SecretSource(BaseModel):
         return self
 
     def load(self) -> Secret:
-        """Read the secret; trailing newlines of a file are not part of it."""
+        """Read the secret; trailing newlines of a file are not part of it.
+
+        A file others may read or change, or that is not a regular file, is a
+        :class:`SecretError` (:func:`check_secret_file`).
+        """
         if self.file is not None:
             try:
+                check_secret_file(self.file)
                 data = self.file.read_bytes()
             except OSError as exc:
                 raise SecretError(f"cannot read secret file {self.file}: {exc.strerror}") from None

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, model_validator
 
+from common.yamlfile import DuplicateKeyError, parse_yaml
 from daemon.rules.bets import BET_KINDS, Bet
 from daemon.shipped import shipped_config_dir
 
@@ -144,25 +145,6 @@ class Variant(BaseModel):
         return die in self.super_round.super_faces
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (YAML would keep the last)."""
-
-
-def _unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                "while reading a mapping", node.start_mark, f"key {key!r} is given twice", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
-
-
 def load_variant(path: Path) -> Variant:
     """Load and validate a variant file; raise VariantError naming file, bet and field."""
     path = Path(path)
@@ -173,7 +155,9 @@ def load_variant(path: Path) -> Variant:
     except (OSError, UnicodeDecodeError) as exc:
         raise VariantError(f"{path}: cannot read variant file: {exc}") from None
     try:
-        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader subclass
+        raw = parse_yaml(text, str(path)).data
+    except DuplicateKeyError as exc:
+        raise VariantError(str(exc)) from None
     except yaml.YAMLError as exc:
         raise VariantError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(raw, dict):

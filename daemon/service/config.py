@@ -12,8 +12,10 @@ Sections (every one validated by its owner's pydantic model, unknown keys refuse
 * ``broker``: :class:`daemon.mqtt.settings.BrokerSettings`.
 
 :func:`load_config` reports every problem of the file at once (see ``configfile``): YAML,
-unknown keys, wrong types, each driver's settings, an unknown variant, and every secret
-(broker password, signing keys) that cannot be read — before anything is created on disk.
+unknown keys (and keys given twice), wrong types, each driver's settings, an unknown variant,
+every secret (broker password, signing keys) that cannot be read or that others may read, and
+every TLS file that cannot be used (missing, not PEM, a key not the certificate's, a client
+certificate out of its validity) — before anything is created on disk.
 """
 
 from __future__ import annotations
@@ -22,14 +24,15 @@ import hashlib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from daemon.engine.settings import TableSettings
 from daemon.journal.settings import JournalSettings
 from daemon.mqtt.secrets import SecretError, SecretSource
-from daemon.mqtt.settings import BrokerSettings
+from daemon.mqtt.settings import AuthSettings, BrokerSettings, SigningSettings, TlsSettings
+from daemon.mqtt.tls import check_tls_files
 from daemon.mqtt.topics import TopicError, validate_table_id
 from daemon.rules.variants import (
     Variant,
@@ -56,6 +59,8 @@ DEFAULTS_FILE = CONFIG_DIR / "defaults.yaml"
 """Embedded defaults: the demo's configuration (no hardware; device and broker filled in)."""
 
 JOURNAL_FILE_NAME = "journal.sqlite3"
+
+PartT = TypeVar("PartT", bound=BaseModel)
 
 
 class LogSettings(BaseModel):
@@ -194,9 +199,10 @@ def load_config(
 ) -> LoadedConfig:
     """Read, override and validate a config file (the embedded defaults when ``path`` is None).
 
-    Raises ConfigError listing every problem: YAML syntax, unknown keys, wrong types, bad
-    driver settings, an unknown variant and (with ``check_secrets``) every secret that
-    cannot be read, each naming the file (or environment variable), line and key path.
+    Raises ConfigError listing every problem: YAML syntax, keys given twice, unknown keys,
+    wrong types, bad driver settings, an unknown variant and (with ``check_secrets``) every
+    secret that cannot be read or is open to others and every unusable TLS file, each naming
+    the file (or environment variable), line and key path.
     Nothing is created or changed: a caller can rely on a config that loads before any
     side effect. ``check_secrets=False`` is for tools that only read the file's shape.
     """
@@ -221,9 +227,13 @@ def validate_raw(
     _check_unique_names(raw, reader_settings, camera_settings, found)
     variant = _load_variant(raw, _variant_name(raw, config), found)
     if check_secrets:
-        broker = config.broker if config is not None else _broker_alone(raw)
-        if broker is not None:
-            _check_secrets(raw, broker, found)
+        broker = config.broker if config is not None else None
+        auth = broker.auth if broker is not None else _broker_part(raw, "auth", AuthSettings)
+        signing = broker.signing if broker is not None else _broker_part(raw, "signing", SigningSettings)
+        tls = broker.tls if broker is not None else _broker_part(raw, "tls", TlsSettings)
+        _check_secrets(raw, auth, signing, found)
+        if tls is not None:
+            _check_tls_files(raw, tls, found)
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
@@ -270,20 +280,24 @@ def _variant_name(raw: RawConfig, config: DaemonConfig | None) -> str:
     return TableSettings.model_fields["variant"].get_default(call_default_factory=True)  # type: ignore[no-any-return]
 
 
-def _broker_alone(raw: RawConfig) -> BrokerSettings | None:
-    """The broker section on its own, when the rest of the file failed (its secrets still checked)."""
+def _broker_part(raw: RawConfig, key: str, model: type[PartT]) -> PartT | None:
+    """One ``broker`` subsection on its own, when the file failed elsewhere: its secrets and
+    files are still checked, so every error is reported at once."""
+    broker = raw.data.get("broker")
     try:
-        return BrokerSettings.model_validate(raw.data.get("broker") or {})
+        return model.model_validate((broker.get(key) if isinstance(broker, dict) else None) or {})
     except ValidationError:
-        return None  # already reported by the outer pass
+        return None  # already reported by the outer pass (or, for auth, not configured)
 
 
-def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigProblem]) -> None:
+def _check_secrets(
+    raw: RawConfig, auth: AuthSettings | None, signing: SigningSettings | None, found: list[ConfigProblem]
+) -> None:
     """Every secret the broker section names can be read now (its value is never reported)."""
     named: list[tuple[KeyPath, SecretSource | None]] = [
-        (("broker", "auth", "password"), broker.auth.password if broker.auth is not None else None),
-        (("broker", "signing", "events_key"), broker.signing.events_key),
-        (("broker", "signing", "command_key"), broker.signing.command_key),
+        (("broker", "auth", "password"), auth.password if auth is not None else None),
+        (("broker", "signing", "events_key"), signing.events_key if signing is not None else None),
+        (("broker", "signing", "command_key"), signing.command_key if signing is not None else None),
     ]
     for key_path, secret in named:
         if secret is None:
@@ -293,6 +307,14 @@ def _check_secrets(raw: RawConfig, broker: BrokerSettings, found: list[ConfigPro
         except SecretError as exc:
             source, line = raw.describe(key_path)
             found.append(ConfigProblem(source, key_path, str(exc), line))
+
+
+def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem]) -> None:
+    """Every TLS file ``broker.tls`` names loads as the connection will load it."""
+    for problem in check_tls_files(tls):
+        key_path: KeyPath = ("broker", "tls", problem.key)
+        source, line = raw.describe(key_path)
+        found.append(ConfigProblem(source, key_path, f"{problem.path}: {problem.message}", line))
 
 
 def _load_variant(raw: RawConfig, name: str, found: list[ConfigProblem]) -> Variant | None:
@@ -391,8 +413,7 @@ def secret_digests(broker: BrokerSettings) -> dict[str, str]:
 
     Settings name only *where* a secret lives, so a password or key rotated in place (same
     file, new content) leaves them equal; these digests differ. Never log them. A secret or
-    TLS file that cannot be read gets a marker digest (load_config already reports an
-    unreadable secret; the publisher reports an unreadable TLS file).
+    TLS file that cannot be read gets a marker digest (load_config already reports both).
     """
     out: dict[str, str] = {}
     secrets: list[tuple[str, SecretSource | None]] = [

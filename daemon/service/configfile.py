@@ -19,13 +19,17 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+# KeyPath and format_key_path are part of this module's vocabulary (problems name key paths).
+from common.yamlfile import DuplicateKeyError
+from common.yamlfile import KeyPath as KeyPath
+from common.yamlfile import format_key_path as format_key_path
+from common.yamlfile import parse_yaml as parse_document
+
 ENV_PREFIX = "BACCARAT_EDGE__"
 
 _SECRET_MARKERS = ("password", "secret", "token", "key", "passphrase")
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-KeyPath = tuple[str | int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,17 +55,6 @@ class ConfigError(Exception):
         count = len(problems)
         header = f"{count} configuration error{'s' if count != 1 else ''}:"
         super().__init__("\n".join([header, *(f"  - {p}" for p in problems)]))
-
-
-def format_key_path(path: KeyPath) -> str:
-    """``("readers", 0, "device")`` → ``readers[0].device``."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += f".{part}" if text else str(part)
-    return text
 
 
 @dataclass(slots=True)
@@ -99,24 +92,26 @@ def read_yaml(path: Path) -> RawConfig:
 
 
 def parse_yaml(text: str, source: str) -> RawConfig:
-    """Parse YAML text (``source`` names it in errors)."""
+    """Parse YAML text (``source`` names it in errors); every key given twice is an error."""
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        document = parse_document(text, source)
+    except DuplicateKeyError as exc:
+        raise ConfigError(
+            [ConfigProblem(source, d.path, d.message, d.line) for d in exc.duplicates]
+        ) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError([ConfigProblem(source, (), f"YAML syntax error: {problem}", line)]) from None
-    if data is None:
-        data = {}
+    data = {} if document.data is None else document.data
     if not isinstance(data, dict):
         raise ConfigError(
             [ConfigProblem(source, (), f"expected a mapping of settings, got {type(data).__name__}", 1)]
         )
     lines: dict[KeyPath, int] = {}
-    if node is not None:
-        _collect_lines(node, (), lines)
+    if document.node is not None:
+        _collect_lines(document.node, (), lines)
     return RawConfig(data=data, source=source, lines=lines, env_sources={})
 
 
@@ -149,7 +144,7 @@ def apply_env_overrides(raw: RawConfig, environ: Mapping[str, str] | None = None
             )
             continue
         try:
-            value = yaml.safe_load(env[name]) if env[name] else ""
+            value = parse_document(env[name], f"environment variable {name}").data if env[name] else ""
         except yaml.YAMLError:
             problems.append(
                 ConfigProblem(

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from common.yamlfile import DuplicateKeyError, load_yaml
+
 SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
 """Layout boxes in draw order: a batch of cards seen together is numbered in this order."""
 
@@ -115,9 +117,11 @@ class CameraSettings(BaseModel):
 def load_camera_settings(path: Path) -> CameraSettings:
     """Read and validate a camera settings YAML file."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path)
     except OSError as exc:
         raise CameraSettingsError(f"{path}: cannot read ({exc.strerror})") from exc
+    except DuplicateKeyError as exc:
+        raise CameraSettingsError(str(exc)) from exc
     except yaml.YAMLError as exc:
         raise CameraSettingsError(f"{path}: not valid YAML ({exc})") from exc
     return parse_camera_settings(data, str(path))

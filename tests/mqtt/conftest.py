@@ -12,6 +12,7 @@ from daemon.journal import DeliveryEvent, Journal, JournalSettings
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret, SecretSource
 from daemon.mqtt.settings import BrokerSettings, DeliverySettings, SigningSettings, TlsSettings
+from tests.support.secrets import write_secret
 
 TABLE = "T1"
 
@@ -19,9 +20,9 @@ TABLE = "T1"
 @pytest.fixture
 def keys(tmp_path: Path) -> dict[str, Path]:
     events = tmp_path / "events.key"
-    events.write_text("events-key-of-table-T1\n")
+    write_secret(events, "events-key-of-table-T1\n")
     command = tmp_path / "command.key"
-    command.write_text("command-key-of-table-T1\n")
+    write_secret(command, "command-key-of-table-T1\n")
     return {"events": events, "command": command}
 
 

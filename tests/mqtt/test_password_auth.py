@@ -19,6 +19,7 @@ from daemon.mqtt.secrets import SecretSource
 from daemon.mqtt.settings import AuthSettings, BrokerSettings, DeliverySettings, TlsSettings
 from tests.mqtt.conftest import card_event
 from tests.support.broker import MosquittoBroker
+from tests.support.secrets import write_secret
 
 pytestmark = pytest.mark.mosquitto
 
@@ -76,7 +77,7 @@ def test_wrong_password_is_reported_and_never_logged(
     auth_broker: MosquittoBroker, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     wrong = tmp_path / "wrong"
-    wrong.write_text("not-the-password-1234\n")
+    write_secret(wrong, "not-the-password-1234\n")
     journal = Journal(JournalSettings(path=tmp_path / "j.sqlite3"), "T1")
     caplog.set_level(logging.DEBUG)
     publisher = Publisher(settings(auth_broker.port, SecretSource(file=wrong)), "T1", journal)

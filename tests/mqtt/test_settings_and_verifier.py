@@ -18,6 +18,7 @@ from daemon.mqtt.secrets import Secret, SecretError, SecretSource, SigningKeySou
 from daemon.mqtt.settings import BrokerSettings, SigningSettings
 from daemon.mqtt.topics import TableTopics, TopicError
 from tests.mqtt.support import signed_command, validate_payload
+from tests.support.secrets import write_secret
 
 KEY = Secret(b"command-key", "test")
 
@@ -40,7 +41,7 @@ def test_cert_and_key_go_together() -> None:
 
 def test_secret_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = tmp_path / "pw"
-    path.write_text("s3cret\n")
+    write_secret(path, "s3cret\n")
     assert SecretSource(file=path).load().reveal() == b"s3cret"
     monkeypatch.setenv("EDGE_PW", "from-env")
     assert SecretSource(env="EDGE_PW").load().reveal_text() == "from-env"
@@ -48,7 +49,7 @@ def test_secret_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         SecretSource(env="EDGE_MISSING").load()
     with pytest.raises(SecretError, match="cannot read secret file"):
         SecretSource(file=tmp_path / "absent").load()
-    (tmp_path / "empty").write_text("\n")
+    write_secret(tmp_path / "empty", "\n")
     with pytest.raises(SecretError, match="empty"):
         SecretSource(file=tmp_path / "empty").load()
     with pytest.raises(ValidationError, match="exactly one"):
@@ -61,7 +62,7 @@ def test_signing_keys_under_16_bytes_are_refused_naming_their_source(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, journal_path: Path
 ) -> None:
     short = "fifteen-bytes-k"  # 15 bytes
-    (tmp_path / "events.key").write_text(short + "\n")
+    write_secret(tmp_path / "events.key", short + "\n")
     monkeypatch.setenv("T1_COMMAND_KEY", short)
     settings = BrokerSettings.model_validate(
         {
@@ -96,7 +97,7 @@ def test_signing_keys_under_16_bytes_are_refused_naming_their_source(
             Publisher(settings, "T1", journal)
     finally:
         journal.close()
-    (tmp_path / "pw").write_text("pw\n")
+    write_secret(tmp_path / "pw", "pw\n")
     assert SecretSource(file=tmp_path / "pw").load().reveal() == b"pw"
     monkeypatch.setenv("T1_COMMAND_KEY", short + "!")
     assert settings.signing.command_key.load().reveal() == (short + "!").encode()

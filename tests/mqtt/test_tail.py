@@ -18,6 +18,7 @@ from tests.conftest import REPO_ROOT
 from tests.mqtt.conftest import TABLE, card_event, make_settings
 from tests.mqtt.support import Subscriber, topic_count
 from tests.support.broker import MosquittoBroker
+from tests.support.secrets import write_secret
 
 pytestmark = pytest.mark.mosquitto
 
@@ -122,7 +123,7 @@ def test_tail_usage_errors(keys: dict[str, Path]) -> None:
     assert result.returncode == 2
     assert "NO_SUCH_VAR_X" in result.stderr
     short_key = keys["events"].parent / "short.key"
-    short_key.write_text("0123456789abcde\n")
+    write_secret(short_key, "0123456789abcde\n")
     result = subprocess.run(
         [sys.executable, "-m", "daemon.cli", "tail", "--table", "T1", "--events-key-file", str(short_key)],
         cwd=REPO_ROOT,

@@ -31,6 +31,7 @@ from daemon.simulation.dealer import DealSettings, plan_shoe
 from drivers.fixtures import FixtureStep, SupervisorStep
 from drivers.pty_device import PtyDevice
 from drivers.simulate import ShoePlan, VirtualShoe, encode_plan
+from tests.support.secrets import write_secret
 
 TABLE_ID = "T7"
 SPEED = 100.0
@@ -41,8 +42,8 @@ def write_config(
 ) -> tuple[Path, bytes, bytes]:
     """A daemon config for the test table; returns the path and the (events, command) keys."""
     events_key, command_key = secrets.token_hex(32).encode(), secrets.token_hex(32).encode()
-    (tmp / "events.key").write_bytes(events_key + b"\n")
-    (tmp / "command.key").write_bytes(command_key + b"\n")
+    write_secret(tmp / "events.key", events_key + b"\n")
+    write_secret(tmp / "command.key", command_key + b"\n")
     table = deal.table_settings()
     # The dealer is SPEED times faster than a real one; these tests deal no unneeded cards,
     # so the real-time "card right after a round" window is off and CPU load cannot matter.

@@ -15,6 +15,7 @@ from daemon.service.config import DEFAULTS_FILE, load_config
 from daemon.service.configfile import ConfigError, format_key_path
 from drivers.pty_device import PtyDevice
 from tests.support.broker import MosquittoBroker, free_port
+from tests.support.secrets import write_secret
 
 CONFIG_DIR = DEFAULTS_FILE.parent
 
@@ -194,12 +195,12 @@ def test_check_config_says_a_secret_is_missing_without_showing_any(tmp_path: Pat
         + "}\n"
     )
     # keys long enough for any minimum HMAC key length
-    (tmp_path / "command.key").write_text("s3cr3t-command-key-0123456789abcdef\n")
+    write_secret(tmp_path / "command.key", "s3cr3t-command-key-0123456789abcdef\n")
     result = _cli("check-config", str(path), "--timeout", "1", env={"T7_EVENTS_KEY": ""})
     assert result.returncode == 1
     assert "broker.signing.events_key: secret from env T7_EVENTS_KEY is empty" in result.stderr
     assert "s3cr3t" not in result.stdout + result.stderr
-    (tmp_path / "events.key").write_text("an-events-key-0123456789abcdef-xyz\n")
+    write_secret(tmp_path / "events.key", "an-events-key-0123456789abcdef-xyz\n")
     path.write_text(path.read_text().replace("{env: T7_EVENTS_KEY}", f"{{file: {tmp_path / 'events.key'}}}"))
     result = _cli("check-config", str(path), "--timeout", "1", "--allow-insecure")
     assert f"[ok] command key: readable from file {tmp_path / 'command.key'} (35 bytes)" in result.stdout
@@ -258,8 +259,8 @@ def test_check_config_flags_every_insecure_broker_setting(tmp_path: Path) -> Non
     assert "no broker.signing.events_key" in problems[2]
     assert "--allow-insecure" in result.stdout
     # clear text to a remote host; login and signing configured
-    (tmp_path / "pw").write_text("pw\n")
-    (tmp_path / "events.key").write_text("k" * 32 + "\n")
+    write_secret(tmp_path / "pw", "pw\n")
+    write_secret(tmp_path / "events.key", "k" * 32 + "\n")
     path.write_text(
         base + "broker:\n  host: 10.1.2.3\n  tls: {enabled: false}\n"
         f"  auth: {{username: t7, password: {{file: {tmp_path / 'pw'}}}}}\n"

@@ -19,6 +19,7 @@ from daemon.service.sdnotify import SystemdNotifier
 from drivers.pty_device import PtyDevice
 from tests.service.harness import TABLE_ID, dealt_shoe, write_config
 from tests.support.broker import MosquittoBroker
+from tests.support.secrets import write_secret
 
 
 def _with_password(config: Path, password_file: Path) -> None:
@@ -32,7 +33,7 @@ def _config(tmp_path: Path, port: int) -> tuple[Path, Path, PtyDevice]:
     shoe = PtyDevice(tmp_path / "baccarat-shoe")
     config, _ek, _ck = write_config(tmp_path, shoe.path, port, deal)
     password = tmp_path / "broker.password"
-    password.write_text("old password\n")
+    write_secret(password, "old password\n")
     _with_password(config, password)
     return config, password, shoe
 

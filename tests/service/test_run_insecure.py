@@ -16,6 +16,7 @@ from daemon.service.runner import Daemon
 from daemon.service.sdnotify import SystemdNotifier
 from drivers.pty_device import PtyDevice
 from tests.service.harness import TABLE_ID, dealt_shoe, write_config
+from tests.support.secrets import write_secret
 
 
 def _daemon(tmp_path: Path, shoe: PtyDevice, broker: dict[str, object]) -> Daemon:
@@ -59,7 +60,7 @@ def test_run_warns_at_start_about_each_insecure_broker_setting(tmp_path: Path) -
 def test_run_is_quiet_about_a_secure_loopback_broker(tmp_path: Path) -> None:
     shoe = PtyDevice(tmp_path / "baccarat-shoe")
     password = tmp_path / "broker.password"
-    password.write_text("a password\n")
+    write_secret(password, "a password\n")
     daemon = _daemon(
         tmp_path,
         shoe,
