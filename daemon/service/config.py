@@ -28,6 +28,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from common.yamlfile import KeyPath
 from daemon.engine.settings import TableSettings
 from daemon.journal.settings import JournalSettings
 from daemon.mqtt.secrets import SecretError, SecretSource
@@ -45,7 +46,6 @@ from daemon.rules.variants import (
 from daemon.service.configfile import (
     ConfigError,
     ConfigProblem,
-    KeyPath,
     RawConfig,
     apply_env_overrides,
     problems_from_validation,

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from common.yamlfile import format_key_path
 from daemon.mqtt.settings import TlsSettings
 from daemon.mqtt.tls import certificate_validity, check_tls_files, tls_context
 from daemon.service.config import load_config
-from daemon.service.configfile import ConfigError, format_key_path
+from daemon.service.configfile import ConfigError
 from tests.conftest import REPO_ROOT
 
 MAKE_PKI = REPO_ROOT / "config" / "mosquitto" / "make-pki.sh"

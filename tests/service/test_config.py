@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from common.yamlfile import format_key_path
 from daemon.rules.main_bets import BankerBet
 from daemon.service.config import DEFAULTS_FILE, load_config
-from daemon.service.configfile import ConfigError, format_key_path
+from daemon.service.configfile import ConfigError
 from drivers.pty_device import PtyDevice
 from tests.support.broker import MosquittoBroker, free_port
 from tests.support.secrets import write_secret

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from common.yamlfile import format_key_path
 from daemon.mqtt.secrets import SecretError, SecretSource, SigningKeySource
 from daemon.service.config import load_config
-from daemon.service.configfile import ConfigError, format_key_path
+from daemon.service.configfile import ConfigError
 from tests.support.secrets import write_secret
 
 KEY = "k" * 32 + "\n"

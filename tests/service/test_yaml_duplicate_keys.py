@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from common.yamlfile import DuplicateKeyError, load_yaml, parse_yaml
+from common.yamlfile import DuplicateKeyError, format_key_path, load_yaml, parse_yaml
 from daemon.rules.variants import VariantError, load_variant
 from daemon.service.config import load_config
-from daemon.service.configfile import ConfigError, format_key_path
+from daemon.service.configfile import ConfigError
 from drivers.camera.settings import CameraSettingsError, load_camera_settings
 
 TABLE = """\
