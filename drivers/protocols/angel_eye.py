@@ -123,7 +123,7 @@ class AngelEyeDecoder:
         self.settings = settings or AngelEyeSettings()
         self.device = device
         self._pending = b""  # the front of the stream not yet taken
-        self._recent: deque[tuple[int, bytes]] = deque(maxlen=self.settings.dedup_window)
+        self._recent: deque[bytes] = deque(maxlen=self.settings.dedup_window)  # frames taken
         self._last_seq: int | None = None  # SEQ of the last new frame taken
         self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
         self._emit_duplicates = True
@@ -247,40 +247,44 @@ class AngelEyeDecoder:
     # -- a whole frame: checked, repeat or new, its meaning --------------------------------
 
     def _finish_frame(self, raw: bytes, at: float, out: list[DecodedFrame]) -> None:
+        # A repeat transmission is byte-identical to a frame already taken (same SEQ and
+        # payload, hence the same BCC): its check and its meaning were settled then.
+        if self._is_repeat(raw):
+            if not self._emit_duplicates:
+                self._dropped_duplicates += 1
+                return
+            meaning = frame_meaning(
+                raw, at, device=self.device, redeal_payload_lengths=self.settings.redeal_payload_lengths
+            )
+            assert not isinstance(meaning, str)  # only frames with a meaning are remembered
+            out.append(DecodedFrame(raw=raw, input=meaning, duplicate=True))
+            return
         problem = check_frame(raw)
         if problem is not None:
             self._settle(DecodedFrame(raw=raw, rejected=problem), at, out)
             return
-        key = raw[1], raw[2:-3]  # (SEQ, payload): what a repeat transmission shares
-        repeat = self._is_repeat(key)
-        if repeat and not self._emit_duplicates:
-            self._dropped_duplicates += 1
-            return
         meaning = frame_meaning(
             raw, at, device=self.device, redeal_payload_lengths=self.settings.redeal_payload_lengths
         )
-        # A frame's meaning depends only on its bytes: a repeat's was valid when it was taken.
         if isinstance(meaning, str):
             self._settle(DecodedFrame(raw=raw, rejected=meaning), at, out)
-        elif repeat:
-            out.append(DecodedFrame(raw=raw, input=meaning, duplicate=True))
-        else:
-            if key[1][:1] == b"S":
-                self._recent.clear()
-            self._recent.append(key)
-            self._settle(DecodedFrame(raw=raw, input=meaning), at, out)
+            return
+        if raw[2] == ord("S"):
+            self._recent.clear()
+        self._recent.append(raw)
+        self._settle(DecodedFrame(raw=raw, input=meaning), at, out)
 
-    def _is_repeat(self, key: tuple[int, bytes]) -> bool:
-        """Whether ``key`` is a repeat transmission of a frame already taken.
+    def _is_repeat(self, raw: bytes) -> bool:
+        """Whether ``raw`` is a repeat transmission of a frame already taken.
 
         A start frame resets the repeat memory, so the memory holds nothing older than the
         last start: a start frame is a repeat only while it is still the newest frame taken
         (its copies follow it); the same start frame after other frames is the shoe
         starting again, and resets the memory again.
         """
-        if key[1][:1] == b"S":
-            return bool(self._recent) and self._recent[-1] == key
-        return key in self._recent
+        if raw[2] == ord("S"):
+            return bool(self._recent) and self._recent[-1] == raw
+        return raw in self._recent
 
     # -- cards lost on the wire ------------------------------------------------------
     # A card frame the decoder must refuse, or a frame missing from the SEQ cycle, is a card
