@@ -33,7 +33,7 @@ from typing import Any
 
 from common.inputs import EngineInput
 from daemon.journal.codec import dumps_input, loads_input
-from daemon.journal.compaction import COMPACTION_SCHEMA, compact
+from daemon.journal.compaction import compact
 from daemon.journal.continuity import (
     MARKER_INTERVAL_S,
     Continuity,
@@ -47,8 +47,8 @@ from daemon.journal.continuity import (
     start_epoch,
 )
 from daemon.journal.errors import JournalError
-from daemon.journal.faults import FaultKind, classify_storage_error
-from daemon.journal.integrity import check_file, check_tail, damaged, meta_problem
+from daemon.journal.integrity import check_file
+from daemon.journal.opening import open_error, set_up
 from daemon.journal.records import (
     ORIGIN_DELIVERY,
     ORIGIN_ENGINE,
@@ -60,42 +60,7 @@ from daemon.journal.records import (
 from daemon.journal.settings import FullPolicy, JournalSettings
 from daemon.journal.transaction import Transaction
 
-SCHEMA_VERSION = 1
 EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS inputs(
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    type TEXT NOT NULL,
-    at REAL NOT NULL,
-    body TEXT NOT NULL,
-    journaled_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events(
-    seq INTEGER PRIMARY KEY,
-    event_id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    at REAL NOT NULL,
-    shoe_id TEXT,
-    hand INTEGER,
-    source TEXT NOT NULL,
-    origin TEXT NOT NULL,
-    body TEXT NOT NULL,
-    input_id INTEGER,
-    journaled_at REAL NOT NULL,
-    delivered_at REAL,
-    dead_letter TEXT
-);
-CREATE INDEX IF NOT EXISTS events_undelivered ON events(seq)
-    WHERE delivered_at IS NULL AND dead_letter IS NULL;
-CREATE TABLE IF NOT EXISTS command_nonces(
-    nonce TEXT PRIMARY KEY,
-    ts REAL NOT NULL,
-    seen_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS command_nonces_ts ON command_nonces(ts);
-"""
 
 # Column order read by _event_from_row; queries spell it out (no SQL is built from strings).
 
@@ -149,92 +114,30 @@ class Journal:
             self.continuity: Continuity = self._check_continuity(created or fresh)
         except sqlite3.DatabaseError as exc:
             self._db.close()
-            raise self._open_error(exc) from None
+            raise open_error(settings.path, exc) from None
         except BaseException:
             self._db.close()
             raise
 
-    def _open_error(self, exc: sqlite3.DatabaseError) -> JournalError:
-        fault = classify_storage_error(exc)
-        if fault.kind is FaultKind.CORRUPT:
-            return damaged(self.settings.path, str(exc))
-        return JournalError(f"journal {self.settings.path}: {exc} ({fault.hint})")
-
     # -- set-up ---------------------------------------------------------------------------
 
     def _init_db(self) -> bool:
-        """Set the file up (or check it); True when it held no table yet (a new journal)."""
-        db = self._db
-        db.execute(f"PRAGMA busy_timeout={int(self.settings.busy_timeout_ms)}")
-        tables = {str(r[0]) for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        fresh = not tables
-        missing = {"meta", "events", "inputs"} - tables
-        if not fresh and missing:
-            # Creating them would turn a damaged journal (or another database) into a new one.
-            raise damaged(self.settings.path, f"tables missing: {', '.join(sorted(missing))}")
-        if fresh:
-            # Must precede the first table so deleted pages can be returned to the file system.
-            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise JournalError(f"journal {self.settings.path}: cannot switch to WAL mode (got {mode})")
-        db.execute("PRAGMA synchronous=FULL")
-        db.execute("PRAGMA foreign_keys=ON")
-        db.executescript(_SCHEMA)
-        db.executescript(COMPACTION_SCHEMA)
-        with self._transaction():
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-            if not meta and not fresh:
-                raise damaged(self.settings.path, "the meta table is empty")
-            if not meta:
-                db.executemany(
-                    "INSERT INTO meta(key, value) VALUES (?, ?)",
-                    [
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("table_id", self.table_id),
-                        ("journal_id", str(uuid.uuid4())),
-                        ("next_seq", "1"),
-                        ("created_at", repr(self._clock())),
-                    ],
-                )
-                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-            problem = meta_problem(meta)
-            if problem is not None:
-                raise damaged(self.settings.path, problem)
-            # Journals made before epochs and the compaction log get them here: their first
-            # epoch is 0 under their own id, and compactions are logged from now on.
-            db.executemany(
-                "INSERT OR IGNORE INTO meta(key, value) VALUES (?, ?)",
-                [
-                    ("lineage_id", meta["journal_id"]),
-                    ("epoch", "0"),
-                    ("compaction_log_from_seq", meta["next_seq"]),
-                ],
-            )
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if int(meta["schema_version"]) > SCHEMA_VERSION:
-            raise JournalError(
-                f"journal {self.settings.path} has schema version {meta['schema_version']}, "
-                f"newer than this daemon's {SCHEMA_VERSION}"
-            )
-        if meta["table_id"] != self.table_id:
-            raise JournalError(
-                f"journal {self.settings.path} belongs to table {meta['table_id']!r}, "
-                f"not {self.table_id!r}: refusing to mix two tables' events"
-            )
-        check_tail(db, self.settings.path, int(meta["next_seq"]))
+        """Set the file up (or check it) and load what the journal keeps in memory; True when
+        the file held no table yet (a new journal)."""
+        opened = set_up(self._db, self.settings, self.table_id, self._lock, self._clock)
+        meta = opened.meta
         self.journal_id: str = meta["journal_id"]
         """The current epoch's id: it enters every new ``event_id``."""
         self.epoch = int(meta["epoch"])
         self._lineage_id = meta["lineage_id"]
         self._last_seq = int(meta["next_seq"]) - 1
         self._undelivered = int(
-            db.execute(
+            self._db.execute(
                 "SELECT count(*) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
             ).fetchone()[0]
         )
         self._oldest_undelivered_at = self._read_oldest_undelivered_at()
-        return fresh
+        return opened.fresh
 
     def _check_continuity(self, created: bool) -> Continuity:
         """Compare the journal with its marker, start a new epoch when continuity is not

@@ -192,3 +192,25 @@ def test_a_journal_made_before_epochs_is_upgraded_and_whole(tmp_path: Path) -> N
     report = verify_journal(path)
     assert report.ok
     assert (report.events, report.last_seq, report.undelivered) == (5, 5, 3)
+
+
+def test_compactions_are_logged_as_merged_ranges(tmp_path: Path) -> None:
+    clock = Clock()
+    path = tmp_path / "j.sqlite3"
+    journal = open_journal(path, clock)
+    for shoe in ("old1", "old2"):
+        journal.append([Tick(1.0)], [card(shoe, n) for n in range(30)])
+    journal.mark_delivered([*range(1, 45), *range(46, 61)])  # seq 45 of old2 still waiting
+    clock.now += 2 * DAY
+    journal.append([Tick(2.0)], [card("current", n) for n in range(5)])
+    assert journal.compact() == 30
+    journal.mark_delivered([45])
+    assert journal.compact() == 30
+    journal.close()
+
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT first_seq, last_seq FROM compacted_seqs").fetchall() == [(1, 60)]
+    db.close()
+    report = verify_journal(path)
+    assert report.ok, report.problems
+    assert (report.events, report.last_seq) == (5, 65)
