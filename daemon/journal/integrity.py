@@ -83,13 +83,16 @@ def meta_problem(meta: dict[str, str]) -> str | None:
     missing = [k for k in REQUIRED_META if k not in meta]
     if missing:
         return f"meta keys missing: {', '.join(missing)}"
-    for key in ("schema_version", "next_seq"):
+    # epoch and compaction_log_from_seq are added on open to journals made without them
+    for key, lowest in (("schema_version", 1), ("next_seq", 1), ("epoch", 0), ("compaction_log_from_seq", 1)):
+        if key not in meta:
+            continue
         try:
             value = int(meta[key])
         except ValueError:
             return f"meta {key} is {meta[key]!r}, not a number"
-        if value < 1:
-            return f"meta {key} is {value}, below 1"
+        if value < lowest:
+            return f"meta {key} is {value}, below {lowest}"
     return None
 
 

@@ -163,6 +163,16 @@ def test_meta_damage_is_refused(tmp_path: Path) -> None:
     assert verify_journal(path).problems == ["meta keys missing: next_seq"]
 
 
+@pytest.mark.parametrize(("key", "value"), [("next_seq", "0"), ("epoch", "two"), ("schema_version", "x")])
+def test_a_meta_value_that_is_not_sane_is_refused(tmp_path: Path, key: str, value: str) -> None:
+    path = tmp_path / "j.sqlite3"
+    make_journal(path, 3)
+    edit(path, "UPDATE meta SET value = ? WHERE key = ?", value, key)
+    with pytest.raises(JournalError, match=f"is damaged: meta {key} is"):
+        open_journal(path)
+    assert verify_journal(path).problems[0].startswith(f"meta {key} is")
+
+
 def test_an_event_past_the_seq_counter_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
     make_journal(path, 5, delivered=5)
