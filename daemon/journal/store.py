@@ -105,7 +105,6 @@ class Journal:
         self._size_bytes = 0
         self._size_checked_at: float | None = None
         self._last_seq = 0
-        self._rollback_acknowledged = 0
         settings.path.parent.mkdir(parents=True, exist_ok=True)
         created = check_file(settings.path)
         self._db = sqlite3.connect(settings.path, isolation_level=None, check_same_thread=False, timeout=5.0)
@@ -180,14 +179,14 @@ class Journal:
         """The server acknowledged ``seq``: if the journal never got that far, it was rolled back
         (with its marker, e.g. a whole-disk snapshot revert). Then a new epoch starts, so the
         events journaled from now on get ids the server has never seen, and the record is
-        returned (and kept in :attr:`continuity`) for a critical alert. None otherwise.
-
-        A later acknowledgement up to the same ``seq`` is not reported again."""
+        returned (and kept in :attr:`continuity`) for a critical alert. None otherwise, and
+        None when :attr:`continuity` is critical already (found on open, or by an earlier
+        acknowledgement): that epoch's ids are fresh and the alert was raised; the server being
+        ahead is then expected."""
         with self._lock:
-            if seq <= self._last_seq or seq <= self._rollback_acknowledged:
+            if seq <= self._last_seq or self.continuity.critical:
                 return None
-            self._rollback_acknowledged = seq
-            old_epoch, old_id = self.epoch, self.journal_id
+            old_epoch, old_id, marker_seq = self.epoch, self.journal_id, self.marker.written_seq
             self.journal_id, self.epoch = start_epoch(self._db, self._lock)
             try:
                 self.marker.write(self.journal_id, self.epoch, self._last_seq)
@@ -196,7 +195,7 @@ class Journal:
             self.continuity = Continuity(
                 kind=ContinuityKind.ROLLBACK,
                 journal_seq=self._last_seq,
-                marker_seq=self.marker.written_seq,
+                marker_seq=marker_seq,
                 old_epoch=old_epoch,
                 new_epoch=self.epoch,
                 old_journal_id=old_id,

@@ -217,9 +217,10 @@ def test_the_server_acknowledging_past_the_journal_starts_a_new_epoch(tmp_path: 
     assert (found.acknowledged_seq, found.journal_seq, found.old_epoch, found.new_epoch) == (9, 4, 0, 1)
     assert journal.continuity is found
     assert journal.check_acknowledged(9) is None  # the same acknowledgement again: already handled
+    assert journal.check_acknowledged(12) is None  # the server knew more of the lost events
     new_ids = deal(journal, 5)
     assert not set(new_ids) & issued
-    assert journal.check_acknowledged(9) is None  # the journal has passed it now
+    assert journal.epoch == 1
     journal.close()
 
     reopened = open_journal(path)
@@ -242,3 +243,21 @@ def test_the_marker_file_is_plain_json_naming_table_epoch_and_seq(tmp_path: Path
         journal.journal_id,
     )
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_the_server_ahead_after_a_rollback_found_on_open_is_expected(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    backup = tmp_path / "backup.sqlite3"
+    journal = open_journal(path)
+    deal(journal, 2)
+    journal.close()
+    copy_journal(path, backup)
+    journal = open_journal(path)
+    deal(journal, 6)
+    journal.close()
+    copy_journal(backup, path)
+
+    restored = open_journal(path)
+    assert restored.continuity.kind is ContinuityKind.ROLLBACK
+    assert restored.check_acknowledged(8) is None  # the alert was raised on open, the ids are fresh
+    assert restored.epoch == 1
