@@ -261,3 +261,19 @@ def test_the_server_ahead_after_a_rollback_found_on_open_is_expected(tmp_path: P
     assert restored.continuity.kind is ContinuityKind.ROLLBACK
     assert restored.check_acknowledged(8) is None  # the alert was raised on open, the ids are fresh
     assert restored.epoch == 1
+
+
+def test_a_lost_wal_is_a_rollback(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    journal = open_journal(path)
+    deal(journal, 3)
+    journal.close()  # checkpointed: the database file holds seq 1-3
+    journal = open_journal(path)
+    deal(journal, 10)  # seq 4-13 are committed in the WAL only
+    without_wal = path.read_bytes()
+    journal.close()
+
+    path.write_bytes(without_wal)
+    reopened = open_journal(path)
+    assert reopened.continuity.kind is ContinuityKind.ROLLBACK
+    assert (reopened.continuity.marker_seq, reopened.continuity.journal_seq) == (13, 3)
