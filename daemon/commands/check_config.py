@@ -5,8 +5,10 @@ unreadable secrets and an unknown variant included); when the file is valid, fla
 insecure broker settings (``tls.verify: false``, no TLS to a remote host, no login,
 unsigned events), then probes the reader devices, the camera source, the state
 directory and the broker (TCP, then one MQTT connect with the configured TLS and
-credentials) and says what it found. Exit status: 0 all good, 1 invalid config,
-2 valid config but something it points at is missing or unreachable, or a setting
+credentials) and says what it found; an existing journal file is verified like
+``baccarat-edge journal verify`` (a damaged one is a problem). Exit status: 0 all good,
+1 invalid config,
+2 valid config but something it points at is missing or unreachable, damaged, or a setting
 is insecure (``--allow-insecure`` accepts those, e.g. for a lab bench, and still
 prints each one).
 """
@@ -17,6 +19,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from daemon.service.probes import Finding
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -78,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
                 probe_camera(device_name(loaded.camera_settings, "camera"), loaded.camera_settings)
             )
         findings.append(probe_state_dir(cfg.state_dir))
+        if cfg.journal.path.exists():
+            findings.append(_journal_finding(cfg.journal.path, cfg.table_id))
         findings.extend(probe_secrets(cfg.broker))
         findings.extend(probe_broker(cfg.broker, cfg.table_id, timeout=args.timeout))
     problems = [f for f in findings if not f.ok]
@@ -105,3 +113,21 @@ def run(args: argparse.Namespace) -> int:
         elif not args.no_probe:
             print("everything it points at was found")
     return 2 if problems else 0
+
+
+def _journal_finding(path: Path, table_id: str) -> Finding:
+    """The configured journal, verified read-only (the daemon may be running)."""
+    from daemon.journal.integrity import verify_journal, way_out
+    from daemon.service.probes import Finding
+
+    report = verify_journal(path)
+    if not report.readable:
+        return Finding("journal", False, "; ".join(report.problems))
+    if report.problems:
+        listed = "; ".join(report.problems)
+        return Finding(
+            "journal", False, f"{path} is damaged: {listed}. {way_out(path, report.delivered_through)}"
+        )
+    if report.table_id != table_id:
+        return Finding("journal", False, f"{path} belongs to table {report.table_id!r}, not {table_id!r}")
+    return Finding("journal", True, f"{path} is whole: {report.events} event(s), last seq {report.last_seq}")

@@ -25,9 +25,13 @@ BATCH_ROWS = 2000
 VACUUM_PAGES = 1000
 
 # Created on every open (IF NOT EXISTS), so journals made before they existed get them too.
-INDEXES = """
+# compacted_seqs logs every seq compaction deleted, as merged ranges: a missing seq outside
+# them is a lost or deleted row (daemon/journal/integrity.py), not compaction's doing.
+COMPACTION_SCHEMA = """
 CREATE INDEX IF NOT EXISTS events_journaled_at ON events(journaled_at);
 CREATE INDEX IF NOT EXISTS events_shoe ON events(shoe_id, seq) WHERE shoe_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS compacted_seqs(first_seq INTEGER PRIMARY KEY, last_seq INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS compacted_seqs_last ON compacted_seqs(last_seq);
 """
 
 
@@ -70,16 +74,47 @@ def _delete_events(db: sqlite3.Connection, lock: threading.RLock, cutoff: float)
     deleted = 0
     while True:
         with Transaction(db, lock):
-            count = db.execute(
-                "DELETE FROM events WHERE seq IN (SELECT seq FROM events WHERE journaled_at < ? "
-                "AND seq < ? AND (delivered_at IS NOT NULL OR dead_letter IS NOT NULL) "
-                "AND (shoe_id IS NULL OR shoe_id NOT IN (SELECT value FROM json_each(?))) "
-                "ORDER BY journaled_at LIMIT ?)",
-                (cutoff, limit_seq, kept, BATCH_ROWS),
-            ).rowcount
-        deleted += count
-        if count < BATCH_ROWS:
+            seqs = [
+                int(row[0])
+                for row in db.execute(
+                    "SELECT seq FROM events WHERE journaled_at < ? "
+                    "AND seq < ? AND (delivered_at IS NOT NULL OR dead_letter IS NOT NULL) "
+                    "AND (shoe_id IS NULL OR shoe_id NOT IN (SELECT value FROM json_each(?))) "
+                    "ORDER BY journaled_at LIMIT ?",
+                    (cutoff, limit_seq, kept, BATCH_ROWS),
+                )
+            ]
+            if seqs:
+                _log_deleted(db, seqs)
+                db.execute(
+                    "DELETE FROM events WHERE seq IN (SELECT value FROM json_each(?))", (json.dumps(seqs),)
+                )
+        deleted += len(seqs)
+        if len(seqs) < BATCH_ROWS:
             return deleted
+
+
+def _log_deleted(db: sqlite3.Connection, seqs: list[int]) -> None:
+    """Add the deleted ``seqs`` to ``compacted_seqs``, merging each run with the ranges it touches."""
+    ordered = sorted(seqs)
+    runs: list[tuple[int, int]] = []
+    for seq in ordered:
+        if runs and runs[-1][1] == seq - 1:
+            runs[-1] = (runs[-1][0], seq)
+        else:
+            runs.append((seq, seq))
+    for first, last in runs:
+        before = db.execute(
+            "SELECT first_seq FROM compacted_seqs WHERE last_seq = ?", (first - 1,)
+        ).fetchone()
+        after = db.execute("SELECT last_seq FROM compacted_seqs WHERE first_seq = ?", (last + 1,)).fetchone()
+        if after is not None:
+            db.execute("DELETE FROM compacted_seqs WHERE first_seq = ?", (last + 1,))
+            last = int(after[0])
+        if before is not None:
+            db.execute("UPDATE compacted_seqs SET last_seq = ? WHERE first_seq = ?", (last, int(before[0])))
+        else:
+            db.execute("INSERT INTO compacted_seqs(first_seq, last_seq) VALUES (?, ?)", (first, last))
 
 
 def _shoes_kept(db: sqlite3.Connection, cutoff: float, limit_seq: int) -> set[str]:

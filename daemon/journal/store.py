@@ -9,6 +9,10 @@ every validated event, committed before anything is published.
 * :meth:`Journal.compact` removes delivered events of finished shoes after the audit
   retention; :meth:`Journal.capacity` and :meth:`Journal.admits_new_round` implement the
   full policy. Nothing validated is ever deleted before it was delivered.
+* Opening checks the file (:mod:`daemon.journal.integrity`: a damaged one is refused, never
+  replaced) and its continuity (:mod:`daemon.journal.continuity`: a rolled-back journal starts
+  a new epoch, so no ``event_id`` is ever issued twice); :attr:`Journal.continuity` says what
+  was found.
 
 One connection is shared by the engine, publisher and network threads behind a lock; every
 call is short.
@@ -29,7 +33,22 @@ from typing import Any
 
 from common.inputs import EngineInput
 from daemon.journal.codec import dumps_input, loads_input
-from daemon.journal.compaction import INDEXES, compact
+from daemon.journal.compaction import compact
+from daemon.journal.continuity import (
+    MARKER_INTERVAL_S,
+    Continuity,
+    ContinuityKind,
+    JournalPosition,
+    MarkerKeeper,
+    MarkerUnreadable,
+    judge,
+    marker_path_for,
+    read_marker,
+    start_epoch,
+)
+from daemon.journal.errors import JournalError
+from daemon.journal.integrity import check_file
+from daemon.journal.opening import open_error, set_up
 from daemon.journal.records import (
     ORIGIN_DELIVERY,
     ORIGIN_ENGINE,
@@ -41,48 +60,9 @@ from daemon.journal.records import (
 from daemon.journal.settings import FullPolicy, JournalSettings
 from daemon.journal.transaction import Transaction
 
-SCHEMA_VERSION = 1
 EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS inputs(
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    type TEXT NOT NULL,
-    at REAL NOT NULL,
-    body TEXT NOT NULL,
-    journaled_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events(
-    seq INTEGER PRIMARY KEY,
-    event_id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL,
-    at REAL NOT NULL,
-    shoe_id TEXT,
-    hand INTEGER,
-    source TEXT NOT NULL,
-    origin TEXT NOT NULL,
-    body TEXT NOT NULL,
-    input_id INTEGER,
-    journaled_at REAL NOT NULL,
-    delivered_at REAL,
-    dead_letter TEXT
-);
-CREATE INDEX IF NOT EXISTS events_undelivered ON events(seq)
-    WHERE delivered_at IS NULL AND dead_letter IS NULL;
-CREATE TABLE IF NOT EXISTS command_nonces(
-    nonce TEXT PRIMARY KEY,
-    ts REAL NOT NULL,
-    seen_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS command_nonces_ts ON command_nonces(ts);
-"""
-
 # Column order read by _event_from_row; queries spell it out (no SQL is built from strings).
-
-
-class JournalError(RuntimeError):
-    """The journal file cannot be used (wrong table, newer schema, unreadable)."""
 
 
 class NonceVerdict(Enum):
@@ -94,8 +74,9 @@ class NonceVerdict(Enum):
 
 
 def event_id_for(journal_id: str, table_id: str, seq: int) -> str:
-    """The stable id of event ``seq``: a UUIDv5, so republishing never changes it, and a
-    fresh journal (new ``journal_id``) never reuses an id even though ``seq`` restarts."""
+    """The stable id of event ``seq``: a UUIDv5, so republishing never changes it. ``journal_id``
+    is the epoch's id: a fresh journal, or a new epoch after a rollback, never reuses an id
+    even though ``seq`` restarts or is issued again."""
     return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{journal_id}/{table_id}/{seq}"))
 
 
@@ -123,68 +104,118 @@ class Journal:
         self._oldest_undelivered_at: float | None = None
         self._size_bytes = 0
         self._size_checked_at: float | None = None
+        self._last_seq = 0
         settings.path.parent.mkdir(parents=True, exist_ok=True)
+        created = check_file(settings.path)
+        self._db = sqlite3.connect(settings.path, isolation_level=None, check_same_thread=False, timeout=5.0)
         try:
-            self._db = sqlite3.connect(
-                settings.path, isolation_level=None, check_same_thread=False, timeout=5.0
-            )
-            self._init_db()
+            fresh = self._init_db()
+            self.continuity: Continuity = self._check_continuity(created or fresh)
         except sqlite3.DatabaseError as exc:
-            raise JournalError(f"journal {settings.path}: {exc}") from None
+            self._db.close()
+            raise open_error(settings.path, exc) from None
+        except BaseException:
+            self._db.close()
+            raise
 
     # -- set-up ---------------------------------------------------------------------------
 
-    def _init_db(self) -> None:
-        db = self._db
-        db.execute(f"PRAGMA busy_timeout={int(self.settings.busy_timeout_ms)}")
-        fresh = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0
-        if fresh:
-            # Must precede the first table so deleted pages can be returned to the file system.
-            db.execute("PRAGMA auto_vacuum=INCREMENTAL")
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise JournalError(f"journal {self.settings.path}: cannot switch to WAL mode (got {mode})")
-        db.execute("PRAGMA synchronous=FULL")
-        db.execute("PRAGMA foreign_keys=ON")
-        db.executescript(_SCHEMA)
-        db.executescript(INDEXES)
-        with self._transaction():
-            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-            if not meta:
-                db.executemany(
-                    "INSERT INTO meta(key, value) VALUES (?, ?)",
-                    [
-                        ("schema_version", str(SCHEMA_VERSION)),
-                        ("table_id", self.table_id),
-                        ("journal_id", str(uuid.uuid4())),
-                        ("next_seq", "1"),
-                        ("created_at", repr(self._clock())),
-                    ],
-                )
-                meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
-        if int(meta["schema_version"]) > SCHEMA_VERSION:
-            raise JournalError(
-                f"journal {self.settings.path} has schema version {meta['schema_version']}, "
-                f"newer than this daemon's {SCHEMA_VERSION}"
-            )
-        if meta["table_id"] != self.table_id:
-            raise JournalError(
-                f"journal {self.settings.path} belongs to table {meta['table_id']!r}, "
-                f"not {self.table_id!r}: refusing to mix two tables' events"
-            )
+    def _init_db(self) -> bool:
+        """Set the file up (or check it) and load what the journal keeps in memory; True when
+        the file held no table yet (a new journal)."""
+        opened = set_up(self._db, self.settings, self.table_id, self._lock, self._clock)
+        meta = opened.meta
         self.journal_id: str = meta["journal_id"]
+        """The current epoch's id: it enters every new ``event_id``."""
+        self.epoch = int(meta["epoch"])
+        self._lineage_id = meta["lineage_id"]
+        self._last_seq = int(meta["next_seq"]) - 1
         self._undelivered = int(
-            db.execute(
+            self._db.execute(
                 "SELECT count(*) FROM events WHERE delivered_at IS NULL AND dead_letter IS NULL"
             ).fetchone()[0]
         )
         self._oldest_undelivered_at = self._read_oldest_undelivered_at()
+        return opened.fresh
+
+    def _check_continuity(self, created: bool) -> Continuity:
+        """Compare the journal with its marker, start a new epoch when continuity is not
+        proven, and write the marker (required: without it the next check proves nothing)."""
+        path = marker_path_for(self.settings.path)
+        self.marker = MarkerKeeper(path, self.table_id, self._lineage_id, self._monotonic, MARKER_INTERVAL_S)
+        problem: str | None = None
+        try:
+            marker = read_marker(self.marker.path)
+        except MarkerUnreadable as exc:
+            marker, problem = None, f"the marker is unreadable ({exc})"
+        position = JournalPosition(self._lineage_id, self.journal_id, self.epoch, self._last_seq, created)
+        verdict = judge(position, marker, problem)
+        old_epoch, old_id = self.epoch, self.journal_id
+        if verdict.new_epoch:
+            after = 0 if marker is None else marker.epoch
+            self.journal_id, self.epoch = start_epoch(self._db, self._lock, after)
+        self._write_marker_or_fail()
+        return Continuity(
+            kind=verdict.kind,
+            journal_seq=self._last_seq,
+            marker_seq=None if marker is None else marker.seq,
+            old_epoch=old_epoch,
+            new_epoch=self.epoch,
+            old_journal_id=old_id,
+            new_journal_id=self.journal_id,
+            detail=verdict.detail,
+        )
+
+    def _write_marker_or_fail(self) -> None:
+        try:
+            self.marker.write(self.journal_id, self.epoch, self._last_seq)
+        except OSError as exc:
+            raise JournalError(
+                f"journal {self.settings.path}: cannot write its marker {self.marker.path} ({exc}): "
+                "without it a rollback of the journal could not be detected"
+            ) from None
+
+    def check_acknowledged(self, seq: int) -> Continuity | None:
+        """The server acknowledged ``seq``: if the journal never got that far, it was rolled back
+        (with its marker, e.g. a whole-disk snapshot revert). Then a new epoch starts, so the
+        events journaled from now on get ids the server has never seen, and the record is
+        returned (and kept in :attr:`continuity`) for a critical alert. None otherwise, and
+        None when :attr:`continuity` is critical already (found on open, or by an earlier
+        acknowledgement): that epoch's ids are fresh and the alert was raised; the server being
+        ahead is then expected."""
+        with self._lock:
+            if seq <= self._last_seq or self.continuity.critical:
+                return None
+            old_epoch, old_id, marker_seq = self.epoch, self.journal_id, self.marker.written_seq
+            self.journal_id, self.epoch = start_epoch(self._db, self._lock)
+            try:
+                self.marker.write(self.journal_id, self.epoch, self._last_seq)
+            except OSError as exc:
+                self.marker.error = f"cannot write the journal marker {self.marker.path}: {exc}"
+            self.continuity = Continuity(
+                kind=ContinuityKind.ROLLBACK,
+                journal_seq=self._last_seq,
+                marker_seq=marker_seq,
+                old_epoch=old_epoch,
+                new_epoch=self.epoch,
+                old_journal_id=old_id,
+                new_journal_id=self.journal_id,
+                detail=(
+                    f"the server acknowledged seq {seq} but the journal ends at seq {self._last_seq}: "
+                    "the journal was rolled back; a new epoch was started"
+                ),
+                acknowledged_seq=seq,
+            )
+            return self.continuity
 
     def _transaction(self) -> Transaction:
         return Transaction(self._db, self._lock)
 
     def close(self) -> None:
+        """Write the marker (best effort: a lagging marker is safe) and close the file."""
         with self._lock:
+            with contextlib.suppress(OSError, sqlite3.Error):
+                self.marker.write(self.journal_id, self.epoch, self._last_seq)
             self._db.close()
 
     # -- writing ----------------------------------------------------------------------------
@@ -215,8 +246,11 @@ class Journal:
             self._append_rows(input_rows, events, bodies, body_texts, origin, now, out)
             # Counted after COMMIT (still under the lock): a failed transaction never counts.
             self._undelivered += len(out)
-            if out and self._oldest_undelivered_at is None:
-                self._oldest_undelivered_at = now
+            if out:
+                if self._oldest_undelivered_at is None:
+                    self._oldest_undelivered_at = now
+                self._last_seq = out[-1].seq
+                self.marker.committed(self.journal_id, self.epoch, self._last_seq)
         return out
 
     def _append_rows(
