@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -144,3 +145,26 @@ class Capacity:
                 f"{self.max_undelivered_age_s:.0f} s ({self.max_undelivered_age_s / 3600:.1f} h)"
             )
         return None
+
+
+def event_from_row(row: tuple[Any, ...]) -> JournaledEvent:
+    """A stored event from its row (columns seq, event_id, kind, at, shoe_id, hand, source,
+    origin, body, journaled_at, delivered_at, dead_letter)."""
+    seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead = row
+    parsed: dict[str, Any] = json.loads(body)
+    data = parsed.get("data")
+    return JournaledEvent(
+        seq=int(seq),
+        event_id=str(event_id),
+        kind=str(kind),
+        at=float(at),
+        shoe_id=shoe_id,
+        hand=hand,
+        source=str(source),
+        data=data if isinstance(data, dict) else {},
+        origin=str(origin),
+        journaled_at=float(journaled_at),
+        delivered_at=delivered_at,
+        dead_letter=dead,
+        body=parsed,
+    )

@@ -27,7 +27,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +47,7 @@ from daemon.journal.continuity import (
 )
 from daemon.journal.errors import JournalError
 from daemon.journal.integrity import check_file
+from daemon.journal.nonces import NonceVerdict, remember_nonce
 from daemon.journal.opening import open_error, set_up
 from daemon.journal.records import (
     ORIGIN_DELIVERY,
@@ -56,21 +56,14 @@ from daemon.journal.records import (
     DeliveryEvent,
     JournalableEvent,
     JournaledEvent,
+    event_from_row,
 )
 from daemon.journal.settings import FullPolicy, JournalSettings
 from daemon.journal.transaction import Transaction
 
 EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
 
-# Column order read by _event_from_row; queries spell it out (no SQL is built from strings).
-
-
-class NonceVerdict(Enum):
-    """Result of :meth:`Journal.remember_nonce`."""
-
-    FRESH = "fresh"
-    REUSED = "reused"
-    CACHE_FULL = "cache_full"
+# Column order read by event_from_row; queries spell it out (no SQL is built from strings).
 
 
 def event_id_for(journal_id: str, table_id: str, seq: int) -> str:
@@ -387,7 +380,7 @@ class Journal:
                 "AND dead_letter IS NULL ORDER BY seq LIMIT ?",
                 (after_seq, limit),
             ).fetchall()
-        return [_event_from_row(r) for r in rows]
+        return [event_from_row(r) for r in rows]
 
     def get(self, seq: int) -> JournaledEvent | None:
         with self._lock:
@@ -397,7 +390,7 @@ class Journal:
                 "FROM events WHERE seq = ?",
                 (seq,),
             ).fetchone()
-        return None if row is None else _event_from_row(row)
+        return None if row is None else event_from_row(row)
 
     def events(self, after_seq: int = 0, origin: str | None = ORIGIN_ENGINE) -> Iterator[JournaledEvent]:
         """Every stored event with ``seq > after_seq`` in order (engine events only by default):
@@ -423,7 +416,7 @@ class Journal:
             if not rows:
                 return
             for row in rows:
-                event = _event_from_row(row)
+                event = event_from_row(row)
                 cursor = event.seq
                 yield event
 
@@ -454,7 +447,7 @@ class Journal:
                 "delivered_at, dead_letter "
                 "FROM events WHERE dead_letter IS NOT NULL ORDER BY seq"
             ).fetchall()
-        return [_event_from_row(r) for r in rows]
+        return [event_from_row(r) for r in rows]
 
     # -- limits -------------------------------------------------------------------------------
 
@@ -532,40 +525,7 @@ class Journal:
     def remember_nonce(
         self, nonce: str, ts: float, now: float, horizon_s: float, max_entries: int
     ) -> NonceVerdict:
-        """Record a command nonce durably; REUSED if it was seen before.
-
-        Nonces whose timestamp is older than ``now - horizon_s`` are forgotten: a command
-        that old is refused on its timestamp anyway, so forgetting them does not reopen replay.
-        """
+        """Record a command nonce durably; REUSED if it was seen before (see
+        :func:`daemon.journal.nonces.remember_nonce`)."""
         with self._transaction():
-            self._db.execute("DELETE FROM command_nonces WHERE ts < ?", (now - horizon_s,))
-            if self._db.execute("SELECT 1 FROM command_nonces WHERE nonce = ?", (nonce,)).fetchone():
-                return NonceVerdict.REUSED
-            count = self._db.execute("SELECT count(*) FROM command_nonces").fetchone()[0]
-            if count >= max_entries:
-                return NonceVerdict.CACHE_FULL
-            self._db.execute(
-                "INSERT INTO command_nonces(nonce, ts, seen_at) VALUES (?, ?, ?)", (nonce, ts, now)
-            )
-        return NonceVerdict.FRESH
-
-
-def _event_from_row(row: tuple[Any, ...]) -> JournaledEvent:
-    seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead = row
-    parsed: dict[str, Any] = json.loads(body)
-    data = parsed.get("data")
-    return JournaledEvent(
-        seq=int(seq),
-        event_id=str(event_id),
-        kind=str(kind),
-        at=float(at),
-        shoe_id=shoe_id,
-        hand=hand,
-        source=str(source),
-        data=data if isinstance(data, dict) else {},
-        origin=str(origin),
-        journaled_at=float(journaled_at),
-        delivered_at=delivered_at,
-        dead_letter=dead,
-        body=parsed,
-    )
+            return remember_nonce(self._db, nonce, ts, now, horizon_s, max_entries)

@@ -33,7 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from common.inputs import SupervisorCommand
 from daemon.engine.commands import ACTIONS, SERVICE_ACTIONS
-from daemon.journal.store import Journal, NonceVerdict
+from daemon.journal.nonces import NonceVerdict
+from daemon.journal.store import Journal
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import SigningSettings
 from daemon.mqtt.signing import verify
