@@ -52,6 +52,8 @@ class AlertCode(StrEnum):
     JOURNAL_NEARLY_FULL = "journal_nearly_full"
     JOURNAL_FULL = "journal_full"
     JOURNAL_RECOVERED = "journal_recovered"
+    JOURNAL_ROLLED_BACK = "journal_rolled_back"
+    JOURNAL_CONTINUITY_UNPROVEN = "journal_continuity_unproven"
     ENGINE_ERROR = "engine_error"
 
 
@@ -142,6 +144,17 @@ class AlertSpec:
 
 _DELIVERY_FIELDS = ("alert_id", "code", "severity", "message")
 _NEVER_CLEARED = "never cleared: it reports something that happened"
+_CONTINUITY_FIELDS = (
+    *_DELIVERY_FIELDS,
+    "continuity",
+    "journal_seq",
+    "marker_seq",
+    "acknowledged_seq",
+    "old_epoch",
+    "new_epoch",
+    "old_journal_id",
+    "new_journal_id",
+)
 
 ALERTS: dict[AlertCode, AlertSpec] = {
     AlertCode.RESCAN_NEEDED: AlertSpec(
@@ -335,6 +348,25 @@ ALERTS: dict[AlertCode, AlertSpec] = {
             "spells",
             "error",
         ),
+    ),
+    AlertCode.JOURNAL_ROLLED_BACK: AlertSpec(
+        Severity.CRITICAL,
+        "the journal on disk is behind what this table had committed (a backup restored, a VM snapshot "
+        "reverted, a lost WAL) or is another journal: events may be missing and seq numbers are issued "
+        "again; a new epoch keeps every event_id new. Reconcile with the game server's records",
+        _NEVER_CLEARED,
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.JOURNAL,
+        fields=(*_CONTINUITY_FIELDS,),
+    ),
+    AlertCode.JOURNAL_CONTINUITY_UNPROVEN: AlertSpec(
+        Severity.WARNING,
+        "the journal's continuity marker was missing or unreadable on open: a new epoch was started to "
+        "be safe (event ids stay new); check that no journal file was restored",
+        _NEVER_CLEARED,
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.JOURNAL,
+        fields=(*_CONTINUITY_FIELDS,),
     ),
     AlertCode.ENGINE_ERROR: AlertSpec(
         Severity.CRITICAL,

@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     import structlog
 
+    from daemon.journal.errors import JournalError
     from daemon.mqtt.secrets import SecretError
     from daemon.service.config import load_config
     from daemon.service.configfile import ConfigError
@@ -45,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
     except SecretError as exc:
         # a secret named in the config is missing or empty: a config problem, not a crash
         log.error("start_failed", error=str(exc), hint="baccarat-edge check-config shows every secret")
+        daemon.stop()
+        return EXIT_CONFIG
+    except JournalError as exc:
+        # a damaged or foreign journal: a restart cannot mend it (the message says what will)
+        log.error("start_failed", error=str(exc), hint="baccarat-edge journal verify FILE")
         daemon.stop()
         return EXIT_CONFIG
     except Exception as exc:

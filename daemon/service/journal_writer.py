@@ -31,6 +31,7 @@ from common.backoff import Backoff
 from common.inputs import EngineInput
 from daemon.alerts import ALERTS, AlertCode
 from daemon.engine.events import Event
+from daemon.journal.faults import classify_storage_error
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.service.stats import RunnerStats
@@ -117,11 +118,13 @@ class JournalWriter:
                     if self.failing_since is None:
                         self.failing_since = time.monotonic()
                         self._outage_started(str(exc))
+                        fault = classify_storage_error(exc)
                         log.error(
                             "journal_failing",
                             input=type(inp).__name__,
                             error=str(exc),
-                            hint="inputs wait in memory and are retried; free disk space",
+                            fault=fault.kind.value,
+                            hint=f"inputs wait in memory and are retried; {fault.hint}",
                         )
                 if time.monotonic() >= self._give_up_at:
                     # the engine moved on by this input: storing any later one would journal

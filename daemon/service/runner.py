@@ -70,6 +70,7 @@ from daemon.service.health import (
     engine_health,
     publisher_health,
 )
+from daemon.service.journal_continuity import continuity_alert
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, LoggedJournal
 from daemon.service.logging import configure_logging
@@ -141,6 +142,10 @@ class Daemon:
         cfg.state_dir.mkdir(parents=True, exist_ok=True)
         journal = LoggedJournal(cfg.journal, cfg.table_id, clock=self.clock)
         self.journal = journal
+        alert = continuity_alert(journal.continuity, self.clock())
+        if alert is not None:
+            log.error("journal_continuity", **alert.data)
+            journal.append_delivery_event(alert)
         history = journal_history(journal)
         engine = restore_engine(history, cfg.table, self.loaded.variant)
         self.snapshot.reset(engine)
