@@ -159,13 +159,20 @@ class CommandChannel:
         reply_topic = self._connection.topics.cmd_reply
         self._connection.publish(reply_topic, payload, properties=props)
         response_topic = message.response_topic
-        if response_topic and response_topic != reply_topic and _valid_publish_topic(response_topic):
-            self._connection.publish(response_topic, payload, properties=props)
+        if response_topic and response_topic != reply_topic:
+            if reply_topic_allowed(response_topic, reply_topic):
+                self._connection.publish(response_topic, payload, properties=props)
+            else:
+                log.warning("response topic %r ignored: outside %s/#", response_topic[:200], reply_topic)
 
 
-def _valid_publish_topic(topic: str) -> bool:
+def reply_topic_allowed(topic: str, reply_topic: str) -> bool:
+    """Whether ``topic`` is a publishable topic under ``reply_topic/``: an MQTT 5 Response
+    Topic is the requester's choice, so it may only name the table's own reply subtree
+    (never its events, state or status topics, nor another table's)."""
     return (
-        0 < len(topic.encode("utf-8")) <= 65535
+        topic.startswith(reply_topic + "/")
+        and len(topic.encode("utf-8", errors="replace")) <= 65535
         and "+" not in topic
         and "#" not in topic
         and "\0" not in topic

@@ -41,6 +41,12 @@ from daemon.mqtt.signing import verify
 
 MAX_COMMAND_BYTES = 16 * 1024
 MAX_ARGS_BYTES = 4 * 1024
+MAX_NESTING = 8
+"""Deepest nesting of objects and arrays a command may have (its ``args`` hold flat values)."""
+MAX_ECHOED_CHARS = 128
+"""How much of a refused command's own ``command_id``/``action``/``actor`` is echoed into the
+journal and the reply: a refused command is attacker-controlled text."""
+MAX_REASON_CHARS = 512
 
 ENGINE_ACTIONS: frozenset[str] = frozenset(ACTIONS) | SERVICE_ACTIONS
 """Actions handed to the engine (it validates their arguments and accepts or refuses them);
@@ -141,20 +147,25 @@ class CommandVerifier:
             raw = json.loads(payload.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return Refusal("malformed", f"command is not UTF-8 JSON: {exc}")
+        except RecursionError:
+            return Refusal("malformed", f"command is nested deeper than {MAX_NESTING} levels")
         if not isinstance(raw, dict):
             return Refusal("malformed", f"command must be a JSON object, got {type(raw).__name__}")
-        command_id = raw.get("command_id") if isinstance(raw.get("command_id"), str) else None
-        action = raw.get("action") if isinstance(raw.get("action"), str) else None
-        # Who claims to send it (unauthenticated until the signature checked): for the audit.
-        claimed_actor = raw.get("actor")
-        actor = claimed_actor[:128] if isinstance(claimed_actor, str) else None
+        problem = _text_problem(raw, MAX_NESTING)
+        if problem is not None:
+            return Refusal("malformed", problem)
+        # What it claims to be, and who claims to send it (unauthenticated until the signature
+        # checked): echoed for the audit, bounded.
+        command_id = _echo(raw.get("command_id"))
+        action = _echo(raw.get("action"))
+        actor = _echo(raw.get("actor"))
         try:
             request = CommandRequest.model_validate(raw)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(command)'}: {err['msg']}" for err in exc.errors()
             )
-            return Refusal("malformed", problems, command_id, action, actor)
+            return Refusal("malformed", _bounded(problems, MAX_REASON_CHARS), command_id, action, actor)
         except ValueError as exc:  # e.g. args holding NaN
             return Refusal("malformed", str(exc), command_id, action, actor)
         if request.table_id != self.table_id:
@@ -214,3 +225,34 @@ class CommandVerifier:
             args=dict(request.args),
         )
         return Verified(command, request)
+
+
+def _echo(value: object) -> str | None:
+    """A refused command's own text field as the audit may echo it: a string, cut to
+    :data:`MAX_ECHOED_CHARS`; None for anything else."""
+    return _bounded(value, MAX_ECHOED_CHARS) if isinstance(value, str) else None
+
+
+def _bounded(text: str, limit: int) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def _text_problem(value: object, depth_left: int) -> str | None:
+    """Why a parsed command cannot be used as text: a string that is not valid Unicode (a
+    lone surrogate from a ``\\ud800`` escape cannot be encoded back to UTF-8: the reply and
+    the journal could not carry it), or nesting deeper than :data:`MAX_NESTING`."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "command holds a string that is not valid Unicode (a lone surrogate escape)"
+        return None
+    if isinstance(value, dict | list):
+        if depth_left <= 0:
+            return f"command is nested deeper than {MAX_NESTING} levels"
+        items = list(value.items()) if isinstance(value, dict) else [(None, v) for v in value]
+        for key, item in items:
+            problem = _text_problem(key, depth_left) or _text_problem(item, depth_left - 1)
+            if problem is not None:
+                return problem
+    return None

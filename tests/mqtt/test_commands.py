@@ -36,7 +36,7 @@ class Supervisor:
     """The game server side: publishes commands, collects replies by command_id."""
 
     def __init__(self, port: int) -> None:
-        self.replies = Subscriber(port, [f"baccarat/v1/{TABLE}/cmd/reply", "server/replies/#"])
+        self.replies = Subscriber(port, [f"baccarat/v1/{TABLE}/cmd/reply/#"])  # the reply topic and below
         self.client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="supervisor", protocol=mqtt.MQTTv5)
         self.client.connect("127.0.0.1", port)
         self.client.loop_start()
@@ -243,11 +243,14 @@ def test_mqtt5_response_topic_and_correlation_data(
 ) -> None:
     start(make_publisher, mosquitto.port, keys, journal, EngineDouble())
     props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
-    props.ResponseTopic = "server/replies/42"
+    # The Response Topic must lie in the table's reply subtree (a requester may not make the
+    # table publish anywhere else: see test_settings_and_verifier for the refused ones).
+    response_topic = f"baccarat/v1/{TABLE}/cmd/reply/server-42"
+    props.ResponseTopic = response_topic
     props.CorrelationData = b"corr-42"
     supervisor.send(signed_command(command_key, TABLE, "rescan_ack", command_id="rr"), properties=props)
-    messages = supervisor.replies.wait_for(lambda msgs: any(m.topic == "server/replies/42" for m in msgs))
-    direct = next(m for m in messages if m.topic == "server/replies/42")
+    messages = supervisor.replies.wait_for(lambda msgs: any(m.topic == response_topic for m in msgs))
+    direct = next(m for m in messages if m.topic == response_topic)
     assert direct.json()["command_id"] == "rr"
     assert direct.properties is not None
     assert direct.properties.CorrelationData == b"corr-42"  # type: ignore[attr-defined]

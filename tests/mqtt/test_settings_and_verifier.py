@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from common.backoff import Backoff
 from daemon.journal import Journal, JournalSettings
+from daemon.mqtt.command_channel import reply_topic_allowed
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret, SecretError, SecretSource, SigningKeySource
@@ -209,3 +210,53 @@ def test_command_schema_lists_exactly_the_accepted_actions() -> None:
 
     schema_actions = set(load_schema("command")["properties"]["action"]["enum"])
     assert schema_actions == ENGINE_ACTIONS
+
+
+def test_a_lone_surrogate_is_malformed_not_an_internal_error(verifier: CommandVerifier) -> None:
+    command = signed_command(KEY, "T1", "void_round")
+    payload = json.dumps(command).replace(command["command_id"], "\\ud800", 1).encode()
+    outcome = verifier.check(payload)
+    assert isinstance(outcome, Refusal)
+    assert outcome.code == "malformed"
+    assert "not valid Unicode" in outcome.reason
+    assert outcome.command_id is None  # nothing unencodable is echoed into the journal or reply
+
+
+@pytest.mark.parametrize("depth", [9, 5000])
+def test_deep_nesting_is_malformed(verifier: CommandVerifier, depth: int) -> None:
+    command = signed_command(KEY, "T1", "void_round")
+    nested = "[" * depth + "]" * depth
+    payload = json.dumps(command)[:-1] + f', "x": {nested}}}'
+    outcome = verifier.check(payload.encode())
+    assert isinstance(outcome, Refusal)
+    assert (outcome.code, outcome.reason) == ("malformed", "command is nested deeper than 8 levels")
+
+
+def test_a_refused_command_echoes_bounded_fields(verifier: CommandVerifier) -> None:
+    junk = {**signed_command(KEY, "T1", "void_round"), "command_id": "c" * 10_000, "actor": "a" * 3000}
+    outcome = check(verifier, {**junk, "sig": "0" * 64})
+    assert isinstance(outcome, Refusal)
+    assert outcome.command_id is not None
+    assert outcome.actor is not None
+    assert len(outcome.command_id) < 160
+    assert outcome.command_id.endswith("(10000 characters)")
+    assert len(outcome.actor) < 160
+    assert len(outcome.reason) <= 600
+
+
+@pytest.mark.parametrize(
+    ("topic", "allowed"),
+    [
+        ("baccarat/v1/T1/cmd/reply/pit-7", True),
+        ("baccarat/v1/T1/cmd/reply/a/b", True),
+        ("baccarat/v1/T1/events", False),
+        ("baccarat/v1/T1/state", False),
+        ("baccarat/v1/T1/status", False),
+        ("baccarat/v1/T2/cmd/reply/x", False),
+        ("baccarat/v1/T1/cmd/replyx", False),
+        ("baccarat/v1/T1/cmd/reply/+", False),
+        ("baccarat/v1/T1/cmd/reply/#", False),
+    ],
+)
+def test_a_response_topic_must_lie_in_the_tables_reply_subtree(topic: str, allowed: bool) -> None:
+    assert reply_topic_allowed(topic, TableTopics("T1").cmd_reply) is allowed
