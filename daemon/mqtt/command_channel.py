@@ -18,6 +18,7 @@ from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.connection import CommandMessage, Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.envelope import encode, signed_message
+from daemon.mqtt.refusal_limit import RefusalLimiter
 from daemon.mqtt.secrets import Secret
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,7 @@ class CommandChannel:
         self,
         connection: Connection,
         verifier: CommandVerifier,
+        limiter: RefusalLimiter,
         journal: Journal,
         handler: CommandHandler | None,
         events_key: Secret | None,
@@ -55,6 +57,14 @@ class CommandChannel:
         self._counters = counters
         self._clock = clock
         self._wake = wake
+        self._limiter = limiter
+
+    def serve(self, messages: list[CommandMessage]) -> None:
+        """Handle the messages that arrived, then journal the summary of a refusal window
+        that has passed (called after every network loop turn, with or without messages)."""
+        for message in messages:
+            self.handle(message)
+        self._journal_summary_when_due()
 
     def handle(self, message: CommandMessage) -> None:
         """Verify one ``cmd`` message; refuse it or hand it to the engine."""
@@ -65,8 +75,12 @@ class CommandChannel:
             outcome = Refusal("internal_error", f"command could not be checked: {exc}")
         if isinstance(outcome, Refusal):
             self._counters.commands_refused += 1
-            log.warning("command refused: %s (%s)", outcome.code, outcome.reason)
-            extra = self._journal_refusal(outcome)
+            self._journal_summary_when_due()
+            if self._limiter.admit(self._clock(), outcome.code):
+                log.warning("command refused: %s (%s)", outcome.code, outcome.reason)
+                extra = self._journal_refusal(outcome)
+            else:
+                extra = {}  # counted into the window's summary event
             self._send_reply(
                 message, outcome.command_id, outcome.action, False, outcome.code, outcome.reason, extra
             )
@@ -97,6 +111,37 @@ class CommandChannel:
             return {}
         self._wake()
         return {"event_id": event.event_id, "seq": event.seq}
+
+    def _journal_summary_when_due(self) -> None:
+        summary = self._limiter.take_summary(self._clock())
+        if summary is None:
+            return
+        codes = ", ".join(f"{code} x{count}" for code, count in summary.codes.items())
+        log.warning("%d more commands refused (%s): journaled as one summary", summary.count, codes)
+        try:
+            self._journal.append_delivery_event(
+                DeliveryEvent(
+                    kind=COMMAND_REFUSED_KIND,
+                    at=self._clock(),
+                    data={
+                        "command_id": None,
+                        "action": None,
+                        "actor": None,
+                        "code": "refusals_aggregated",
+                        "reason": f"{summary.count} more commands refused in one "
+                        f"{self._limiter.window_s:g} s window ({codes}): counted, not journaled one by one",
+                        "refused_by": "edge",
+                        "aggregated": summary.count,
+                        "codes": summary.codes,
+                        "first_at": summary.first_at,
+                        "last_at": summary.last_at,
+                    },
+                )
+            )
+        except Exception:
+            log.exception("refusal summary could not be journaled")
+            return
+        self._wake()
 
     def _dispatch(self, verified: Verified, message: CommandMessage) -> None:
         command = verified.command

@@ -255,9 +255,7 @@ class Connection:
                 self._connection_failed(problem)
 
     def _serve_commands(self) -> None:
-        messages = _drain(self._messages)
-        if not messages:
-            return
+        messages = _drain(self._messages)  # possibly none: the channel also has timed work
         try:
             self._on_commands(messages)
         except Exception:  # a command must never cost the connection

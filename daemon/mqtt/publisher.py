@@ -66,6 +66,7 @@ from daemon.mqtt.commands import CommandVerifier
 from daemon.mqtt.connection import CommandMessage, Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.delivery import Delivery
+from daemon.mqtt.refusal_limit import RefusalLimiter
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.status import HealthExtraFn, HealthReporter, SnapshotFn, StatePublisher
@@ -122,6 +123,7 @@ class Publisher:
         self._commands = CommandChannel(
             self.connection,
             CommandVerifier(table_id, command_key, signing, journal, clock),
+            RefusalLimiter(signing.refusals_journaled_per_window, signing.refusal_window_s),
             journal,
             on_command,
             events_key,
@@ -208,8 +210,7 @@ class Publisher:
 
     def _serve_commands(self, messages: list[CommandMessage]) -> None:
         """Network thread, after ``loop()``: verify and dispatch the ``cmd`` messages."""
-        for message in messages:
-            self._commands.handle(message)
+        self._commands.serve(messages)
 
     def _drain_loop(self) -> None:
         while not self._stopping.is_set():

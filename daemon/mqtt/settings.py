@@ -64,6 +64,15 @@ class SigningSettings(BaseModel):
         description="Commands whose ts is further than this from now are refused.",
     )
     nonce_cache_max: int = Field(default=100_000, ge=100)
+    refusals_journaled_per_window: int = Field(
+        default=20,
+        ge=1,
+        le=10_000,
+        description="Commands refused at the edge that are journaled one by one in each "
+        "refusal_window_s; the others of that window are counted into one summary event, so a "
+        "flood of junk commands cannot fill the journal.",
+    )
+    refusal_window_s: float = Field(default=10.0, gt=0, le=3600)
 
     @field_validator("events_key", "command_key", mode="after")
     @classmethod
