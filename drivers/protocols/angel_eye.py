@@ -251,8 +251,13 @@ class AngelEyeDecoder:
 
     def _finish_frame(self, raw: bytes, at: float, out: list[DecodedFrame]) -> None:
         # A repeat transmission is byte-identical to a frame already taken (same SEQ and
-        # payload, hence the same BCC): its check and its meaning were settled then.
-        if self._is_repeat(raw):
+        # payload, hence the same BCC): its check and its meaning were settled then. A start
+        # frame resets the repeat memory, so the memory holds nothing older than the last
+        # start: a start frame is a repeat only while it is still the newest frame taken (its
+        # copies follow it); the same start frame after other frames is the shoe starting
+        # again, and resets the memory again.
+        recent = self._recent
+        if raw in recent and (raw[2] != START_CODE or recent[-1] == raw):
             if not self._emit_duplicates:
                 self._dropped_duplicates += 1
                 return
@@ -273,21 +278,9 @@ class AngelEyeDecoder:
             self._settle(DecodedFrame(raw=raw, rejected=meaning), at, out)
             return
         if raw[2] == START_CODE:
-            self._recent.clear()
-        self._recent.append(raw)
+            recent.clear()
+        recent.append(raw)
         self._settle(DecodedFrame(raw=raw, input=meaning), at, out)
-
-    def _is_repeat(self, raw: bytes) -> bool:
-        """Whether ``raw`` is a repeat transmission of a frame already taken.
-
-        A start frame resets the repeat memory, so the memory holds nothing older than the
-        last start: a start frame is a repeat only while it is still the newest frame taken
-        (its copies follow it); the same start frame after other frames is the shoe
-        starting again, and resets the memory again.
-        """
-        if raw[2] == START_CODE:
-            return bool(self._recent) and self._recent[-1] == raw
-        return raw in self._recent
 
     # -- cards lost on the wire ------------------------------------------------------
     # A card frame the decoder must refuse, or a frame missing from the SEQ cycle, is a card
