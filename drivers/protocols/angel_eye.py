@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from common.inputs import ReadFailed, Source
+from common.inputs import ReadFailed
 from drivers.protocols.angel_eye_codec import (
     ACK,
     ENQ,
@@ -37,6 +37,10 @@ from drivers.protocols.frames import CommandReply, DecodedFrame, hex_raw
 
 MAX_GARBAGE_RUN = 256
 """Bytes outside any frame are reported in runs of at most this many."""
+
+START_CODE = ord("S")
+"""Event code of the start-of-communication frame (it restarts the repeat memory and the marks)."""
+CARD_CODE = ord("D")
 
 SEQUENCE_MARKS = "123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 """The SEQ cycle assumed by default ('1', '2', ... 'A' ...; the real cycle is *open*: PROTOCOLS.md §1.3)."""
@@ -123,6 +127,7 @@ class AngelEyeDecoder:
         self.settings = settings or AngelEyeSettings()
         self.device = device
         self._pending = b""  # the front of the stream not yet taken
+        self._mark_positions = {ord(mark): n for n, mark in enumerate(self.settings.sequence_marks)}
         self._recent: deque[bytes] = deque(maxlen=self.settings.dedup_window)  # frames taken
         self._last_seq: int | None = None  # SEQ of the last new frame taken
         self._failed_seqs: set[int] = set()  # SEQs already reported as a lost card since then
@@ -149,7 +154,16 @@ class AngelEyeDecoder:
         out: list[DecodedFrame] = []
         pos, end = 0, len(stream)
         while pos < end:
-            taken = self._take(stream, pos, at, out)
+            first = stream[pos]
+            if first == ENQ:
+                taken = self._take_frame(stream, pos, at, out)
+            elif first == NAK:
+                taken = self._take_nak(stream, pos, at, out)
+            elif first == ACK:
+                out.append(DecodedFrame(raw=bytes([ACK]), reply=CommandReply(ok=True)))
+                taken = 1
+            else:
+                taken = self._take_garbage(stream, pos, out)
             if taken == 0:
                 break  # unfinished: the next read completes it
             pos += taken
@@ -179,37 +193,26 @@ class AngelEyeDecoder:
     # Each step looks at ``stream`` from ``pos``, adds what it completes to ``out`` and
     # returns how many bytes it took; 0 means the bytes there are not complete yet.
 
-    def _take(self, stream: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
-        first = stream[pos]
-        if first == ENQ:
-            return self._take_frame(stream, pos, at, out)
-        if first == NAK:
-            return self._take_nak(stream, pos, at, out)
-        if first == ACK:
-            out.append(DecodedFrame(raw=bytes([ACK]), reply=CommandReply(ok=True)))
-            return 1
-        return self._take_garbage(stream, pos, out)
-
     def _take_frame(self, stream: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
         limit = self.settings.max_frame_length
         # the ETX must come within ``limit`` bytes counted from the ENQ, both included
         etx = stream.find(ETX, pos + 1, pos + limit)
-        cut = stream.find(ENQ, pos + 1, pos + limit if etx == -1 else etx)
+        frame_end = pos + limit if etx == -1 else etx + 3
+        cut = stream.find(ENQ, pos + 1, frame_end)
         if cut != -1:
-            return self._cut(stream[pos:cut], "frame cut short by ENQ before its ETX", at, out)
+            if etx == -1 or cut < etx:
+                return self._cut(stream[pos:cut], "frame cut short by ENQ before its ETX", at, out)
+            return self._cut(stream[pos:cut], "frame cut short by ENQ before its BCC", at, out)
         if etx == -1:
             if len(stream) < pos + limit:
                 return 0
             reason = f"no ETX within {limit} bytes of ENQ"
             self._settle(DecodedFrame(raw=stream[pos : pos + limit], rejected=reason), at, out)
             return limit
-        cut = stream.find(ENQ, etx + 1, etx + 3)
-        if cut != -1:
-            return self._cut(stream[pos:cut], "frame cut short by ENQ before its BCC", at, out)
-        if len(stream) < etx + 3:
+        if len(stream) < frame_end:
             return 0
-        self._finish_frame(stream[pos : etx + 3], at, out)
-        return etx + 3 - pos
+        self._finish_frame(stream[pos:frame_end], at, out)
+        return frame_end - pos
 
     def _take_nak(self, stream: bytes, pos: int, at: float, out: list[DecodedFrame]) -> int:
         cut = stream.find(ENQ, pos + 1, pos + 3)
@@ -248,8 +251,13 @@ class AngelEyeDecoder:
 
     def _finish_frame(self, raw: bytes, at: float, out: list[DecodedFrame]) -> None:
         # A repeat transmission is byte-identical to a frame already taken (same SEQ and
-        # payload, hence the same BCC): its check and its meaning were settled then.
-        if self._is_repeat(raw):
+        # payload, hence the same BCC): its check and its meaning were settled then. A start
+        # frame resets the repeat memory, so the memory holds nothing older than the last
+        # start: a start frame is a repeat only while it is still the newest frame taken (its
+        # copies follow it); the same start frame after other frames is the shoe starting
+        # again, and resets the memory again.
+        recent = self._recent
+        if raw in recent and (raw[2] != START_CODE or recent[-1] == raw):
             if not self._emit_duplicates:
                 self._dropped_duplicates += 1
                 return
@@ -269,22 +277,10 @@ class AngelEyeDecoder:
         if isinstance(meaning, str):
             self._settle(DecodedFrame(raw=raw, rejected=meaning), at, out)
             return
-        if raw[2] == ord("S"):
-            self._recent.clear()
-        self._recent.append(raw)
+        if raw[2] == START_CODE:
+            recent.clear()
+        recent.append(raw)
         self._settle(DecodedFrame(raw=raw, input=meaning), at, out)
-
-    def _is_repeat(self, raw: bytes) -> bool:
-        """Whether ``raw`` is a repeat transmission of a frame already taken.
-
-        A start frame resets the repeat memory, so the memory holds nothing older than the
-        last start: a start frame is a repeat only while it is still the newest frame taken
-        (its copies follow it); the same start frame after other frames is the shoe
-        starting again, and resets the memory again.
-        """
-        if raw[2] == ord("S"):
-            return bool(self._recent) and self._recent[-1] == raw
-        return raw in self._recent
 
     # -- cards lost on the wire ------------------------------------------------------
     # A card frame the decoder must refuse, or a frame missing from the SEQ cycle, is a card
@@ -297,7 +293,7 @@ class AngelEyeDecoder:
         """Add a rejected or new frame to ``out``, with the rescans it reveals."""
         raw = frame.raw
         if frame.rejected is not None:
-            if len(raw) >= 3 and raw[0] == ENQ and raw[2] == ord("D"):
+            if len(raw) >= 3 and raw[0] == ENQ and raw[2] == CARD_CODE:
                 seq = raw[1]
                 if seq != self._last_seq and seq not in self._failed_seqs:
                     self._failed_seqs.add(seq)
@@ -306,7 +302,7 @@ class AngelEyeDecoder:
             out.append(frame)
             return
         seq = raw[1]
-        skipped = [] if raw[2] == ord("S") else self._skipped_marks(seq)  # 'S' restarts the marks
+        skipped = [] if raw[2] == START_CODE else self._skipped_marks(seq)  # 'S' restarts the marks
         if skipped:
             reason = f"sequence mark(s) {''.join(skipped)!r} skipped: frame(s) lost on the line"
             out.append(DecodedFrame(raw=b"", rejected=reason, rescan=self._lost(at, reason, b"")))
@@ -316,11 +312,11 @@ class AngelEyeDecoder:
 
     def _skipped_marks(self, seq: int) -> list[str]:
         """The marks between the last new frame's and ``seq`` not already reported as lost."""
-        marks, last = self.settings.sequence_marks, self._last_seq
+        marks, positions, last = self.settings.sequence_marks, self._mark_positions, self._last_seq
         if last is None:
             return []
-        start, position = marks.find(chr(last)), marks.find(chr(seq))
-        if start == -1 or position == -1:
+        start, position = positions.get(last), positions.get(seq)
+        if start is None or position is None:
             return []
         distance = (position - start) % len(marks)
         if distance <= 1 or distance - 1 > self.settings.max_sequence_gap:
@@ -329,6 +325,4 @@ class AngelEyeDecoder:
         return [mark for mark in missing if ord(mark) not in self._failed_seqs]
 
     def _lost(self, at: float, reason: str, raw: bytes) -> ReadFailed:
-        return ReadFailed(
-            at=at, source=Source.READER, reason=reason, raw=hex_raw(raw) if raw else None, device=self.device
-        )
+        return ReadFailed(at=at, reason=reason, raw=hex_raw(raw) if raw else None, device=self.device)

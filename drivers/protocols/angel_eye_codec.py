@@ -10,9 +10,6 @@ decoder's job (:mod:`drivers.protocols.angel_eye`).
 
 from __future__ import annotations
 
-from functools import reduce
-from operator import xor
-
 from common.cards import Card, Rank, Suit
 from common.inputs import (
     CardRead,
@@ -24,7 +21,6 @@ from common.inputs import (
     ReaderSignalKind,
     ReadFailed,
     ShoeVerdict,
-    Source,
     VerdictOutcome,
 )
 from drivers.protocols.frames import ReaderInput, hex_raw
@@ -94,7 +90,15 @@ NAK_MEANINGS: dict[str, str] = {
     "FF": "other error",
 }
 
-_HEX_DIGITS = frozenset(b"0123456789abcdefABCDEF")
+_HEX_VALUES: dict[int, int] = {ord(digit): int(digit, 16) for digit in "0123456789abcdefABCDEF"}
+"""An ASCII hex digit (either case) → its value."""
+
+_CARDS: dict[int, Card] = {
+    suit_bits << 4 | rank_bits: Card(rank, suit)
+    for suit_bits, suit in SUITS.items()
+    for rank_bits, rank in RANKS.items()
+}
+"""Card byte with bit 7 clear → its card: the 52 valid bytes of :data:`SUITS` x :data:`RANKS`."""
 
 
 class CardByteError(ValueError):
@@ -103,13 +107,13 @@ class CardByteError(ValueError):
 
 def decode_card(byte: int) -> Card:
     """Card byte (bit 7 ignored): bits 6-4 suit 1♦ 2♣ 3♠ 4♥, bits 3-0 rank 1..13."""
+    card = _CARDS.get(byte & 0x7F)
+    if card is not None:
+        return card
     suit_bits, rank_bits = (byte >> 4) & 0x07, byte & 0x0F
-    suit, rank = SUITS.get(suit_bits), RANKS.get(rank_bits)
-    if suit is None:
+    if suit_bits not in SUITS:
         raise CardByteError(f"card byte 0x{byte:02X}: invalid suit {suit_bits}")
-    if rank is None:
-        raise CardByteError(f"card byte 0x{byte:02X}: invalid rank {rank_bits}")
-    return Card(rank, suit)
+    raise CardByteError(f"card byte 0x{byte:02X}: invalid rank {rank_bits}")
 
 
 def decode_target(byte: int) -> DeviceTarget | None:
@@ -135,9 +139,17 @@ def encode_target(target: DeviceTarget, index: int = 1) -> int:
     return 0x80 | target_bits << 4 | (index & 0x0F)
 
 
+def xor_of(data: bytes) -> int:
+    """The XOR of every byte of ``data`` (0 for no bytes)."""
+    value = 0
+    for byte in data:
+        value ^= byte
+    return value
+
+
 def bcc(data: bytes) -> bytes:
     """Two upper-case ASCII hex characters of the XOR of ``data``."""
-    return f"{reduce(xor, data, 0):02X}".encode("ascii")
+    return f"{xor_of(data):02X}".encode("ascii")
 
 
 def encode_frame(seq: int, code: str, data: bytes = b"") -> bytes:
@@ -151,11 +163,12 @@ def check_frame(raw: bytes) -> str | None:
 
     None when its BCC matches, it has an event code and its SEQ is a printable ASCII mark.
     """
-    body, sent = raw[1:-2], raw[-2:]
-    if not (sent[0] in _HEX_DIGITS and sent[1] in _HEX_DIGITS):
-        return f"BCC {sent!r} is not two hex characters"
-    sent_value = int(sent, 16)
-    expected = reduce(xor, body, 0)
+    body = raw[1:-2]
+    high, low = _HEX_VALUES.get(raw[-2]), _HEX_VALUES.get(raw[-1])
+    if high is None or low is None:
+        return f"BCC {raw[-2:]!r} is not two hex characters"
+    sent_value = high << 4 | low
+    expected = xor_of(body)
     if sent_value != expected:
         return f"bad BCC: frame says {sent_value:02X}, bytes give {expected:02X}"
     if len(body) < 3:
@@ -174,7 +187,12 @@ def frame_meaning(
 
 
 class _FrameReader:
-    """One checked frame's fields and what each event code makes of them."""
+    """One checked frame's fields and what each event code makes of them.
+
+    The inputs built here keep their default ``source``, ``Source.READER``.
+    """
+
+    __slots__ = ("at", "audit", "code", "data", "device", "raw", "seq")
 
     def __init__(self, raw: bytes, at: float, device: str) -> None:
         self.raw = raw
@@ -230,7 +248,7 @@ class _FrameReader:
         except CardByteError as exc:
             return str(exc)
         return CardRead(
-            card=card, at=self.at, source=Source.READER, target=target,
+            card=card, at=self.at, target=target,
             transmission_id=chr(self.seq), raw=self.audit, device=self.device,
         )  # fmt: skip
 
@@ -238,7 +256,7 @@ class _FrameReader:
         if (problem := self._length_problem(0)) is not None:
             return problem
         if self.code == "C":
-            return CutCardDrawn(at=self.at, source=Source.READER, raw=self.audit, device=self.device)
+            return CutCardDrawn(at=self.at, raw=self.audit, device=self.device)
         return self._signal(ReaderSignalKind.STARTED if self.code == "S" else ReaderSignalKind.STANDBY)
 
     def _outside_game_card(self) -> OutsideGameCard | str:
@@ -290,7 +308,6 @@ class _FrameReader:
         if self.code == "E" and error in READ_FAILURE_CODES:
             return ReadFailed(
                 at=self.at,
-                source=Source.READER,
                 reason=meaning,
                 code=error,
                 raw=self.audit,
