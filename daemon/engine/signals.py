@@ -24,6 +24,12 @@ from daemon.engine.rounds import side_codes
 from daemon.engine.settle import verdict_facts
 from daemon.engine.state import OUTSIDE_SHOE, Phase
 
+# Bound once: ``Source.READER`` etc. go through the enum metaclass's ``__getattr__`` (~0.1 µs
+# in Python 3.11), and a reader sends a verdict after every round.
+_READER = Source.READER
+_FORCED_QUIT = VerdictOutcome.FORCED_QUIT
+_VERDICT_CHECKED = EventKind.VERDICT_CHECKED
+
 
 class DeviceSignals(Dealing):
     """Cut card, verdicts, reader status, connection changes, cards drawn outside the game."""
@@ -95,8 +101,8 @@ class DeviceSignals(Dealing):
             "raw": inp.raw,
             "device": inp.device,
         }
-        source = Source.READER
-        if inp.outcome is VerdictOutcome.FORCED_QUIT:
+        source = _READER
+        if inp.outcome is _FORCED_QUIT:
             hand = st.round.hand if st.round is not None else None
             self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
             return
@@ -123,7 +129,7 @@ class DeviceSignals(Dealing):
 
     def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
         st = self.state
-        source = Source.READER
+        source = _READER
         # The round's facts from lookup tables (settle.verdict_facts, checked against the rules
         # core in tests/engine/test_settle.py): a verdict comes with every round.
         winner, player_pair, banker_pair = verdict_facts(*side_codes(cards))
@@ -133,7 +139,7 @@ class DeviceSignals(Dealing):
             and verdict["banker_pair"] == banker_pair
         )
         self._emit(
-            EventKind.VERDICT_CHECKED,
+            _VERDICT_CHECKED,
             at,
             source,
             {"hand": hand, "agrees": agrees, "verdict": verdict},

@@ -35,6 +35,14 @@ OUTSIDE_SHOE: frozenset[Phase] = frozenset({Phase.NO_SHOE, Phase.OVER})
 DEALING: frozenset[Phase] = frozenset({Phase.READY, Phase.ROUND})
 """The phases in which the next card may belong to a round (a reader's target may reorder a pull)."""
 
+# Bound once: ``Phase.X`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
+# Python 3.11), and the fold runs for every event.
+_BURNING = Phase.BURNING
+_READY = Phase.READY
+_ROUND = Phase.ROUND
+_READ_HELD = EventKind.READ_HELD
+_OVER_COMPOSITION = AlertCode.OVER_COMPOSITION
+
 
 @dataclass
 class TableState:
@@ -92,7 +100,7 @@ class TableState:
             handler(self, event)
         read = event.data.get("read")
         if read is not None:
-            self._note_read(read, advance_pull=event.kind != EventKind.READ_HELD)
+            self._note_read(read, advance_pull=event.kind != _READ_HELD)
 
     def _note_reader_device(self, device: str) -> None:
         if device not in self.reader_devices and device not in self.settings.camera.devices:
@@ -100,7 +108,7 @@ class TableState:
 
     def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
         source = read.get("source")
-        if source == "reader":
+        if source == "reader" and read["device"] not in self.reader_devices:  # (new devices only)
             self._note_reader_device(read["device"])
         tid = read.get("transmission_id")
         card = read.get("card")
@@ -119,7 +127,7 @@ class TableState:
                 # as its newest card.
                 last = self.pull_last_at.get(device)
                 self.pull_last_at[device] = read["read_at"] if last is None else max(last, read["read_at"])
-            else:
+            elif self.pull_next:
                 # A card read without a position ends that device's pull: a late card of the
                 # pull is then not appended after it (its order is unknown: it waits as a gap).
                 self.pull_next.pop(read["device"], None)
@@ -132,7 +140,7 @@ class TableState:
         return self.held.get(hand)
 
     def _ready_for_next_round(self, decided_at: float | None) -> None:
-        self.phase = Phase.READY
+        self.phase = _READY
         self.decided_at = decided_at
         self.unneeded_count = 0
         cfg = self.settings
@@ -171,7 +179,7 @@ class TableState:
         slot = d["slot"]
         if slot == "indicator":
             self.burn_remaining = d["burn_count"]
-            self.phase = Phase.BURNING
+            self.phase = _BURNING
             if self.burn_remaining == 0:
                 self._ready_for_next_round(None)
         elif slot == "burn":
@@ -227,11 +235,11 @@ class TableState:
         # A card refused over the shoe's composition is somewhere on the layout or in the
         # discard until a supervisor settles it: every round dealt meanwhile is held too.
         for alert_id, alert in self.alerts.items():
-            if alert["code"] == AlertCode.OVER_COMPOSITION and alert_id not in holds:
+            if alert["code"] == _OVER_COMPOSITION and alert_id not in holds:
                 holds.append(alert_id)
         self.round.holds = holds
         self.next_round_holds = []
-        self.phase = Phase.ROUND
+        self.phase = _ROUND
 
     def _round_decided(self, rnd: RoundState, decided_at: float) -> None:
         self.last_decided = {"hand": rnd.hand, "cards": dict(rnd.cards), "at": decided_at}
