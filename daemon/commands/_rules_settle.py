@@ -13,18 +13,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from daemon.rules.resolution import fraction_text
-from daemon.rules.settle_round import RoundError, SettledRound, settle_round
+from daemon.rules.settle_round import RoundError, SettledRound, settle_round, shown
 from daemon.rules.variants import Variant
 
 _LINE_KEYS = {"player", "banker", "id", "super_round"}
 
 
-def add_parser(sub: Any, decks_type: Any) -> None:
+def add_parser(sub: Any, decks_type: Callable[[str], int]) -> None:
     """Register ``rules settle`` under the ``rules`` subcommands."""
     parser = sub.add_parser(
         "settle",
@@ -116,6 +116,8 @@ def _settle_line(variant: Variant, line: str, decks: int | None) -> dict[str, ob
         data = json.loads(line)
     except ValueError as exc:
         raise RoundError(f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise RoundError("not valid JSON: nested too deeply") from None
     if not isinstance(data, dict):
         raise RoundError("a round must be a JSON object with 'player' and 'banker'")
     unknown = sorted(set(data) - _LINE_KEYS)
@@ -128,10 +130,10 @@ def _settle_line(variant: Variant, line: str, decks: int | None) -> dict[str, ob
             raise RoundError(f"'{side}' must be a list of card codes")
     super_round = data.get("super_round", False)
     if not isinstance(super_round, bool):
-        raise RoundError(f"'super_round' must be true or false, got {super_round!r}")
+        raise RoundError(f"'super_round' must be true or false, got {shown(super_round)}")
     round_id = data.get("id")
     if round_id is not None and (isinstance(round_id, bool) or not isinstance(round_id, str | int)):
-        raise RoundError(f"'id' must be a string or an integer, got {round_id!r}")
+        raise RoundError(f"'id' must be a string or an integer, got {shown(round_id)}")
     settled = settle_round(variant, data["player"], data["banker"], super_round=super_round, decks=decks)
     head: dict[str, object] = {} if round_id is None else {"id": round_id}
     return {**head, "variant": variant.name, **settled.to_dict()}

@@ -42,14 +42,24 @@ class SettledRound:
         }
 
 
+_LONGEST_CODE = 8  # "10h" with some spaces; longer text is not parsed (nor echoed whole)
+_SHOWN = 40
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` cut to a readable length: input is echoed in errors, never at any size."""
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
 def parse_cards(side: str, codes: Sequence[object]) -> tuple[Card, ...]:
     """Parse one side's card codes; a side holds two or three cards."""
     if not 2 <= len(codes) <= 3:
         raise RoundError(f"{side} has {len(codes)} card(s): a side holds 2 or 3")
     cards = []
     for code in codes:
-        if not isinstance(code, str):
-            raise RoundError(f"{side} card {code!r} is not a card code (a string such as '8s')")
+        if not isinstance(code, str) or len(code) > _LONGEST_CODE:
+            raise RoundError(f"{side} card {shown(code)} is not a card code (a string such as '8s')")
         try:
             cards.append(Card.parse(code))
         except CardParseError as exc:

@@ -208,6 +208,8 @@ def test_jsonl_settles_good_lines_and_names_bad_ones(
                 '{"player": "7s Kd", "banker": ["7h", "Qh"]}',
                 '{"player": ["7s", "Kd"], "banker": ["7h", "Qh"], "super_round": "yes"}',
                 '{"player": ["7s", "Kd"], "banker": ["7h", 7]}',
+                '{"player": ["7s", "Kd"], "banker": ["7h", "%s"]}' % ("Q" * 500),
+                "[" * 100_000 + "]" * 100_000,
                 '{"player": ["7s", "Kd"], "banker": ["7h", "Qh"], "id": 42}',
             ]
         )
@@ -219,20 +221,15 @@ def test_jsonl_settles_good_lines_and_names_bad_ones(
     assert [(r["id"], r["winner"]) for r in results] == [("r1", "banker"), (42, "tie")]
     assert results[0]["bets"]["Banker"]["multiplier"] == "19/20"
     errors = err.splitlines()
-    assert [line.split(": ")[2] for line in errors] == [
-        "line 2",
-        "line 4",
-        "line 5",
-        "line 6",
-        "line 7",
-        "line 8",
-    ]
+    assert [line.split(": ")[2] for line in errors] == [f"line {n}" for n in (2, 4, 5, 6, 7, 8, 9, 10)]
     assert errors[0] == f"error: {rounds}: line 2: player has 3: player must draw"
     assert "not valid JSON" in errors[1]
     assert "unknown key(s) 'colour'" in errors[2]
     assert "'player' must be a list of card codes" in errors[3]
     assert "'super_round' must be true or false" in errors[4]
     assert "banker card 7 is not a card code" in errors[5]
+    assert "banker card 'QQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQQ... is not a card code" in errors[6]
+    assert errors[7].endswith("line 10: not valid JSON: nested too deeply")
 
 
 def test_jsonl_all_good_exits_0(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
