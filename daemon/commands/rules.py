@@ -1,9 +1,10 @@
-"""``baccarat-edge rules``: exact enumeration, bet odds (RTP) and variant file checks.
+"""``baccarat-edge rules``: exact enumeration, bet odds (RTP), variant file checks, settlement.
 
 baccarat-edge rules enumerate --decks 8 [--json]
 baccarat-edge rules rtp --variant standard --decks 8 [--json]
 baccarat-edge rules check config/variants/tiger.yaml
 baccarat-edge rules variants
+baccarat-edge rules settle --variant standard --player 8s Kd --banker 9h 2d 5s
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from daemon.commands._rules_settle import add_parser as add_settle_parser
 
 MAX_DECKS = 8
 _DECKS_HELP = f"decks in the shoe, 1-{MAX_DECKS} (default 8)"
@@ -58,6 +61,8 @@ def register(subparsers: Any) -> None:
 
     variants_parser = sub.add_parser("variants", help="list the shipped variant files")
     variants_parser.set_defaults(handler=_variants)
+
+    add_settle_parser(sub, _decks)
 
 
 def _enumerate(args: argparse.Namespace) -> int:
