@@ -10,7 +10,10 @@ Rules (also in ``daemon/mqtt/README.md``):
   verify is **rejected** and does not advance anything. With a key, every event must carry a
   signature that verifies (a stripped signature is rejected); without one, signatures cannot
   be checked (``require_signature`` then rejects everything).
-* An ``event_id`` already seen is a **duplicate** (at-least-once delivery): drop it.
+* An ``event_id`` already seen with the same content (every signed field) is a **duplicate**
+  (at-least-once delivery): drop it. The same ``event_id`` with other content is a
+  **conflict**: a table must never issue one id twice (a journal restored from a backup
+  starts a new epoch, so its ids are new), so this is reported, never dropped as a copy.
 * ``seq`` is gapless per table. A ``seq`` above the next expected one opens a **gap** for the
   seqs in between; a late arrival fills it. A dead-letter alert (``alert_raised`` with code
   ``mqtt_dead_letter``) names a ``seq`` that will never arrive: that gap is **explained**.
@@ -20,6 +23,7 @@ Rules (also in ``daemon/mqtt/README.md``):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -29,7 +33,7 @@ from typing import Any
 from daemon.alerts import AlertCode
 from daemon.mqtt.envelope import SCHEMA_VERSION
 from daemon.mqtt.secrets import Secret
-from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, verify
+from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, signing_bytes, verify
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema_version": int,
@@ -87,7 +91,8 @@ class EventConsumer:
     highest_seq: int = 0
     missing: set[int] = field(default_factory=set)
     explained: dict[int, str] = field(default_factory=dict)
-    _ids: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    _ids: OrderedDict[str, tuple[int, bytes]] = field(default_factory=OrderedDict)
+    """event_id -> (seq, digest of the signed content), oldest first."""
     _seqs: dict[int, str] = field(default_factory=dict)
 
     def feed(self, payload: bytes | str | dict[str, Any]) -> Received:
@@ -98,7 +103,16 @@ class EventConsumer:
             return Received(Verdict.REJECTED, reason=problem)
         event_id: str = envelope["event_id"]
         seq: int = envelope["seq"]
-        if event_id in self._ids:
+        digest = hashlib.sha256(signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)).digest()
+        seen = self._ids.get(event_id)
+        if seen is not None:
+            if seen[1] != digest:
+                self.stats.conflicts += 1
+                return Received(
+                    Verdict.CONFLICT,
+                    envelope,
+                    reason=f"event_id {event_id} already arrived (seq {seen[0]}) with other content",
+                )
             self.stats.duplicates += 1
             return Received(Verdict.DUPLICATE, envelope)
         known = self._seqs.get(seq)
@@ -107,7 +121,7 @@ class EventConsumer:
             return Received(
                 Verdict.CONFLICT, envelope, reason=f"seq {seq} already arrived with event_id {known}"
             )
-        self._remember(event_id, seq)
+        self._remember(event_id, seq, digest)
         self.stats.new += 1
         new_gaps: tuple[int, ...] = ()
         filled = False
@@ -134,11 +148,11 @@ class EventConsumer:
             if isinstance(lost, int):
                 self.explained[lost] = str(data.get("message", "dead-lettered"))
 
-    def _remember(self, event_id: str, seq: int) -> None:
-        self._ids[event_id] = seq
+    def _remember(self, event_id: str, seq: int, digest: bytes) -> None:
+        self._ids[event_id] = (seq, digest)
         self._seqs[seq] = event_id
         while len(self._ids) > self.remember:
-            _, old_seq = self._ids.popitem(last=False)
+            _, (old_seq, _digest) = self._ids.popitem(last=False)
             self._seqs.pop(old_seq, None)
 
     def _parse(self, payload: bytes | str | dict[str, Any]) -> tuple[dict[str, Any] | None, str]:

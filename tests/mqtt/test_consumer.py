@@ -93,6 +93,26 @@ def test_same_seq_with_another_id_is_a_conflict() -> None:
     assert "seq 1 already arrived" in (result.reason or "")
 
 
+def test_a_republished_copy_is_a_duplicate_even_with_another_published_at() -> None:
+    consumer = EventConsumer("T1", key=KEY)
+    assert consumer.feed(envelope(1)).verdict is Verdict.NEW
+    again = envelope(1, published_at=2999.0)  # a later copy: only the unsigned field differs
+    assert consumer.feed(again).verdict is Verdict.DUPLICATE
+
+
+def test_the_same_event_id_with_other_content_is_a_conflict_not_a_duplicate() -> None:
+    # What a journal restored without a new epoch would send: an old id for a new event.
+    consumer = EventConsumer("T1", key=KEY)
+    first = envelope(7)
+    assert consumer.feed(first).verdict is Verdict.NEW
+    reissued = envelope(7, data={"card": "Kd"}, ts=5000.0)
+    assert reissued["event_id"] == first["event_id"]
+    result = consumer.feed(reissued)
+    assert result.verdict is Verdict.CONFLICT
+    assert result.reason == f"event_id {first['event_id']} already arrived (seq 7) with other content"
+    assert (consumer.stats.conflicts, consumer.stats.duplicates) == (1, 0)
+
+
 @settings(max_examples=60)
 @given(st.integers(1, 60), st.randoms(use_true_random=False), st.integers(0, 40))
 def test_any_redelivery_order_ends_complete(n: int, rng: random.Random, extra: int) -> None:
