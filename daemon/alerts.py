@@ -3,8 +3,8 @@
 An alert is an ``alert_raised`` event on the events stream (copied to the alerts topic);
 most end with an ``alert_cleared`` event naming the same ``alert_id``. Three parts raise
 them: the table engine (``daemon/engine``: the game and its devices), the MQTT publisher
-(delivery to the broker, the journal's capacity) and the service runner (the journal and
-the engine as running software). For each code the catalogue says how serious it is, what
+(delivery to the broker) and the service (the journal's capacity and continuity, and the
+journal and the engine as running software). For each code the catalogue says how serious it is, what
 it means, whether it holds a round, how it ends, the fields of its event's ``data`` and how
 its ``alert_id`` is formed.
 

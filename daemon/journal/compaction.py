@@ -8,7 +8,11 @@ cutoff and older than the input of every event kept.
 
 Cost when there is nothing to do: three index look-ups, no scan. When there is work, rows go
 in batches of :data:`BATCH_ROWS`, each its own short transaction, and free pages are returned
-:data:`VACUUM_PAGES` at a time, so an append (one per card) never waits long for the lock.
+:data:`VACUUM_PAGES` at a time, so the publisher's delivery marks never wait long for the
+lock. The service runs compaction on its engine thread between inputs (hourly): a card read
+meanwhile waits in the input queue for the compaction to end (measured: 0.72 s to delete
+40,000 events; a table past its retention deletes about an hour's worth, ~1,000 events, per
+run).
 """
 
 from __future__ import annotations
@@ -51,9 +55,24 @@ def compact(db: sqlite3.Connection, lock: threading.RLock, cutoff: float) -> Com
     inputs_deleted = _delete_inputs(db, lock, cutoff)
     pages_freed = release_free_pages(db, lock)
     if events_deleted or inputs_deleted or pages_freed:
-        with lock:
-            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        truncate_wal(db, lock)
     return CompactionResult(events_deleted, inputs_deleted, pages_freed)
+
+
+def truncate_wal(db: sqlite3.Connection, lock: threading.RLock) -> None:
+    """Checkpoint the WAL into the file and truncate it, if no reader holds it now.
+
+    A TRUNCATE checkpoint waits for readers (``journal verify``, ``export``, ``check-config``)
+    up to the busy timeout, under the journal lock: it runs with no wait instead, and when a
+    reader is there it stays undone until the next compaction (SQLite's automatic
+    checkpoints go on meanwhile)."""
+    with lock:
+        (timeout,) = db.execute("PRAGMA busy_timeout").fetchone()
+        db.execute("PRAGMA busy_timeout=0")
+        try:
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        finally:
+            db.execute(f"PRAGMA busy_timeout={int(timeout)}")
 
 
 def _delete_events(db: sqlite3.Connection, lock: threading.RLock, cutoff: float) -> int:

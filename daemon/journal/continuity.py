@@ -14,8 +14,10 @@ the rows it names were committed (fsynced), so it may lag the journal but is nev
 a marker ahead of the journal, or naming an epoch the journal does not have, means the journal
 lost events it had issued.
 
-What the marker cannot see: a revert of the whole disk (journal and marker together). The
-server's acknowledgement ahead of the journal catches that (:meth:`Journal.check_acknowledged`).
+What the marker cannot see: a revert of the whole disk (journal and marker together), or a
+rollback within its lag. The server's acknowledgement ahead of the journal would catch that
+(:meth:`Journal.check_acknowledged`) once the delivery side receives one: the acknowledgement
+topic is not built yet (issue #13 item 1).
 """
 
 from __future__ import annotations

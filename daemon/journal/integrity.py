@@ -155,17 +155,22 @@ def verify_journal(path: Path) -> JournalReport:
         report.problems.append(str(exc))
         return report
     try:
-        db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0)
+        db = sqlite3.connect(
+            f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5.0, isolation_level=None
+        )
     except sqlite3.Error as exc:
         report.readable = False
         report.problems.append(f"{path}: cannot open: {exc}")
         return report
     try:
+        # One read transaction: every query sees the same moment of the file, so rows a
+        # running daemon commits (or compacts) meanwhile never look like damage.
+        db.execute("BEGIN")
         _verify(db, report)
     except sqlite3.Error as exc:
         report.problems.append(f"reading the file failed: {exc}")
     finally:
-        db.close()
+        db.close()  # ends the read transaction (nothing was written)
     return report
 
 

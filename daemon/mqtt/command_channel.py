@@ -6,7 +6,9 @@ answers it. Replies go to ``cmd/reply`` and, with MQTT 5, to the request's Respo
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -76,7 +78,7 @@ class CommandChannel:
         if isinstance(outcome, Refusal):
             self._counters.commands_refused += 1
             self._journal_summary_when_due()
-            if self._limiter.admit(self._clock(), outcome.code):
+            if self._limiter.admit(time.monotonic(), outcome.code, self._clock()):
                 log.warning("command refused: %s (%s)", outcome.code, outcome.reason)
                 extra = self._journal_refusal(outcome)
             else:
@@ -112,8 +114,15 @@ class CommandChannel:
         self._wake()
         return {"event_id": event.event_id, "seq": event.seq}
 
+    def flush(self) -> None:
+        """Journal the summary of the refusal window still open (the channel stops)."""
+        self._journal_summary(math.inf)
+
     def _journal_summary_when_due(self) -> None:
-        summary = self._limiter.take_summary(self._clock())
+        self._journal_summary(time.monotonic())
+
+    def _journal_summary(self, now: float) -> None:
+        summary = self._limiter.take_summary(now)
         if summary is None:
             return
         codes = ", ".join(f"{code} x{count}" for code, count in summary.codes.items())

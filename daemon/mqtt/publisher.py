@@ -173,8 +173,15 @@ class Publisher:
         self.connection.stop()
         for thread in self._threads:
             thread.join(max(0.1, deadline - time.monotonic()))
+        stuck = [t.name for t in self._threads if t.is_alive()]
         self._threads.clear()
+        if stuck:
+            # The delivery window belongs to the drain thread: never touch it from here while
+            # that thread may still run (the unmarked events are published again next start).
+            log.error("publisher threads did not stop in time: %s", ", ".join(stuck))
+            return
         self._delivery.settle(self.connection.take_acks())
+        self._commands.flush()  # the network thread is gone: the last refusal window's summary
 
     def health(self) -> dict[str, Any]:
         """Connection, queue depth, oldest undelivered age, counters, journal capacity."""

@@ -4,7 +4,9 @@ Every refused command used to become its own ``command_refused`` event: a flood 
 commands (anyone who can publish on ``cmd``) would fill the journal and stop the table. Within
 each window of ``refusal_window_s`` seconds (opened by its first refusal) the first
 ``refusals_journaled_per_window`` refusals are journaled one by one; the others are counted,
-by code, and journaled as one summary once the window has passed. Pure: time is passed in.
+by code, and journaled as one summary once the window has passed (or at once when the
+channel stops). Pure: time is passed in — a monotonic clock for the window (a wall clock
+stepped back must not hold it open), the wall clock for the summary's stamps.
 """
 
 from __future__ import annotations
@@ -39,10 +41,11 @@ class RefusalLimiter:
         self.window_s = window_s
         self._window: _Window | None = None
 
-    def admit(self, now: float, code: str) -> bool:
+    def admit(self, now: float, code: str, at: float) -> bool:
         """True: journal this refusal on its own; False: it was counted for the summary.
 
-        Call :meth:`take_summary` first, so that a window that has passed is closed."""
+        ``now`` is monotonic, ``at`` the wall-clock time of the refusal. Call
+        :meth:`take_summary` first, so that a window that has passed is closed."""
         window = self._window
         if window is None:
             window = self._window = _Window(opened_at=now)
@@ -51,12 +54,13 @@ class RefusalLimiter:
             return True
         window.counted[code] = window.counted.get(code, 0) + 1
         if window.first_counted_at is None:
-            window.first_counted_at = now
-        window.last_counted_at = now
+            window.first_counted_at = at
+        window.last_counted_at = at
         return False
 
     def take_summary(self, now: float) -> RefusalSummary | None:
-        """Close the window if it has passed; the summary of what it counted, if anything."""
+        """Close the window if it has passed (``now`` monotonic, ``math.inf`` to close it
+        whatever its age); the summary of what it counted, if anything."""
         window = self._window
         if window is None or now - window.opened_at < self.window_s:
             return None

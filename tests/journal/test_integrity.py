@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -224,3 +225,30 @@ def test_compactions_are_logged_as_merged_ranges(tmp_path: Path) -> None:
     report = verify_journal(path)
     assert report.ok, report.problems
     assert (report.events, report.last_seq) == (5, 65)
+
+
+def test_verify_reads_one_moment_of_a_journal_the_daemon_writes_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """verify runs beside a dealing daemon (check-config, an auditor): a card appended and a
+    compaction done between its reads must not look like damage."""
+    import daemon.journal.integrity as integrity
+    from tests.journal.test_compaction import DAY, Clock, card, fill
+    from tests.journal.test_compaction import open_journal as open_compacting_journal
+
+    clock = Clock()
+    journal = open_compacting_journal(tmp_path, clock)
+    fill(journal, ["old"], 300)
+    clock.now += 2 * DAY
+    fill(journal, ["current"], 10)
+    read_logged_ranges = integrity._logged_ranges
+
+    def daemon_works_meanwhile(db: Any, tables: Any) -> Any:
+        ranges = read_logged_ranges(db, tables)
+        journal.append([], [card("current", 999)])
+        assert journal.compact() == 300
+        return ranges
+
+    monkeypatch.setattr(integrity, "_logged_ranges", daemon_works_meanwhile)
+    report = integrity.verify_journal(journal.settings.path)
+    assert report.problems == []

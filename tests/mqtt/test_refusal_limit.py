@@ -5,6 +5,7 @@ one, the rest counted by code and summarised once the window has passed; and a f
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -24,20 +25,20 @@ from tests.support.broker import MosquittoBroker
 
 def test_the_first_refusals_of_a_window_are_journaled_the_rest_counted() -> None:
     limiter = RefusalLimiter(per_window=3, window_s=10.0)
-    admitted = [limiter.admit(100.0 + k, code) for k, code in enumerate("aabbbc")]
+    admitted = [limiter.admit(100.0 + k, code, 5000.0 + k) for k, code in enumerate("aabbbc")]
     assert admitted == [True, True, True, False, False, False]
     assert limiter.take_summary(109.9) is None  # the window has not passed
     assert limiter.take_summary(110.0) == RefusalSummary(
-        count=3, codes={"b": 2, "c": 1}, first_at=103.0, last_at=105.0
+        count=3, codes={"b": 2, "c": 1}, first_at=5003.0, last_at=5005.0
     )
     assert limiter.take_summary(130.0) is None  # closed: nothing more to say
-    assert limiter.admit(131.0, "a")  # a new window starts with the next refusal
+    assert limiter.admit(131.0, "a", 5031.0)  # a new window starts with the next refusal
 
 
 def test_a_window_that_stayed_under_the_limit_has_no_summary() -> None:
     limiter = RefusalLimiter(per_window=3, window_s=10.0)
-    assert limiter.admit(0.0, "a")
-    assert limiter.admit(1.0, "a")
+    assert limiter.admit(0.0, "a", 0.0)
+    assert limiter.admit(1.0, "a", 1.0)
     assert limiter.take_summary(20.0) is None
 
 
@@ -83,3 +84,13 @@ def test_a_flood_of_junk_commands_journals_a_bounded_number_of_events(
     assert all(len(str(d["command_id"])) < 160 for d in one_by_one)
     assert summaries[0]["codes"] == {"malformed": summaries[0]["aggregated"]}
     assert journal.size_bytes() - size_before < 1_000_000  # 400 x 15 kB = 6 MB were sent
+
+
+def test_a_young_window_is_closed_when_the_channel_stops() -> None:
+    limiter = RefusalLimiter(per_window=1, window_s=10.0)
+    limiter.admit(0.0, "a", 100.0)
+    limiter.admit(1.0, "b", 101.0)
+    assert limiter.take_summary(2.0) is None
+    assert limiter.take_summary(math.inf) == RefusalSummary(
+        count=1, codes={"b": 1}, first_at=101.0, last_at=101.0
+    )
