@@ -301,7 +301,12 @@ class EngineLoop:
         self.stats.engine_errors += 1
         log.exception("engine_failed", input=type(inp).__name__, error=str(exc))
         self.writer.store_for_audit(inp)
-        self.engine = self._restore()
+        try:
+            self.engine = self._restore()
+        except Exception:
+            # The journal cannot be read back right now: go on with the engine as it stood
+            # (the input was not applied); a restart rebuilds it from the journal.
+            log.exception("engine_restore_failed")
         self.storage_full = bool(self.engine.state.storage_full)
         self.snapshot.reset(self.engine)
         self.writer.delivery_event(

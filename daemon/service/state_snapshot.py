@@ -6,7 +6,11 @@ import threading
 import time
 from typing import Any
 
+import structlog
+
 from daemon.engine.table import Engine
+
+log = structlog.get_logger("baccarat_edge.runner")
 
 
 class StateSnapshot:
@@ -32,8 +36,15 @@ class StateSnapshot:
             return self._snapshot
 
     def reset(self, engine: Engine) -> None:
-        """A freshly restored engine: its snapshot now, without touching the refresh schedule."""
-        snapshot = engine.snapshot()
+        """A freshly restored engine: its snapshot now, without touching the refresh schedule.
+
+        A snapshot that fails (an engine bug) keeps the previous one and is logged: the
+        retained state may lag, but the engine thread, and so dealing, goes on."""
+        try:
+            snapshot = engine.snapshot()
+        except Exception:
+            log.exception("state_snapshot_failed")
+            return
         with self._lock:
             self._snapshot = snapshot
 
