@@ -83,8 +83,8 @@ class IdScheme(StrEnum):
     """The first 12 hex digits of a random UUID."""
     JOURNAL = "journal-<12 hex>"
     """The first 12 hex digits of a random UUID."""
-    ENGINE_ERROR = "engine-error-<n>"
-    """``n`` counts the engine's failures since the service started."""
+    ENGINE_ERROR = "engine-error-<12 hex>"
+    """The first 12 hex digits of a random UUID (a count since start repeated after restarts)."""
 
     @property
     def pattern(self) -> re.Pattern[str]:
@@ -96,7 +96,7 @@ _ID_PATTERNS: dict[IdScheme, re.Pattern[str]] = {
     IdScheme.ENGINE: re.compile(r"(?P<shoe>.+):a(?P<n>[1-9][0-9]*)"),
     IdScheme.DELIVERY: re.compile(r"delivery-[0-9a-f]{12}"),
     IdScheme.JOURNAL: re.compile(r"journal-[0-9a-f]{12}"),
-    IdScheme.ENGINE_ERROR: re.compile(r"engine-error-[1-9][0-9]*"),
+    IdScheme.ENGINE_ERROR: re.compile(r"engine-error-[0-9a-f]{12}"),
 }
 
 NO_SHOE_ID = "noshoe"

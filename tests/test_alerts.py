@@ -118,7 +118,7 @@ def test_every_code_has_one_entry_and_ids_follow_their_scheme() -> None:
     assert IdScheme.ENGINE.pattern.fullmatch("noshoe:a1")
     assert IdScheme.DELIVERY.pattern.fullmatch("delivery-0123456789ab")
     assert IdScheme.JOURNAL.pattern.fullmatch("journal-0123456789ab")
-    assert IdScheme.ENGINE_ERROR.pattern.fullmatch("engine-error-2")
+    assert IdScheme.ENGINE_ERROR.pattern.fullmatch("engine-error-0123456789ab")
     assert not IdScheme.DELIVERY.pattern.fullmatch("delivery-0123")
 
 

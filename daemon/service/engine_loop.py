@@ -27,6 +27,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -312,7 +313,7 @@ class EngineLoop:
         self.writer.delivery_event(
             "alert_raised",
             {
-                "alert_id": f"engine-error-{self.stats.engine_errors}",
+                "alert_id": f"engine-error-{uuid.uuid4().hex[:12]}",
                 "code": AlertCode.ENGINE_ERROR,
                 "message": f"the engine failed on a {type(inp).__name__} input; it was journaled for "
                 "audit and not applied; the table state was rebuilt from the journal",
