@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from daemon.cli import main
 from daemon.engine.commands import ACTIONS, SERVICE_ACTIONS
 from daemon.journal import Journal, JournalSettings
 from daemon.journal.nonces import NonceVerdict
@@ -44,7 +45,7 @@ def key_files(tmp_path: Path) -> dict[str, Path]:
     }
 
 
-def _signing(key_files: dict[str, Path], legacy: bool = False) -> SigningSettings:
+def _signing(key_files: dict[str, Path], legacy: bool = False, events: Path | None = None) -> SigningSettings:
     roles = {"sup-anna": Role.SUPERVISOR, "gs-1": Role.GAME_SERVER, "tech-bo": Role.TECHNICIAN}
     return SigningSettings(
         command_keys=tuple(
@@ -52,6 +53,7 @@ def _signing(key_files: dict[str, Path], legacy: bool = False) -> SigningSetting
             for key_id, role in roles.items()
         ),
         command_key=SecretSource(file=key_files["legacy"]) if legacy else None,
+        events_key=SecretSource(file=events) if events else None,
     )
 
 
@@ -188,7 +190,7 @@ def test_named_keys_end_to_end(
 ) -> None:
     engine = EngineDouble()
     settings = make_settings(mosquitto.port, keys)
-    settings = settings.model_copy(update={"signing": _signing(key_files)})
+    settings = settings.model_copy(update={"signing": _signing(key_files, events=keys["events"])})
     publisher = make_publisher(settings, TABLE, journal, on_command=engine.on_command)
     assert publisher.subscribed.wait(10)
     supervisor = Supervisor(mosquitto.port)
@@ -213,3 +215,73 @@ def test_named_keys_end_to_end(
         "supervisor:sup-anna",
     )
     assert reply["seq"] == refusal.seq
+
+
+def _cli(port: int, key_id: str, key_file: Path, *rest: str) -> list[str]:
+    return [
+        "command",
+        "--broker",
+        f"mqtt://127.0.0.1:{port}",
+        "--table",
+        TABLE,
+        "--key-id",
+        key_id,
+        "--command-key-file",
+        str(key_file),
+        *rest,
+    ]
+
+
+@pytest.mark.mosquitto
+def test_the_command_cli_signs_sends_and_reports(
+    mosquitto: MosquittoBroker,
+    keys: dict[str, Path],
+    key_files: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # no table listening: no reply is exit 2
+    assert (
+        main([*_cli(mosquitto.port, "sup-anna", key_files["sup-anna"], "--timeout", "1"), "void_shoe"]) == 2
+    )
+    assert "no reply within 1 s" in capsys.readouterr().err
+
+    engine = EngineDouble()
+    signing = _signing(key_files, events=keys["events"])
+    settings = make_settings(mosquitto.port, keys).model_copy(update={"signing": signing})
+    publisher = make_publisher(settings, TABLE, journal, on_command=engine.on_command)
+    assert publisher.subscribed.wait(10)
+    verified = ("--events-key-file", str(keys["events"]))
+    args = ("--arg", "reason=card exposed", "--arg", "hand=3", "--arg", "opening_burn=false")
+    assert (
+        main([*_cli(mosquitto.port, "sup-anna", key_files["sup-anna"], *verified, *args), "void_round"]) == 0
+    )
+    reply = json.loads(capsys.readouterr().out)
+    assert (reply["status"], reply["action"]) == ("accepted", "void_round")
+    [command] = engine.commands
+    assert command.args == {"reason": "card exposed", "hand": 3, "opening_burn": False}
+    assert command.actor == "supervisor:sup-anna"
+
+    assert main([*_cli(mosquitto.port, "sup-anna", key_files["sup-anna"], *verified), "lock"]) == 1
+    assert json.loads(capsys.readouterr().out)["code"] == "forbidden"
+
+    # a reply that does not verify with the events key given is not believed
+    other = write_secret(tmp_path / "other-events.key", "not the table's events key at all\n")
+    wrong = ("--events-key-file", str(other))
+    assert main([*_cli(mosquitto.port, "gs-1", key_files["gs-1"], *wrong), "new_shoe"]) == 2
+    assert "does not verify" in capsys.readouterr().err
+
+
+def test_the_command_cli_refuses_bad_usage(
+    key_files: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main([*_cli(1, "Anna Smith", key_files["sup-anna"]), "void_shoe"]) == 2
+    assert "--key-id 'Anna Smith'" in capsys.readouterr().err
+    assert main([*_cli(1, "sup-anna", key_files["sup-anna"], "--arg", "reason"), "void_shoe"]) == 2
+    assert "give NAME=VALUE" in capsys.readouterr().err
+    readable = write_secret(tmp_path / "readable.key", "a key others can read, long enough\n")
+    readable.chmod(0o644)
+    assert main([*_cli(1, "sup-anna", readable), "void_shoe"]) == 2
+    assert "mode 0644" in capsys.readouterr().err
