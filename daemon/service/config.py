@@ -449,8 +449,10 @@ def secret_digests(broker: BrokerSettings) -> dict[str, str]:
 
 
 def rotated_secrets(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
-    """Key paths of the secrets and TLS files whose contents differ (names only, never values)."""
-    return sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+    """Key paths of the secrets and TLS files configured in both loads whose contents differ
+    (names only, never values). A secret added or removed (e.g. a keyring key) is a change
+    of the settings themselves, not a rotation."""
+    return sorted(name for name in set(old) & set(new) if old[name] != new[name])
 
 
 def changed_sections(

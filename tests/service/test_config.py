@@ -108,6 +108,24 @@ def test_unreadable_secrets_are_config_errors_reported_with_the_rest(tmp_path: P
     assert not (tmp_path / "state").exists()
 
 
+def test_an_unreadable_keyring_key_is_reported_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    good = write_secret(tmp_path / "sup-anna.key", "the key of anna, long enough\n")
+    path.write_text(
+        f"table_id: T7\nstate_dir: {tmp_path / 'state'}\n"
+        "readers:\n  - driver: angel_eye\n    settings: {url: /dev/x}\n"
+        "broker:\n  signing:\n    command_keys:\n"
+        f"      - {{key_id: sup-anna, role: supervisor, secret: {{file: {good}}}}}\n"
+        f"      - {{key_id: tech-bo, role: technician, secret: {{file: {tmp_path / 'missing.key'}}}}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    [problem] = info.value.problems
+    assert format_key_path(problem.path) == "broker.signing.command_keys[1].secret"
+    assert "missing.key" in problem.message
+    assert problem.line == 10
+
+
 def test_duplicate_device_names_are_refused(tmp_path: Path) -> None:
     path = tmp_path / "table.yaml"
     path.write_text(

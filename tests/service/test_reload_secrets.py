@@ -201,17 +201,21 @@ def test_sighup_revokes_and_adds_command_keys(
             config,
             {"sup-new": ("supervisor", new), "tech-bo": ("technician", tech), "gs-1": ("game_server", game)},
         )
+        stale_tech = write_secret(tmp_path / "tech-bo.old", tech.read_bytes())
         tech.write_text("the technician's fresh key, long enough\n")
         with structlog.testing.capture_logs() as logs:
             daemon.reload()  # what the main loop does on SIGHUP
         reloaded = next(line for line in logs if line["event"] == "config_reloaded")
         assert reloaded["applied"] == ["broker"]
         assert reloaded["needs_restart"] == []
+        assert reloaded["rotated_in_place"] == ["broker.signing.command_keys.tech-bo"]
         assert _wait(lambda: bool(daemon.publisher.connected))
         assert daemon.publisher.subscribed.wait(10)
 
         status, reply = _send(config, "sup-old", old, "void_shoe", capsys)
         assert (status, reply["code"], reply["reason"]) == (1, "bad_signature", "unknown key_id 'sup-old'")
+        status, reply = _send(config, "tech-bo", stale_tech, "lock", capsys)
+        assert (status, reply["code"]) == (1, "bad_signature")
         status, reply = _send(config, "gs-1", game, "new_shoe", capsys)
         assert (status, reply["status"], reply["code"]) == (0, "accepted", None)
         # the rotated key passes the edge; this test's pty reader never answers the lock
@@ -233,6 +237,7 @@ def test_sighup_revokes_and_adds_command_keys(
             ("void_shoe", None, "bad_signature"),
             ("void_shoe", "technician:tech-bo", "forbidden"),
             ("void_shoe", None, "bad_signature"),
+            ("lock", None, "bad_signature"),
             ("new_shoe", "game_server:gs-1", None),
             ("lock", "technician:tech-bo", None),
             ("void_shoe", "supervisor:sup-new", None),
