@@ -53,7 +53,7 @@ MAX_ARGS_BYTES = 4 * 1024
 MAX_NESTING = 8
 """Deepest nesting of objects and arrays a command may have (its ``args`` hold flat values)."""
 MAX_ECHOED_CHARS = 128
-"""How much of a refused command's own ``command_id``/``action``/``actor`` is echoed into the
+"""How much of a refused command's own ``command_id``/``action``/``actor``/``key_id`` is echoed into the
 journal and the reply: a refused command is attacker-controlled text."""
 MAX_REASON_CHARS = 512
 
@@ -126,6 +126,8 @@ class Refusal:
     command_id: str | None = None
     action: str | None = None
     actor: str | None = None
+    key_id: str | None = None
+    """The key the command names (claimed until its signature checked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,15 +177,18 @@ class CommandVerifier:
         command_id = _echo(raw.get("command_id"))
         action = _echo(raw.get("action"))
         actor = _echo(raw.get("actor"))
+        key_id = _echo(raw.get("key_id"))
         try:
             request = CommandRequest.model_validate(raw)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(command)'}: {err['msg']}" for err in exc.errors()
             )
-            return Refusal("malformed", _bounded(problems, MAX_REASON_CHARS), command_id, action, actor)
+            return Refusal(
+                "malformed", _bounded(problems, MAX_REASON_CHARS), command_id, action, actor, key_id
+            )
         except ValueError as exc:  # e.g. args holding NaN
-            return Refusal("malformed", str(exc), command_id, action, actor)
+            return Refusal("malformed", str(exc), command_id, action, actor, key_id)
         if request.table_id != self.table_id:
             return Refusal(
                 "wrong_table",
@@ -191,6 +196,7 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         if request.action not in self.actions:
             return Refusal(
@@ -199,10 +205,11 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         if not self._keyring:
             return Refusal(
-                "bad_signature", "this table has no command key configured", command_id, action, actor
+                "bad_signature", "this table has no command key configured", command_id, action, actor, key_id
             )
         key = self._keyring.get(request.key_id)
         if key is None:
@@ -211,9 +218,11 @@ class CommandVerifier:
                 if request.key_id is not None
                 else "no key_id given and this table has no legacy command_key"
             )
-            return Refusal("bad_signature", reason, command_id, action, actor)
+            return Refusal("bad_signature", reason, command_id, action, actor, key_id)
         if not verify(raw, key.secret):
-            return Refusal("bad_signature", "signature does not match the command", command_id, action, actor)
+            return Refusal(
+                "bad_signature", "signature does not match the command", command_id, action, actor, key_id
+            )
         if key.legacy:
             actor = request.actor or key.actor
         elif request.actor is not None and request.actor != key.actor:
@@ -223,6 +232,7 @@ class CommandVerifier:
                 command_id,
                 action,
                 key.actor,
+                key_id,
             )
         else:
             actor = key.actor
@@ -233,6 +243,7 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         now = self._clock()
         skew = self._settings.command_max_skew_s
@@ -243,6 +254,7 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         if request.ts > now + skew:
             return Refusal(
@@ -251,15 +263,21 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         verdict = self._journal.remember_nonce(
             request.nonce, request.ts, now, 2 * skew, self._settings.nonce_cache_max
         )
         if verdict is NonceVerdict.REUSED:
-            return Refusal("replayed", "nonce already used", command_id, action, actor)
+            return Refusal("replayed", "nonce already used", command_id, action, actor, key_id)
         if verdict is NonceVerdict.CACHE_FULL:
             return Refusal(
-                "nonce_cache_full", "too many commands in the replay window", command_id, action, actor
+                "nonce_cache_full",
+                "too many commands in the replay window",
+                command_id,
+                action,
+                actor,
+                key_id,
             )
         command = SupervisorCommand(
             action=request.action,

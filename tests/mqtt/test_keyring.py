@@ -131,7 +131,11 @@ def test_unknown_key_ids_and_borrowed_keys_are_bad_signatures(
     anna = SecretSource(file=key_files["sup-anna"]).load()
     unknown = _check(verifier, signed_command(anna, TABLE, "void_shoe", key_id="sup-zed"))
     assert isinstance(unknown, Refusal)
-    assert (unknown.code, unknown.reason) == ("bad_signature", "unknown key_id 'sup-zed'")
+    assert (unknown.code, unknown.reason, unknown.key_id) == (
+        "bad_signature",
+        "unknown key_id 'sup-zed'",
+        "sup-zed",
+    )
     # anna's key presented as the technician's: the signature is checked with tech-bo's key
     borrowed = _check(verifier, signed_command(anna, TABLE, "lock", key_id="tech-bo"))
     assert isinstance(borrowed, Refusal)
@@ -209,10 +213,16 @@ def test_named_keys_end_to_end(
         supervisor.close()
     assert [(c.command_id, c.actor) for c in engine.commands] == [("v", "supervisor:sup-anna")]
     [refusal] = [e for e in journal.events(origin=None) if e.kind == "command_refused"]
-    assert (refusal.data["command_id"], refusal.data["code"], refusal.data["actor"]) == (
+    assert (
+        refusal.data["command_id"],
+        refusal.data["code"],
+        refusal.data["actor"],
+        refusal.data["key_id"],
+    ) == (
         "l",
         "forbidden",
         "supervisor:sup-anna",
+        "sup-anna",
     )
     assert reply["seq"] == refusal.seq
 
