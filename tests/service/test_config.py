@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from common.yamlfile import format_key_path
+from daemon.mqtt.settings import BrokerSettings
 from daemon.rules.main_bets import BankerBet
 from daemon.service.config import DEFAULTS_FILE, load_config
 from daemon.service.configfile import ConfigError
+from daemon.service.probes import probe_secrets
 from drivers.pty_device import PtyDevice
 from tests.support.broker import MosquittoBroker, free_port
 from tests.support.secrets import write_secret
@@ -368,3 +370,27 @@ def test_a_bad_casino_variant_file_is_refused_naming_config_key_file_bet_and_fie
     with pytest.raises(ConfigError) as info:
         load_config(missing, environ={}, check_secrets=False)
     assert f"{tmp_path / 'none' / 'variants' / 'gone.yaml'}: variant file not found" in str(info.value)
+
+
+def test_check_config_probes_every_keyring_key(tmp_path: Path) -> None:
+    anna = write_secret(tmp_path / "sup-anna.key", "the key of anna, long enough\n")
+    settings = BrokerSettings.model_validate(
+        {
+            "signing": {
+                "command_keys": [
+                    {"key_id": "sup-anna", "role": "supervisor", "secret": {"file": str(anna)}},
+                    {
+                        "key_id": "tech-bo",
+                        "role": "technician",
+                        "secret": {"file": str(tmp_path / "gone.key")},
+                    },
+                ]
+            }
+        }
+    )
+    findings = {f.subject: f for f in probe_secrets(settings)}
+    assert set(findings) == {"command key sup-anna (supervisor)", "command key tech-bo (technician)"}
+    assert findings["command key sup-anna (supervisor)"].ok
+    assert not findings["command key tech-bo (technician)"].ok
+    assert "gone.key" in findings["command key tech-bo (technician)"].detail
+    assert "anna, long" not in repr(findings)
