@@ -90,9 +90,10 @@ class CommandChannel:
         self._dispatch(outcome, message)
 
     def _journal_refusal(self, refusal: Refusal) -> dict[str, Any]:
-        """Record a command refused before the engine (bad signature, replay, stale, unknown
-        action, malformed) as a ``command_refused`` event on the events stream: an auditor
-        sees every attempt, not only the log. Returns the reply's ``event_id``/``seq``."""
+        """Record a command refused before the engine (bad signature, forbidden, replay, stale,
+        unknown action, malformed), with the key it names, as a ``command_refused`` event on
+        the events stream: an auditor sees every attempt, not only the log. Returns the
+        reply's ``event_id``/``seq``."""
         try:
             event = self._journal.append_delivery_event(
                 DeliveryEvent(
@@ -102,6 +103,7 @@ class CommandChannel:
                         "command_id": refusal.command_id,
                         "action": refusal.action,
                         "actor": refusal.actor,
+                        "key_id": refusal.key_id,
                         "code": refusal.code,
                         "reason": refusal.reason,
                         "refused_by": "edge",
@@ -136,6 +138,7 @@ class CommandChannel:
                         "command_id": None,
                         "action": None,
                         "actor": None,
+                        "key_id": None,
                         "code": "refusals_aggregated",
                         "reason": f"{summary.count} more commands refused in one "
                         f"{self._limiter.window_s:g} s window ({codes}): counted, not journaled one by one",

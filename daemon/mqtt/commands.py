@@ -3,17 +3,26 @@
 A command is a JSON object published on ``baccarat/v1/{table_id}/cmd``::
 
     {"table_id": "T01", "action": "void_round", "args": {"reason": "misdeal"},
-     "command_id": "c-2291", "actor": "supervisor:anna", "ts": 1764423000.5,
-     "nonce": "6c1f0a9e2b7d4c33", "sig": "<hex HMAC-SHA256>"}
+     "command_id": "c-2291", "key_id": "sup-anna", "ts": 1764423000.5,
+     "nonce": "6c1f0a9e2b7d4c33", "sig": "<hex HMAC-SHA256 with sup-anna's key>"}
+
+``key_id`` names the keyring key (:mod:`daemon.mqtt.keyring`) the command is signed with; the
+command's actor is that key's (``"{role}:{key_id}"``), never the payload's: a command signed
+with a named key that also carries an ``actor`` other than its key's is ``malformed``. A
+command without ``key_id`` is checked with the legacy ``command_key`` (key id ``table``,
+every role) and must declare its ``actor``, as before the keyring.
 
 Checks, in this order (the first failure is the reply's ``code``):
 
 1. ``malformed``: not JSON, not an object, a missing/extra/mistyped field, oversized args.
 2. ``wrong_table``: ``table_id`` is not this table.
 3. ``unknown_action``: ``action`` is not one this table accepts.
-4. ``bad_signature``: no command key configured, or ``sig`` is not the HMAC of the command.
-5. ``stale`` / ``future``: ``ts`` further than the allowed skew from the table's clock.
-6. ``replayed``: the ``nonce`` was already used (nonces are kept in the journal, so a restart
+4. ``bad_signature``: no command key configured, an unknown ``key_id``, or ``sig`` is not
+   the HMAC of the command with the named key.
+5. ``malformed``: a named key's command declares another actor.
+6. ``forbidden``: the key's role does not hold the action (:mod:`daemon.mqtt.roles`).
+7. ``stale`` / ``future``: ``ts`` further than the allowed skew from the table's clock.
+8. ``replayed``: the ``nonce`` was already used (nonces are kept in the journal, so a restart
    does not reopen replay) or ``nonce_cache_full``.
 
 The signature is checked before the nonce is stored, so unauthenticated junk cannot fill
@@ -29,14 +38,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from common.inputs import SupervisorCommand
 from daemon.engine.commands import ACTIONS, SERVICE_ACTIONS
 from daemon.journal.nonces import NonceVerdict
 from daemon.journal.store import Journal
-from daemon.mqtt.secrets import Secret
-from daemon.mqtt.settings import SigningSettings
+from daemon.mqtt.keyring import Keyring
+from daemon.mqtt.settings import KEY_ID_PATTERN, SigningSettings
 from daemon.mqtt.signing import verify
 
 MAX_COMMAND_BYTES = 16 * 1024
@@ -44,7 +53,7 @@ MAX_ARGS_BYTES = 4 * 1024
 MAX_NESTING = 8
 """Deepest nesting of objects and arrays a command may have (its ``args`` hold flat values)."""
 MAX_ECHOED_CHARS = 128
-"""How much of a refused command's own ``command_id``/``action``/``actor`` is echoed into the
+"""How much of a refused command's own ``command_id``/``action``/``actor``/``key_id`` is echoed into the
 journal and the reply: a refused command is attacker-controlled text."""
 MAX_REASON_CHARS = 512
 
@@ -67,10 +76,17 @@ class CommandRequest(BaseModel):
     action: str = Field(min_length=1, max_length=64)
     args: dict[str, Any] = Field(default_factory=dict)
     command_id: str = Field(min_length=1, max_length=128)
-    actor: str = Field(min_length=1, max_length=128)
+    key_id: str | None = Field(default=None, pattern=KEY_ID_PATTERN)
+    actor: str | None = Field(default=None, min_length=1, max_length=128)
     ts: float
     nonce: str
     sig: str
+
+    @model_validator(mode="after")
+    def _legacy_names_its_actor(self) -> CommandRequest:
+        if self.key_id is None and self.actor is None:
+            raise ValueError("actor is required without key_id (a legacy command_key command)")
+        return self
 
     @field_validator("ts", mode="before")
     @classmethod
@@ -110,6 +126,8 @@ class Refusal:
     command_id: str | None = None
     action: str | None = None
     actor: str | None = None
+    key_id: str | None = None
+    """The key the command names (claimed until its signature checked)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,14 +144,14 @@ class CommandVerifier:
     def __init__(
         self,
         table_id: str,
-        key: Secret | None,
+        keyring: Keyring,
         settings: SigningSettings,
         journal: Journal,
         clock: Callable[[], float],
         actions: frozenset[str] = ENGINE_ACTIONS,
     ) -> None:
         self.table_id = table_id
-        self._key = key
+        self._keyring = keyring
         self._settings = settings
         self._journal = journal
         self._clock = clock
@@ -159,15 +177,18 @@ class CommandVerifier:
         command_id = _echo(raw.get("command_id"))
         action = _echo(raw.get("action"))
         actor = _echo(raw.get("actor"))
+        key_id = _echo(raw.get("key_id"))
         try:
             request = CommandRequest.model_validate(raw)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(command)'}: {err['msg']}" for err in exc.errors()
             )
-            return Refusal("malformed", _bounded(problems, MAX_REASON_CHARS), command_id, action, actor)
+            return Refusal(
+                "malformed", _bounded(problems, MAX_REASON_CHARS), command_id, action, actor, key_id
+            )
         except ValueError as exc:  # e.g. args holding NaN
-            return Refusal("malformed", str(exc), command_id, action, actor)
+            return Refusal("malformed", str(exc), command_id, action, actor, key_id)
         if request.table_id != self.table_id:
             return Refusal(
                 "wrong_table",
@@ -175,6 +196,7 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         if request.action not in self.actions:
             return Refusal(
@@ -183,13 +205,46 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
-        if self._key is None:
+        if not self._keyring:
             return Refusal(
-                "bad_signature", "this table has no command key configured", command_id, action, actor
+                "bad_signature", "this table has no command key configured", command_id, action, actor, key_id
             )
-        if not verify(raw, self._key):
-            return Refusal("bad_signature", "signature does not match the command", command_id, action, actor)
+        key = self._keyring.get(request.key_id)
+        if key is None:
+            reason = (
+                f"unknown key_id {request.key_id!r}"
+                if request.key_id is not None
+                else "no key_id given and this table has no legacy command_key"
+            )
+            return Refusal("bad_signature", reason, command_id, action, actor, key_id)
+        if not verify(raw, key.secret):
+            return Refusal(
+                "bad_signature", "signature does not match the command", command_id, action, actor, key_id
+            )
+        if key.legacy:
+            actor = request.actor or key.actor
+        elif request.actor is not None and request.actor != key.actor:
+            return Refusal(
+                "malformed",
+                f"actor {actor!r} is not the key's ({key.actor!r}): the actor comes from the key; omit it",
+                command_id,
+                action,
+                key.actor,
+                key_id,
+            )
+        else:
+            actor = key.actor
+        if not key.allows(request.action):
+            return Refusal(
+                "forbidden",
+                f"key {key.key_id!r} ({key.actor}) may not send {request.action!r}",
+                command_id,
+                action,
+                actor,
+                key_id,
+            )
         now = self._clock()
         skew = self._settings.command_max_skew_s
         if request.ts < now - skew:
@@ -199,6 +254,7 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         if request.ts > now + skew:
             return Refusal(
@@ -207,20 +263,26 @@ class CommandVerifier:
                 command_id,
                 action,
                 actor,
+                key_id,
             )
         verdict = self._journal.remember_nonce(
             request.nonce, request.ts, now, 2 * skew, self._settings.nonce_cache_max
         )
         if verdict is NonceVerdict.REUSED:
-            return Refusal("replayed", "nonce already used", command_id, action, actor)
+            return Refusal("replayed", "nonce already used", command_id, action, actor, key_id)
         if verdict is NonceVerdict.CACHE_FULL:
             return Refusal(
-                "nonce_cache_full", "too many commands in the replay window", command_id, action, actor
+                "nonce_cache_full",
+                "too many commands in the replay window",
+                command_id,
+                action,
+                actor,
+                key_id,
             )
         command = SupervisorCommand(
             action=request.action,
             at=now,
-            actor=request.actor,
+            actor=actor,
             command_id=request.command_id,
             args=dict(request.args),
         )

@@ -66,6 +66,7 @@ from daemon.mqtt.commands import CommandVerifier
 from daemon.mqtt.connection import CommandMessage, Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.delivery import Delivery
+from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.refusal_limit import RefusalLimiter
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import BrokerSettings
@@ -94,7 +95,7 @@ class Publisher:
         self.counters = Counters()
         signing = settings.signing
         events_key: Secret | None = signing.events_key.load() if signing.events_key else None
-        command_key = signing.command_key.load() if signing.command_key else None
+        keyring = Keyring.load(signing)
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._progress: float | None = None
@@ -122,7 +123,7 @@ class Publisher:
         )
         self._commands = CommandChannel(
             self.connection,
-            CommandVerifier(table_id, command_key, signing, journal, clock),
+            CommandVerifier(table_id, keyring, signing, journal, clock),
             RefusalLimiter(signing.refusals_journaled_per_window, signing.refusal_window_s),
             journal,
             on_command,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from daemon.mqtt.roles import Role
 from daemon.mqtt.secrets import MIN_SIGNING_KEY_BYTES, SecretSource, SigningKeySource
 
 
@@ -46,17 +47,54 @@ class AuthSettings(BaseModel):
 
 _KEY_LENGTH = f"At least {MIN_SIGNING_KEY_BYTES} bytes."
 
+LEGACY_KEY_ID = "table"
+"""The key id of the legacy single ``command_key`` (it holds every role); reserved."""
+
+KEY_ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,31}$"
+
+
+class CommandKeySettings(BaseModel):
+    """One named command key of the keyring: who holds it, what it may send, where it lives."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key_id: str = Field(
+        pattern=KEY_ID_PATTERN,
+        description="Short name the command carries (e.g. sup-anna): 1-32 of a-z 0-9 _ . -.",
+    )
+    role: Role = Field(description="game_server, supervisor or technician (daemon/mqtt/roles.py).")
+    secret: SecretSource = Field(description=f"The HMAC key (file or env). {_KEY_LENGTH}")
+
+    @field_validator("secret", mode="after")
+    @classmethod
+    def _as_signing_key(cls, value: SecretSource) -> SecretSource:
+        if isinstance(value, SigningKeySource):
+            return value
+        return SigningKeySource(file=value.file, env=value.env)
+
 
 class SigningSettings(BaseModel):
     """Per-table HMAC keys. ``events_key`` signs what the table publishes (events, replies);
-    ``command_key`` authenticates what the server sends. Without a command key every
-    command is refused. Each key must be at least 16 bytes (checked when it is loaded)."""
+    ``command_keys`` (the keyring) authenticate what the server and the staff send, each key
+    bound to a person or system and one role. ``command_key`` is the legacy form: one key
+    with every role (key id ``table``) whose commands declare their own actor. Without any
+    command key every command is refused. Each key must be at least 16 bytes (checked when
+    it is loaded)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # Typed as SecretSource so code may pass one; stored as SigningKeySource (the validator).
     events_key: SecretSource | None = Field(default=None, description=_KEY_LENGTH)
-    command_key: SecretSource | None = Field(default=None, description=_KEY_LENGTH)
+    command_key: SecretSource | None = Field(
+        default=None,
+        description=f"Legacy: one command key with every role (key id 'table'); prefer command_keys. "
+        f"{_KEY_LENGTH}",
+    )
+    command_keys: tuple[CommandKeySettings, ...] = Field(
+        default=(),
+        description="The keyring: named command keys, each with one role; a command names its "
+        "key_id. Add, revoke or rotate a key and send SIGHUP.",
+    )
     command_max_skew_s: float = Field(
         default=30.0,
         gt=0,
@@ -73,6 +111,18 @@ class SigningSettings(BaseModel):
         "flood of junk commands cannot fill the journal.",
     )
     refusal_window_s: float = Field(default=10.0, gt=0, le=3600)
+
+    @field_validator("command_keys", mode="after")
+    @classmethod
+    def _unique_key_ids(cls, value: tuple[CommandKeySettings, ...]) -> tuple[CommandKeySettings, ...]:
+        seen: set[str] = set()
+        for key in value:
+            if key.key_id == LEGACY_KEY_ID:
+                raise ValueError(f"key_id {LEGACY_KEY_ID!r} is reserved for the legacy command_key")
+            if key.key_id in seen:
+                raise ValueError(f"key_id {key.key_id!r} is given twice")
+            seen.add(key.key_id)
+        return value
 
     @field_validator("events_key", "command_key", mode="after")
     @classmethod

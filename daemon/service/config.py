@@ -299,6 +299,8 @@ def _check_secrets(
         (("broker", "signing", "events_key"), signing.events_key if signing is not None else None),
         (("broker", "signing", "command_key"), signing.command_key if signing is not None else None),
     ]
+    for index, key in enumerate(signing.command_keys if signing is not None else ()):
+        named.append((("broker", "signing", "command_keys", index, "secret"), key.secret))
     for key_path, secret in named:
         if secret is None:
             continue
@@ -421,6 +423,8 @@ def secret_digests(broker: BrokerSettings) -> dict[str, str]:
         ("broker.signing.events_key", broker.signing.events_key),
         ("broker.signing.command_key", broker.signing.command_key),
     ]
+    # Keyed by key id: a key added, revoked or rotated in place changes the digests.
+    secrets += [(f"broker.signing.command_keys.{k.key_id}", k.secret) for k in broker.signing.command_keys]
     for name, source in secrets:
         if source is None:
             continue
@@ -445,8 +449,10 @@ def secret_digests(broker: BrokerSettings) -> dict[str, str]:
 
 
 def rotated_secrets(old: Mapping[str, str], new: Mapping[str, str]) -> list[str]:
-    """Key paths of the secrets and TLS files whose contents differ (names only, never values)."""
-    return sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+    """Key paths of the secrets and TLS files configured in both loads whose contents differ
+    (names only, never values). A secret added or removed (e.g. a keyring key) is a change
+    of the settings themselves, not a rotation."""
+    return sorted(name for name in set(old) & set(new) if old[name] != new[name])
 
 
 def changed_sections(

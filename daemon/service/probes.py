@@ -231,10 +231,11 @@ def probe_secrets(settings: BrokerSettings) -> list[Finding]:
         ("events signing key", settings.signing.events_key),
         ("command key", settings.signing.command_key),
     ]
+    sources += [(f"command key {k.key_id} ({k.role.value})", k.secret) for k in settings.signing.command_keys]
     findings: list[Finding] = []
     for subject, source in sources:
         if source is None:
-            if subject == "command key":
+            if subject == "command key" and not settings.signing.command_keys:
                 findings.append(Finding(subject, True, "not configured: every supervisor command is refused"))
             continue
         try:

@@ -1,4 +1,5 @@
-"""Signed supervisor commands, as the game server sends them (used by the demo).
+"""Signed supervisor commands, as the game server and the staff send them (used by the demo
+and ``baccarat-edge command``).
 
 The wire form and the signature are the command channel's (``daemon.mqtt.commands``):
 an HMAC-SHA256 over the RFC 8785 canonical JSON of the command without ``sig``.
@@ -26,17 +27,23 @@ def signed_command(
     args: dict[str, Any] | None = None,
     actor: str = "supervisor:demo",
     ts: float | None = None,
+    key_id: str | None = None,
 ) -> dict[str, Any]:
-    """A command ready to publish on ``baccarat/v1/{table_id}/cmd``."""
+    """A command ready to publish on ``baccarat/v1/{table_id}/cmd``: with ``key_id`` signed
+    with that keyring key (the table takes the actor from the key, so none is sent), else a
+    legacy ``command_key`` command declaring ``actor``."""
     command: dict[str, Any] = {
         "table_id": table_id,
         "action": action,
         "args": args or {},
         "command_id": f"c-{secrets.token_hex(6)}",
-        "actor": actor,
         "ts": time.time() if ts is None else ts,
         "nonce": secrets.token_hex(12),
     }
+    if key_id is None:
+        command["actor"] = actor
+    else:
+        command["key_id"] = key_id
     command["sig"] = sign(command, key)
     return command
 
@@ -44,10 +51,11 @@ def signed_command(
 class CommandSender:
     """Publishes signed commands on a connected client and waits for each reply."""
 
-    def __init__(self, client: mqtt.Client, table_id: str, key: Secret) -> None:
+    def __init__(self, client: mqtt.Client, table_id: str, key: Secret, key_id: str | None = None) -> None:
         self._client = client
         self._table_id = table_id
         self._key = key
+        self._key_id = key_id
         self._topics = TableTopics(table_id)
         self._replies: dict[str, dict[str, Any]] = {}
         self._arrived = threading.Condition()
@@ -69,7 +77,7 @@ class CommandSender:
 
     def send(self, action: str, args: dict[str, Any] | None = None, timeout: float = 10.0) -> dict[str, Any]:
         """Publish one command; return its reply (``{"accepted": False, ...}`` on timeout)."""
-        command = signed_command(self._key, self._table_id, action, args)
+        command = signed_command(self._key, self._table_id, action, args, key_id=self._key_id)
         self._client.publish(self._topics.cmd, json.dumps(command).encode(), qos=1)
         command_id = command["command_id"]
         with self._arrived:

@@ -154,16 +154,21 @@ def signed_command(
     ts: float | None = None,
     nonce: str | None = None,
     command_id: str | None = None,
+    key_id: str | None = None,
 ) -> dict[str, Any]:
+    """A signed command; with ``key_id`` a keyring command (no actor), else a legacy one."""
     command: dict[str, Any] = {
         "table_id": table_id,
         "action": action,
         "args": args or {},
         "command_id": command_id or f"c-{secrets.token_hex(4)}",
-        "actor": "supervisor:test",
         "ts": time.time() if ts is None else ts,
         "nonce": nonce or secrets.token_hex(12),
     }
+    if key_id is None:
+        command["actor"] = "supervisor:test"
+    else:
+        command["key_id"] = key_id
     command["sig"] = sign(command, key)
     return command
 

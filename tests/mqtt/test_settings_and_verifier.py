@@ -14,9 +14,11 @@ from common.backoff import Backoff
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.command_channel import reply_topic_allowed
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
+from daemon.mqtt.keyring import CommandKey, Keyring
 from daemon.mqtt.publisher import Publisher
+from daemon.mqtt.roles import Role
 from daemon.mqtt.secrets import Secret, SecretError, SecretSource, SigningKeySource
-from daemon.mqtt.settings import BrokerSettings, SigningSettings
+from daemon.mqtt.settings import LEGACY_KEY_ID, BrokerSettings, SigningSettings
 from daemon.mqtt.topics import TableTopics, TopicError
 from tests.mqtt.support import signed_command, validate_payload
 from tests.support.secrets import write_secret
@@ -140,7 +142,8 @@ def test_backoff_doubles_with_jitter_and_caps() -> None:
 @pytest.fixture
 def verifier(tmp_path: Path) -> CommandVerifier:
     journal = Journal(JournalSettings(path=tmp_path / "j.sqlite3"), "T1")
-    return CommandVerifier("T1", KEY, SigningSettings(command_max_skew_s=30), journal, time.time)
+    keyring = Keyring([CommandKey(LEGACY_KEY_ID, frozenset(Role), KEY, legacy=True)])
+    return CommandVerifier("T1", keyring, SigningSettings(command_max_skew_s=30), journal, time.time)
 
 
 def check(verifier: CommandVerifier, command: dict[str, object] | bytes) -> Verified | Refusal:

@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 
 from common.yamlfile import format_key_path
+from daemon.mqtt.settings import BrokerSettings
 from daemon.rules.main_bets import BankerBet
 from daemon.service.config import DEFAULTS_FILE, load_config
 from daemon.service.configfile import ConfigError
+from daemon.service.probes import probe_secrets
 from drivers.pty_device import PtyDevice
 from tests.support.broker import MosquittoBroker, free_port
 from tests.support.secrets import write_secret
@@ -106,6 +108,24 @@ def test_unreadable_secrets_are_config_errors_reported_with_the_rest(tmp_path: P
     assert found["broker.auth.password"].line == 11
     assert "missing.key" in found["broker.signing.events_key"].message
     assert not (tmp_path / "state").exists()
+
+
+def test_an_unreadable_keyring_key_is_reported_with_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    good = write_secret(tmp_path / "sup-anna.key", "the key of anna, long enough\n")
+    path.write_text(
+        f"table_id: T7\nstate_dir: {tmp_path / 'state'}\n"
+        "readers:\n  - driver: angel_eye\n    settings: {url: /dev/x}\n"
+        "broker:\n  signing:\n    command_keys:\n"
+        f"      - {{key_id: sup-anna, role: supervisor, secret: {{file: {good}}}}}\n"
+        f"      - {{key_id: tech-bo, role: technician, secret: {{file: {tmp_path / 'missing.key'}}}}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    [problem] = info.value.problems
+    assert format_key_path(problem.path) == "broker.signing.command_keys[1].secret"
+    assert "missing.key" in problem.message
+    assert problem.line == 10
 
 
 def test_duplicate_device_names_are_refused(tmp_path: Path) -> None:
@@ -350,3 +370,27 @@ def test_a_bad_casino_variant_file_is_refused_naming_config_key_file_bet_and_fie
     with pytest.raises(ConfigError) as info:
         load_config(missing, environ={}, check_secrets=False)
     assert f"{tmp_path / 'none' / 'variants' / 'gone.yaml'}: variant file not found" in str(info.value)
+
+
+def test_check_config_probes_every_keyring_key(tmp_path: Path) -> None:
+    anna = write_secret(tmp_path / "sup-anna.key", "the key of anna, long enough\n")
+    settings = BrokerSettings.model_validate(
+        {
+            "signing": {
+                "command_keys": [
+                    {"key_id": "sup-anna", "role": "supervisor", "secret": {"file": str(anna)}},
+                    {
+                        "key_id": "tech-bo",
+                        "role": "technician",
+                        "secret": {"file": str(tmp_path / "gone.key")},
+                    },
+                ]
+            }
+        }
+    )
+    findings = {f.subject: f for f in probe_secrets(settings)}
+    assert set(findings) == {"command key sup-anna (supervisor)", "command key tech-bo (technician)"}
+    assert findings["command key sup-anna (supervisor)"].ok
+    assert not findings["command key tech-bo (technician)"].ok
+    assert "gone.key" in findings["command key tech-bo (technician)"].detail
+    assert "anna, long" not in repr(findings)

@@ -1,0 +1,48 @@
+"""Who may send which command: the one table of command roles.
+
+Every engine action (:data:`daemon.engine.commands.ACTIONS`) belongs to exactly one role
+(``tests/mqtt/test_keyring.py`` checks it). A named command key
+(``broker.signing.command_keys``) holds one role and may send only that role's actions; any
+other action is refused with the code ``forbidden``. The legacy single ``command_key`` holds
+every role.
+
+- ``game_server``: the round flow the game server drives (a new shoe, the Super 98 die).
+- ``supervisor``: corrections and voids: what changes a recorded result or closes an alert.
+- ``technician``: the reader itself: lock/unlock and closing a rescan-needed alert.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Role(Enum):
+    """The role a command key is issued for."""
+
+    GAME_SERVER = "game_server"
+    SUPERVISOR = "supervisor"
+    TECHNICIAN = "technician"
+
+
+ROLE_ACTIONS: dict[Role, frozenset[str]] = {
+    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die"}),
+    Role.SUPERVISOR: frozenset(
+        {
+            "void_round",
+            "void_shoe",
+            "assign_card",
+            "move_card",
+            "swap",
+            "rearrange",
+            "acknowledge_alert",
+            "resolve_hold",
+        }
+    ),
+    Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),
+}
+"""The actions each role may send; every engine action is in exactly one."""
+
+
+def roles_for(action: str) -> frozenset[Role]:
+    """The roles allowed to send ``action`` (empty for an action no role holds)."""
+    return frozenset(role for role, actions in ROLE_ACTIONS.items() if action in actions)
