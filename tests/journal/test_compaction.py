@@ -8,16 +8,7 @@ from pathlib import Path
 from common.inputs import Tick
 from daemon.journal import DeliveryEvent, Journal, JournalSettings
 from daemon.journal.compaction import BATCH_ROWS
-
-DAY = 86400.0
-
-
-class Clock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import DAY, Clock
 
 
 def card(shoe: str, n: int) -> DeliveryEvent:

@@ -13,14 +13,7 @@ from common.inputs import Tick
 from daemon.journal import Continuity, ContinuityKind, DeliveryEvent, Journal, JournalError, JournalSettings
 from daemon.journal.continuity import MARKER_INTERVAL_S, marker_path_for, read_marker
 from daemon.journal.store import event_id_for
-
-
-class Clock:
-    def __init__(self, now: float = 0.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
 
 
 def card(n: int) -> DeliveryEvent:
@@ -28,7 +21,7 @@ def card(n: int) -> DeliveryEvent:
 
 
 def open_journal(path: Path, monotonic: Clock | None = None) -> Journal:
-    return Journal(JournalSettings(path=path), "T1", monotonic=monotonic or Clock())
+    return Journal(JournalSettings(path=path), "T1", monotonic=monotonic or Clock(0.0))
 
 
 def deal(journal: Journal, count: int) -> list[str]:
@@ -187,7 +180,7 @@ def test_the_marker_lags_but_is_never_ahead_and_costs_no_write_per_card(tmp_path
 
 def test_a_marker_that_cannot_be_written_refuses_the_open_but_never_an_append(tmp_path: Path) -> None:
     path = tmp_path / "j.sqlite3"
-    monotonic = Clock()
+    monotonic = Clock(0.0)
     journal = open_journal(path, monotonic)
     marker = marker_path_for(path)
     marker.unlink()

@@ -21,16 +21,7 @@ from daemon.journal import (
     verify_journal,
 )
 from daemon.journal.faults import classify_storage_error
-
-DAY = 86400.0
-
-
-class Clock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import DAY, Clock
 
 
 def card(shoe: str, n: int) -> DeliveryEvent:
@@ -233,7 +224,7 @@ def test_verify_reads_one_moment_of_a_journal_the_daemon_writes_meanwhile(
     """verify runs beside a dealing daemon (check-config, an auditor): a card appended and a
     compaction done between its reads must not look like damage."""
     import daemon.journal.integrity as integrity
-    from tests.journal.test_compaction import DAY, Clock, card, fill
+    from tests.journal.test_compaction import card, fill
     from tests.journal.test_compaction import open_journal as open_compacting_journal
 
     clock = Clock()

@@ -13,14 +13,7 @@ from pydantic import ValidationError
 from common.cards import Card
 from common.inputs import CardRead, Tick
 from daemon.journal import DeliveryEvent, FullPolicy, Journal, JournalError, JournalSettings, NonceVerdict
-
-
-class Clock:
-    def __init__(self, now: float = 1_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import Clock
 
 
 def event(kind: str, shoe: str | None = "S1", hand: int | None = 1, **data: object) -> DeliveryEvent:

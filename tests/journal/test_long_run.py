@@ -25,19 +25,11 @@ from daemon.journal import DeliveryEvent, Journal, JournalSettings
 from daemon.rules.variants import load_variant_by_name
 from tests.engine.reference import deal_shoe, shuffled_shoe
 from tests.engine.support import engine
+from tests.support.clock import DAY, Clock
 
-DAY = 86400.0
 ROUNDS_PER_HOUR = 120
 ROUNDS_PER_SHOE = 80  # an 8-deck shoe deals 75-85 rounds
 DAYS = 120
-
-
-class Clock:
-    def __init__(self, now: float = 1_800_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -56,7 +48,7 @@ def measured_bytes_per_round(directory: Path) -> float:
     """Journal bytes per completed round of real shoes through the real engine."""
     eng = engine(unneeded_card_window_s=0)
     variant = load_variant_by_name("standard")
-    clock = Clock()
+    clock = Clock(1_800_000_000.0)
     path = directory / "measure.sqlite3"
     journal = Journal(JournalSettings(path=path), "LONG-1", clock=clock)
     rounds = 0
@@ -79,7 +71,7 @@ def test_120_days_at_120_rounds_an_hour_fit_the_default_limits(fast_dir: Path) -
     per_round = measured_bytes_per_round(fast_dir)
     assert 3000 < per_round < 20000, per_round  # the figure the README's arithmetic uses: ~6-7 kB
     day_body = "x" * round(per_round * ROUNDS_PER_HOUR * 24)
-    clock = Clock()
+    clock = Clock(1_800_000_000.0)
     settings = JournalSettings(path=fast_dir / "journal.sqlite3")
     journal = Journal(settings, "LONG-1", clock=clock, monotonic=clock)
     refused_days: list[int] = []

@@ -12,16 +12,7 @@ from daemon.alerts import AlertCode
 from daemon.journal import DeliveryEvent, Journal, JournaledEvent, JournalSettings
 from daemon.mqtt.settings import DeliverySettings
 from daemon.service.journal_housekeeping import FIRST_COMPACTION_AFTER_S, JournalHousekeeping
-
-DAY = 86400.0
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import DAY, Clock
 
 
 def card(shoe: str) -> DeliveryEvent:
