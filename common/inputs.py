@@ -206,6 +206,60 @@ class StorageState:
     detail: str | None = None
 
 
+class GameFlowSource(StrEnum):
+    """Who told the edge that betting opened or closed (``table.game_flow: betting_window``)."""
+
+    SERVER = "server"  # the game server's signed open_betting / close_betting command
+    BUTTON = "button"  # a dealer button: a configured HID key or line pattern of a reader
+    SHOE_LOCK = "shoe_lock"  # the Angel Eye shoe's own lock state (locked = betting open)
+
+
+@dataclass(frozen=True, slots=True)
+class BettingOpened:
+    """Betting opened for a round: cards drawn from now until it closes are exposed cards.
+
+    ``round_id`` is the game server's id for the round (None from a button or the shoe's lock
+    state, which carry no id); ``closes_at`` is the server's announced close time, if any.
+    """
+
+    at: float
+    source: GameFlowSource
+    round_id: str | None = None
+    closes_at: float | None = None
+    device: str = "server"
+    command_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BettingClosed:
+    """Betting closed: the next cards drawn are the round's cards, in draw order."""
+
+    at: float
+    source: GameFlowSource
+    round_id: str | None = None
+    device: str = "server"
+    command_id: str | None = None
+
+
+class ShoeSignalKind(StrEnum):
+    """Shoe procedure marks a slotless reader (line or HID) can send by a configured pattern."""
+
+    SHOE_STARTED = "shoe_started"  # a new shoe is in the reader; the next cards are its first
+    SHOE_ENDED = "shoe_ended"  # the shoe was closed and taken out
+    BURN_STARTED = "burn_started"  # the next cards are burn cards, until BURN_ENDED
+    BURN_ENDED = "burn_ended"
+
+
+@dataclass(frozen=True, slots=True)
+class ShoeSignal:
+    """A shoe procedure mark from a reader that has no target byte (cut card: :class:`CutCardDrawn`)."""
+
+    kind: ShoeSignalKind
+    at: float
+    raw: str | None = None
+    device: str = "reader"
+
+
 EngineInput = (
     CardRead
     | ReadFailed
@@ -217,4 +271,7 @@ EngineInput = (
     | Tick
     | SupervisorCommand
     | StorageState
+    | BettingOpened
+    | BettingClosed
+    | ShoeSignal
 )
