@@ -1,0 +1,313 @@
+"""The console's HTTP routes (stdlib ``http.server``; one thread per request or stream).
+
+Pages need a session; every POST needs the session's CSRF token (the log-in form its own
+double-submitted one) and, when the browser sends one, an ``Origin`` of this console.
+Live data goes out as server-sent events (``/stream/...``): the JSON view model each time
+it changes, a comment every 15 s to keep the connection open.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from http import HTTPStatus
+from http.cookies import CookieError, SimpleCookie
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from daemon.console.actions import perform
+from daemon.console.pages import app_page, login_page
+from daemon.console.passwords import verify_password
+from daemon.console.sessions import Session, csrf_ok
+
+if TYPE_CHECKING:
+    from daemon.console.server import ConsoleApp
+
+SESSION_COOKIE = "console_session"
+LOGIN_COOKIE = "console_login"
+KEEPALIVE_S = 15.0
+MAX_BODY = 16_384
+STATIC_FILES = {"console.js": "text/javascript", "console.css": "text/css"}
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
+    "img-src 'self' data:; "
+    "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes form posts send Origin: null
+    "Cache-Control": "no-store",
+}
+
+
+class ConsoleHttpServer(ThreadingHTTPServer):
+    """The HTTP server carrying the console application."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], app: ConsoleApp) -> None:
+        self.app = app
+        self.stopping = threading.Event()
+        super().__init__(address, ConsoleHandler)
+
+
+class ConsoleHandler(BaseHTTPRequestHandler):
+    server: ConsoleHttpServer
+    protocol_version = "HTTP/1.1"
+    server_version = "baccarat-edge-console"
+    sys_version = ""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Requests are not logged line by line (the console logs actions and logins)."""
+
+    @property
+    def app(self) -> ConsoleApp:
+        return self.server.app
+
+    # ------------------------------------------------------------------ plumbing
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in {**SECURITY_HEADERS, **self._tls_headers(), **(headers or {})}.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _tls_headers(self) -> dict[str, str]:
+        return {"Strict-Transport-Security": "max-age=31536000"} if self.app.tls else {}
+
+    def _json(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(body).encode(), "application/json", headers)
+
+    def _html(self, status: int, text: str, headers: dict[str, str] | None = None) -> None:
+        self._send(status, text.encode(), "text/html; charset=utf-8", headers)
+
+    def _redirect(self, where: str, headers: dict[str, str] | None = None) -> None:
+        self._send(HTTPStatus.SEE_OTHER, b"", "text/plain", {"Location": where, **(headers or {})})
+
+    def _cookies(self) -> dict[str, str]:
+        try:
+            jar = SimpleCookie(self.headers.get("Cookie", ""))
+        except CookieError:
+            return {}
+        return {name: morsel.value for name, morsel in jar.items()}
+
+    def _cookie(self, name: str, value: str, max_age: int | None = None) -> str:
+        parts = [f"{name}={value}", "Path=/", "HttpOnly", "SameSite=Strict"]
+        if self.app.tls:
+            parts.append("Secure")
+        if max_age is not None:
+            parts.append(f"Max-Age={max_age}")
+        return "; ".join(parts)
+
+    def _session(self, touch: bool = True) -> Session | None:
+        return self.app.sessions.get(self._cookies().get(SESSION_COOKIE), touch=touch)
+
+    def _body(self) -> bytes | None:
+        try:
+            length = int(self.headers.get("Content-Length", "0"))
+        except ValueError:
+            return None
+        if not 0 <= length <= MAX_BODY:
+            return None
+        return self.rfile.read(length)
+
+    def _origin_ok(self) -> bool:
+        """A browser's Origin header, when sent, must be this console itself."""
+        origin = self.headers.get("Origin")
+        if origin is None:
+            return True
+        host = self.headers.get("Host", "")
+        scheme = "https" if self.app.tls else "http"
+        return origin == f"{scheme}://{host}"
+
+    # ------------------------------------------------------------------ GET
+    def do_GET(self) -> None:
+        path = urlsplit(self.path).path
+        if path == "/login":
+            self._login_form()
+        elif path.startswith("/static/"):
+            self._static(path.removeprefix("/static/"))
+        elif path == "/favicon.ico":
+            self._send(HTTPStatus.NO_CONTENT, b"", "image/x-icon")
+        elif path == "/healthz":
+            self._json(200, {"broker_connected": self.app.feed.connected.is_set()})
+        else:
+            session = self._session()
+            if session is None:
+                if path.startswith(("/api/", "/stream/")):
+                    self._json(
+                        HTTPStatus.UNAUTHORIZED, {"error": "log in first (the session may have expired)"}
+                    )
+                else:
+                    self._redirect("/login")
+                return
+            self._authenticated_get(path, session)
+
+    def _authenticated_get(self, path: str, session: Session) -> None:
+        user = self.app.user(session.user)
+        if user is None:
+            self.app.sessions.end(session.session_id)
+            self._redirect("/login")
+            return
+        actions = sorted(user.role.actions)
+        if path == "/":
+            self._html(200, app_page("floor", session.csrf, user.name, user.role.value, actions))
+        elif path.startswith(("/table/", "/dealer/")):
+            view, _, raw = path[1:].partition("/")
+            self._html(200, app_page(view, session.csrf, user.name, user.role.value, actions, unquote(raw)))
+        elif path == "/api/floor":
+            self._json(200, self.app.floor.floor_model())
+        elif path.startswith("/api/table/"):
+            model = self.app.floor.table_model(unquote(path.removeprefix("/api/table/")))
+            self._json(200 if model else 404, model or {"error": "no such table on the broker"})
+        elif path == "/stream/floor":
+            self._stream(session, None, touch=False)
+        elif path.startswith("/stream/table/"):
+            self._stream(session, unquote(path.removeprefix("/stream/table/")), touch=False)
+        elif path.startswith("/stream/dealer/"):
+            # the dealer's screen stays logged in while it is open
+            self._stream(session, unquote(path.removeprefix("/stream/dealer/")), touch=True)
+        else:
+            self._json(404, {"error": "not found"})
+
+    def _login_form(self, message: str = "", status: int = 200) -> None:
+        # the same token while its cookie lives: a second tab or a stray request for /login
+        # must not invalidate the form already shown
+        token = self._cookies().get(LOGIN_COOKIE, "")
+        if not re.fullmatch(r"[A-Za-z0-9_-]{32}", token):
+            token = secrets.token_urlsafe(24)
+        self._html(status, login_page(token, message), {"Set-Cookie": self._cookie(LOGIN_COOKIE, token, 600)})
+
+    def _static(self, name: str) -> None:
+        content_type = STATIC_FILES.get(name)
+        if content_type is None:
+            self._json(404, {"error": "not found"})
+            return
+        data = resources.files("daemon.console").joinpath("static", name).read_bytes()
+        self._send(200, data, f"{content_type}; charset=utf-8")
+
+    def _stream(self, session: Session, table_id: str | None, touch: bool) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        for name, value in {**SECURITY_HEADERS, **self._tls_headers()}.items():
+            self.send_header(name, value)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        floor = self.app.floor
+        seen, last = -1, b""
+        last_write = time.monotonic()
+        try:
+            while not self.server.stopping.is_set():
+                if self.app.sessions.get(session.session_id, touch=touch) is None:
+                    self.wfile.write(b"event: expired\ndata: {}\n\n")
+                    self.wfile.flush()
+                    return
+                version = floor.version
+                if version != seen:
+                    seen = version
+                    model: dict[str, Any] | None
+                    model = floor.floor_model() if table_id is None else floor.table_model(table_id)
+                    if model is None:
+                        model = {"table_id": table_id, "missing": True}
+                    model["broker_connected"] = self.app.feed.connected.is_set()
+                    data = json.dumps(model).encode()
+                    if data != last:
+                        last = data
+                        self.wfile.write(b"data: " + data + b"\n\n")
+                        self.wfile.flush()
+                        last_write = time.monotonic()
+                if time.monotonic() - last_write >= KEEPALIVE_S:
+                    self.wfile.write(b": keepalive\n\n")
+                    self.wfile.flush()
+                    last_write = time.monotonic()
+                floor.wait_change(seen, KEEPALIVE_S / 3)
+        except (BrokenPipeError, ConnectionResetError, TimeoutError):
+            return
+
+    # ------------------------------------------------------------------ POST
+    def do_POST(self) -> None:
+        path = urlsplit(self.path).path
+        body = self._body()
+        if body is None:
+            self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "bad or too large body"})
+            return
+        if not self._origin_ok():
+            self._json(HTTPStatus.FORBIDDEN, {"error": "cross-site request refused"})
+            return
+        if path == "/login":
+            self._login(body)
+        elif path == "/logout":
+            self._logout(body)
+        elif path == "/api/command":
+            self._command(body)
+        else:
+            self._json(404, {"error": "not found"})
+
+    def _login(self, body: bytes) -> None:
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+        cookie = self._cookies().get(LOGIN_COOKIE)
+        if not cookie or not secrets.compare_digest(cookie, form.get("csrf", "")):
+            self._login_form("The log-in form expired: please try again.", HTTPStatus.FORBIDDEN)
+            return
+        name, password = form.get("name", ""), form.get("password", "")
+        if self.app.throttle.locked(name):
+            self._login_form("Too many failed log-ins: wait a minute.", HTTPStatus.TOO_MANY_REQUESTS)
+            return
+        user = self.app.user(name)
+        ok = user is not None and verify_password(password, user.password_hash)
+        if not ok or user is None:
+            self.app.throttle.failed(name)
+            self.app.log.warning("console_login_failed", user=name[:64])
+            self._login_form("Unknown name or wrong password.", HTTPStatus.UNAUTHORIZED)
+            return
+        self.app.throttle.succeeded(name)
+        session = self.app.sessions.create(user.name)
+        self.app.log.info("console_login", user=user.name, role=user.role.value)
+        self._redirect("/", {"Set-Cookie": self._cookie(SESSION_COOKIE, session.session_id)})
+
+    def _logout(self, body: bytes) -> None:
+        form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
+        session = self._session(touch=False)
+        if session is not None and csrf_ok(session, form.get("csrf")):
+            self.app.sessions.end(session.session_id)
+        self._redirect("/login", {"Set-Cookie": self._cookie(SESSION_COOKIE, "", 0)})
+
+    def _command(self, body: bytes) -> None:
+        session = self._session()
+        if session is None:
+            self._json(HTTPStatus.UNAUTHORIZED, {"error": "log in first (the session may have expired)"})
+            return
+        if not csrf_ok(session, self.headers.get("X-CSRF-Token")):
+            self._json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong CSRF token: reload the page"})
+            return
+        user = self.app.user(session.user)
+        if user is None:
+            self._json(HTTPStatus.FORBIDDEN, {"error": "this user no longer exists"})
+            return
+        try:
+            request = json.loads(body)
+        except ValueError:
+            self._json(400, {"error": "the body is not JSON"})
+            return
+        if not isinstance(request, dict):
+            self._json(400, {"error": "the body is not a JSON object"})
+            return
+        result = perform(
+            self.app.feed,
+            user,
+            request.get("table_id"),
+            request.get("action"),
+            request.get("args", {}),
+            self.app.settings.reply_timeout_s,
+        )
+        self._json(result.http_status, result.body)
