@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: demo test lint venv system-deps
+.PHONY: demo demo-console test lint venv system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,6 +25,10 @@ system-deps:
 
 demo: $(STAMP)
 	$(BIN)/baccarat-edge demo
+
+# The demo table with the pit console on it: http://127.0.0.1:8080/ (daemon/console/README.md)
+demo-console: $(STAMP)
+	$(BIN)/baccarat-edge console --demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
