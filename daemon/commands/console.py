@@ -78,6 +78,16 @@ def _serve(config: Path) -> int:
     configure_logging("info", "json")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    def reload_users(*_args: object) -> None:
+        try:
+            app.reload_users()
+        except (ConfigError, SecretError) as exc:  # the old user file stays in force
+            app.log.error("console_users_reload_failed", error=str(exc))
+        else:
+            app.log.info("console_users_reloaded", users=len(app.users.users))
+
+    signal.signal(signal.SIGHUP, reload_users)
     try:
         app.start()
     except OSError as exc:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import socket
+import ssl
+import sys
 import threading
 import time
 from http import HTTPStatus
@@ -45,14 +48,32 @@ SECURITY_HEADERS = {
 
 
 class ConsoleHttpServer(ThreadingHTTPServer):
-    """The HTTP server carrying the console application."""
+    """The HTTP server carrying the console application; HTTPS with ``tls_context``.
+
+    The TLS handshake runs in the connection's own thread (not in ``accept``), so one slow or
+    broken client cannot stall the others."""
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], app: ConsoleApp) -> None:
+    def __init__(
+        self, address: tuple[str, int], app: ConsoleApp, tls_context: ssl.SSLContext | None = None
+    ) -> None:
         self.app = app
         self.stopping = threading.Event()
+        self.tls_context = tls_context
         super().__init__(address, ConsoleHandler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        sock, address = self.socket.accept()
+        if self.tls_context is not None:
+            sock = self.tls_context.wrap_socket(sock, server_side=True, do_handshake_on_connect=False)
+        return sock, address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that breaks off (or fails the handshake) is logged in one line, not a traceback."""
+        self.app.log.info(
+            "console_connection_error", client=str(client_address[0]), error=repr(sys.exc_info()[1])
+        )
 
 
 class ConsoleHandler(BaseHTTPRequestHandler):
@@ -60,6 +81,13 @@ class ConsoleHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "baccarat-edge-console"
     sys_version = ""
+    timeout = 30.0
+    """Seconds a connection may stay silent (a stream writes at least every KEEPALIVE_S)."""
+
+    def setup(self) -> None:
+        super().setup()
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.do_handshake()
 
     def log_message(self, format: str, *args: Any) -> None:
         """Requests are not logged line by line (the console logs actions and logins)."""
@@ -278,7 +306,10 @@ class ConsoleHandler(BaseHTTPRequestHandler):
     def _logout(self, body: bytes) -> None:
         form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace")).items()}
         session = self._session(touch=False)
-        if session is not None and csrf_ok(session, form.get("csrf")):
+        if session is not None:
+            if not csrf_ok(session, form.get("csrf")):
+                self._json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong CSRF token: reload the page"})
+                return
             self.app.sessions.end(session.session_id)
         self._redirect("/login", {"Set-Cookie": self._cookie(SESSION_COOKIE, "", 0)})
 

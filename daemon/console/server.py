@@ -49,12 +49,12 @@ class ConsoleApp:
     def start(self) -> None:
         """Connect to the broker and serve HTTP(S) in a background thread."""
         listen = self.settings.listen
-        self._http = ConsoleHttpServer((listen.host, listen.port), self)
+        context = None
         if listen.tls is not None:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             context.load_cert_chain(listen.tls.cert_file, listen.tls.key_file)
-            self._http.socket = context.wrap_socket(self._http.socket, server_side=True)
+        self._http = ConsoleHttpServer((listen.host, listen.port), self, context)
         self.feed.start()
         self._thread = threading.Thread(target=self._http.serve_forever, name="console-http", daemon=True)
         self._thread.start()

@@ -20,6 +20,7 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
+from daemon.alerts import AlertCode
 from daemon.console.passwords import hash_password
 from daemon.console.roads import all_roads
 from daemon.console.server import ConsoleApp
@@ -46,6 +47,7 @@ SPEED = 10.0
 PASSWORDS = {"anna": "anna's long password", "bo": "bo's long password!", "vic": "vic's long password"}
 EVIL = '<img src=x onerror="window.__pwned=1">'
 WAIT = 30.0
+UNNEEDED = AlertCode.UNNEEDED_CARD.value
 
 # Every card element of the layout the page ever shows, with when it first appeared (ms).
 OBSERVE_CARDS = """
@@ -260,7 +262,7 @@ def test_dealt_cards_appear_on_the_table_view_within_a_second(rig: Rig) -> None:
     rig.shoe.start()
     assert rig.shoe.done.wait(WAIT * 2), f"the shoe never reached the held round; refused: {rig.refused}"
     # the round held by the unneeded card is on the layout, all its cards dealt
-    _until(rig, lambda d: d.find_elements(By.CSS_SELECTOR, ".alert[data-code='unneeded_card']"), "the alert")
+    _until(rig, lambda d: d.find_elements(By.CSS_SELECTOR, f".alert[data-code='{UNNEEDED}']"), "the alert")
     with rig.recorder.cond:
         arrived = dict(rig.recorder.cards)
     shown: dict[str, int] = rig.driver.execute_script("return window.__cards;")
@@ -279,7 +281,7 @@ def test_a_person_without_the_role_cannot_act(rig: Rig) -> None:
     button = _until(
         rig,
         lambda d: d.find_element(
-            By.CSS_SELECTOR, ".alert[data-code='unneeded_card'] button[data-action='resolve_hold']"
+            By.CSS_SELECTOR, f".alert[data-code='{UNNEEDED}'] button[data-action='resolve_hold']"
         ),
         "the resolve button",
     )
@@ -312,7 +314,7 @@ def test_a_supervisor_resolves_the_hold_from_the_page(rig: Rig) -> None:
 
     _log_in(rig, "anna")
     rig.driver.get(f"{rig.console.url}/table/{TABLE_ID}")
-    selector = ".alert[data-code='unneeded_card'] button[data-action='resolve_hold']"
+    selector = f".alert[data-code='{UNNEEDED}'] button[data-action='resolve_hold']"
     _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, selector).is_enabled(), "the resolve button")
     rig.driver.find_element(By.CSS_SELECTOR, selector).click()
     _until(
@@ -324,7 +326,7 @@ def test_a_supervisor_resolves_the_hold_from_the_page(rig: Rig) -> None:
         rig, lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']"), "the reply"
     )
     assert reply.text.startswith("Table's reply\nresolve_hold: accepted")
-    _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, ".alert[data-code='unneeded_card'], .hold"),
+    _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, f".alert[data-code='{UNNEEDED}'], .hold"),
            "the hold to disappear")  # fmt: skip
     history = rig.driver.find_element(By.ID, "history").text
     assert "supervisor:sup-anna resolve_hold: accepted" in history

@@ -1,0 +1,131 @@
+"""The floor and table models fed anything a broker may deliver: never an exception, what is
+wrong counted, hostile strings kept as data (the page renders them as text)."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from daemon.alerts import AlertCode
+from daemon.console.floor import MAX_TABLES, Floor
+
+EVIL = "<img src=x onerror=alert(1)>"
+
+
+def _event(kind: str, data: object, seq: int, hand: int | None = None) -> bytes:
+    return json.dumps({"event_id": f"e{seq}", "seq": seq, "kind": kind, "data": data, "hand": hand,
+                       "shoe_id": "s1", "ts": 1.0}).encode()  # fmt: skip
+
+
+def test_a_round_holds_and_clears_through_events() -> None:
+    floor = Floor()
+    base = "baccarat/v1/T1/"
+    floor.apply(base + "status", b'{"status": "online"}')
+    floor.apply(base + "events", _event("shoe_started", {"shoe_id": "s1", "decks": 8}, 1))
+    floor.apply(base + "events", _event("round_opened", {"hand": 1}, 2, 1))
+    for seq, (slot, card) in enumerate([("P1", "2s"), ("B1", "3h"), ("P2", "3s"), ("B2", "2d")], start=3):
+        floor.apply(base + "events", _event("card_dealt", {"slot": slot, "card": card, "round": 1}, seq, 1))
+    model = floor.table_model("T1")
+    assert model is not None
+    assert model["round"]["next_slot"] == "P3"
+    assert model["round"]["next_text"] == "Player draws"
+    assert (model["round"]["player_total"], model["round"]["banker_total"]) == (5, 5)
+    alert = {"alert_id": "a1", "code": AlertCode.UNNEEDED_CARD.value, "message": EVIL, "hand": 1, "holds": 1}
+    floor.apply(base + "events", _event("alert_raised", alert, 7, 1))
+    floor.apply(
+        base + "events", _event("round_held", {"hand": 1, "cards": {}, "blocked_by": ["alert a1"]}, 8, 1)
+    )
+    row = floor.floor_model()["tables"][0]
+    assert (row["severity"], row["open_alerts"], row["held_rounds"]) == (2, 1, 1)
+    assert floor.table_model("T1")["alerts"][0]["message"] == EVIL  # type: ignore[index]
+    accepted = {"command_id": "c1", "action": "resolve_hold", "actor": "supervisor:sup-anna", "reason": None}
+    floor.apply(base + "events", _event("command_accepted", accepted, 9))
+    floor.apply(base + "events", _event("alert_cleared", {"alert_id": "a1"}, 10, 1))
+    floor.apply(base + "events", _event("hold_resolved", {"hand": 1}, 11, 1))
+    model = floor.table_model("T1")
+    assert model is not None
+    assert (model["alerts"], model["holds"]) == ([], [])
+    assert model["history"][0]["actor"] == "supervisor:sup-anna"
+    assert floor.floor_model()["tables"][0]["severity"] == 0
+
+
+def test_the_floor_orders_worst_first_and_flags_ids_outside_the_contract() -> None:
+    floor = Floor()
+    floor.apply("baccarat/v1/A/status", b'{"status": "online"}')
+    floor.apply("baccarat/v1/B/status", b'{"status": "offline"}')
+    floor.apply(f"baccarat/v1/{EVIL}/status", b'{"status": "online"}')
+    floor.apply("baccarat/v1/C/health", json.dumps({"queue_depth": 12}).encode())
+    floor.apply("baccarat/v1/C/status", b'{"status": "online"}')
+    rows = floor.floor_model()["tables"]
+    assert [(r["table_id"], r["severity"]) for r in rows] == [("B", 3), ("C", 1), (EVIL, 0), ("A", 0)]
+    assert [r["valid_id"] for r in rows] == [True, True, False, True]
+
+
+def test_only_configured_tables_and_known_topics_are_kept() -> None:
+    floor = Floor(only=["T1"])
+    floor.apply("baccarat/v1/T2/status", b'{"status": "online"}')
+    floor.apply("baccarat/v1/T1/cmd", b"{}")
+    floor.apply("elsewhere/T1/status", b"{}")
+    assert floor.floor_model() == {"tables": []}
+    assert floor.ignored == 3
+    capped = Floor()
+    for n in range(MAX_TABLES + 5):
+        capped.apply(f"baccarat/v1/t{n}/status", b"online")
+    assert len(capped.floor_model()["tables"]) == MAX_TABLES
+
+
+@given(
+    suffix=st.sampled_from(["status", "health", "state", "events"]),
+    payload=st.one_of(
+        st.binary(max_size=200),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+            lambda inner: (
+                st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+            ),
+            max_leaves=20,
+        ).map(lambda v: json.dumps(v).encode()),
+        st.fixed_dictionaries(
+            {
+                "kind": st.sampled_from(
+                    [
+                        "card_dealt",
+                        "round_completed",
+                        "alert_raised",
+                        "round_held",
+                        "hold_resolved",
+                        "command_accepted",
+                        "round_voided",
+                        "shoe_started",
+                    ]
+                ),
+                "data": st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "hand",
+                            "slot",
+                            "card",
+                            "round",
+                            "outcome",
+                            "cards",
+                            "alert_id",
+                            "holds",
+                            "actor",
+                            "blocked_by",
+                        ]
+                    ),
+                    st.none() | st.integers() | st.text(max_size=5) | st.lists(st.integers()),
+                ),
+                "seq": st.integers(),
+                "event_id": st.text(max_size=4),
+            }
+        ).map(lambda v: json.dumps(v).encode()),
+    ),
+)
+def test_any_payload_leaves_a_model_that_renders(suffix: str, payload: bytes) -> None:
+    floor = Floor()
+    floor.apply(f"baccarat/v1/T1/{suffix}", payload)
+    json.dumps(floor.floor_model())
+    json.dumps(floor.table_model("T1"))
