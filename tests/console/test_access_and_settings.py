@@ -116,3 +116,33 @@ def test_sessions_expire_when_idle_and_at_their_maximum() -> None:
 def test_the_next_card_follows_the_tableau(cards, slot, text) -> None:
     hint = next_card(cards)
     assert (hint.slot, hint.text) == (slot, text)
+
+
+def test_the_command_refuses_a_bad_config_with_every_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from daemon.cli import main
+
+    path = tmp_path / "console.yaml"
+    path.write_text("listen: {port: -1}\nbroker: {protocol: mqtt4}\n")
+    assert main(["console", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "3 configuration errors" in err
+    assert "listen.port" in err
+    assert "broker.protocol" in err
+    assert "users_file" in err
+
+
+def test_hash_password_reads_standard_input(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    from daemon.cli import main
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("a long enough password\n"))
+    assert main(["console", "--hash-password"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert verify_password("a long enough password", line)
+    monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
+    assert main(["console", "--hash-password"]) == 2

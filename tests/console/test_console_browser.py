@@ -42,7 +42,7 @@ from tests.support.secrets import write_secret
 pytestmark = pytest.mark.mosquitto
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "daemon" / "console" / "docs" / "table-view.png"
-HANDS = 14
+HANDS = 10
 SPEED = 10.0
 PASSWORDS = {"anna": "anna's long password", "bo": "bo's long password!", "vic": "vic's long password"}
 EVIL = '<img src=x onerror="window.__pwned=1">'
@@ -369,7 +369,7 @@ def test_the_roads_match_the_rules_and_the_screenshot_is_taken(rig: Rig) -> None
         assert cells(name) == sorted((c["col"], c["row"], f"cell {c['colour']}") for c in expected[name]), (
             name
         )
-    assert expected["big_eye_boy"], "the shoe is long enough for a big eye boy"
+    assert expected["cockroach_pig"], "the shoe is long enough for every derived road"
     SCREENSHOT.parent.mkdir(exist_ok=True)
     rig.driver.save_screenshot(str(SCREENSHOT))
     assert SCREENSHOT.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

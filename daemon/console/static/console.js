@@ -378,6 +378,15 @@
   if (who) who.textContent = body.dataset.user + " (" + body.dataset.role + ")";
   document.getElementById("confirm").addEventListener("close", () => setTimeout(redraw, 0));
 
+  if (view === "dealer") {
+    // full screen needs a gesture: the first touch or click on the dealer's screen
+    document.addEventListener("click", () => {
+      if (!document.fullscreenElement && document.documentElement.requestFullscreen) {
+        document.documentElement.requestFullscreen().catch(() => {});
+      }
+    });
+  }
+
   const url = view === "floor" ? "/stream/floor" : "/stream/" + view + "/" + encodeURIComponent(tableId);
   const source = new EventSource(url);
   source.onmessage = (event) => { current = JSON.parse(event.data); redraw(); };
