@@ -185,10 +185,13 @@
     return button;
   }
 
+  // The hand an alert holds: its own number, or for "next_round" the round after the one the
+  // alert is about (else the round being dealt; null lets the table pick its one held round).
   function holdHand(alert, model) {
     if (typeof alert.holds === "number") return alert.holds;
-    if (alert.holds === "next_round" && model.round.open) return model.round.hand;
-    return null;
+    if (alert.holds !== "next_round") return null;
+    if (typeof alert.hand === "number") return alert.hand + 1;
+    return model.round.open ? model.round.hand : null;
   }
 
   function holdsAndAlerts(model) {
