@@ -314,6 +314,18 @@ def test_a_supervisor_resolves_the_hold_from_the_page(rig: Rig) -> None:
 
     _log_in(rig, "anna")
     rig.driver.get(f"{rig.console.url}/table/{TABLE_ID}")
+    # first a correction the table refuses: its reason is shown, nothing changes
+    correct = f".alert[data-code='{UNNEEDED}'] button[data-action='rearrange']"
+    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, correct).is_enabled(), "the correct button")
+    rig.driver.find_element(By.CSS_SELECTOR, correct).click()
+    _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
+    rig.driver.find_element(By.ID, "field-card").send_keys("Zz")
+    assert '"P1":"Zz"' in rig.driver.find_element(By.ID, "confirm-text").text
+    rig.driver.find_element(By.ID, "confirm-send").click()
+    shown = "#reply[data-status='refused']"
+    refused = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, shown), "the refusal")
+    assert "rearrange: refused (refused_by_table): " in refused.text
+    assert "Zz" in refused.text
     selector = f".alert[data-code='{UNNEEDED}'] button[data-action='resolve_hold']"
     _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, selector).is_enabled(), "the resolve button")
     rig.driver.find_element(By.CSS_SELECTOR, selector).click()
