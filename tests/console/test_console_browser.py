@@ -417,6 +417,11 @@ def test_a_hostile_table_id_and_alert_text_render_as_text(rig: Rig) -> None:
     rig.driver.get(rig.console.url + "/")
     cell = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, "#floor .invalid-id"), "the hostile row")
     assert cell.text == EVIL
+    # the floor: the real table online at its last hand; worst first (evil: no status, an alert)
+    rows = rig.driver.find_elements(By.CSS_SELECTOR, "#floor tr[data-table]")
+    by_id = {row.get_attribute("data-table"): row.text for row in rows}
+    assert by_id[TABLE_ID].startswith(f"{TABLE_ID} online {HANDS} ")
+    assert rows[0].get_attribute("data-table") == "evil"
     rig.driver.get(rig.console.url + "/table/evil")
     message = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ".alert .message"), "the hostile alert")
     assert message.text == EVIL
