@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from daemon.mqtt.settings import AuthSettings, Protocol, TlsSettings
+from daemon.mqtt.topics import validate_table_id
 from daemon.service.configfile import read_yaml, validate
 
 
@@ -65,6 +66,13 @@ class ConsoleSettings(BaseModel):
         default=12 * 3600.0, gt=0, le=7 * 86_400, description="A session ends this long after log-in."
     )
     reply_timeout_s: float = Field(default=10.0, gt=0, le=120, description="How long to wait for a reply.")
+
+    @field_validator("tables")
+    @classmethod
+    def _table_ids(cls, value: list[str]) -> list[str]:
+        for table_id in value:
+            validate_table_id(table_id)  # a TopicError (a ValueError) names the id and the rule
+        return value
 
     @model_validator(mode="after")
     def _idle_within_max(self) -> ConsoleSettings:

@@ -77,6 +77,9 @@ def test_settings_errors_name_the_file_line_and_key(tmp_path: Path) -> None:
     text = str(caught.value)
     assert f"{path}:2: listen.port" in text
     assert "session_idel_s" in text
+    path.write_text("users_file: users.yaml\ntables: [T1, 'a/#']\n")
+    with pytest.raises(ConfigError, match=r"console.yaml:2: tables: .*'a/#' is not usable in a topic"):
+        load_settings(path)
     path.write_text("users_file: users.yaml\nbroker: {host: pit-broker, tls: {enabled: false}}\n")
     settings = load_settings(path)
     assert settings.users_file == tmp_path / "users.yaml"

@@ -244,3 +244,21 @@ def test_stopping_ends_open_streams(tmp_path: Path) -> None:
     while chunk := sock.recv(4096):
         rest += chunk
     sock.close()
+
+
+def test_a_reread_user_file_logs_out_the_people_removed(tmp_path: Path) -> None:
+    app = _app(tmp_path)
+    app.start()
+    try:
+        browser = Browser(app)
+        assert browser.log_in() == 303
+        assert browser.request("GET", "/")[0] == 200
+        users = app.settings.users_file
+        digest = hash_password("vic long password", n=2**14)
+        viewer = f"  - {{name: vic, password_hash: '{digest}', role: viewer}}"
+        users.write_text("users:\n" + viewer + "\n")
+        app.reload_users()
+        assert browser.request("GET", "/")[0] == 303  # anna is gone, and so is her session
+        assert Browser(app).log_in("vic long password", "vic") == 303
+    finally:
+        app.stop()
