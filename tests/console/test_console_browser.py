@@ -269,6 +269,9 @@ def test_dealt_cards_appear_on_the_table_view_within_a_second(rig: Rig) -> None:
     assert len(arrived) >= 8, arrived  # rounds 1 and 2: at least 4 cards each
     late = {key: (shown[key] / 1000 - at) if key in shown else None for key, at in arrived.items()}
     assert {k: v for k, v in late.items() if v is None or v > 1.0} == {}, late
+    delays = sorted(v for v in late.values() if v is not None)
+    median, worst = delays[len(delays) // 2], delays[-1]
+    print(f"MQTT arrival to page: {len(delays)} cards, median {median:.3f} s, max {worst:.3f} s")
     assert not rig.refused
 
 
