@@ -34,7 +34,7 @@ def _shoe(settings: TableSettings, rng: random.Random) -> tuple[list[EngineInput
     rng.shuffle(cards)
     cut_at = len(cards) - 20
     t = 0.0
-    inputs: list[EngineInput] = [SupervisorCommand("new_shoe", t, "bench", "shoe")]
+    inputs: list[EngineInput] = [SupervisorCommand("new_shoe", t, "bench", "shoe", {})]
     burn = settings.burn_count(int(cards[0].rank))
     i = 0
     for _ in range(1 + burn):

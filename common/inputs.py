@@ -2,12 +2,18 @@
 
 Every input carries ``at``: the monotonic-or-wall time (seconds, float) at which
 the driver observed it. The engine never reads a clock.
+
+Inputs are immutable ``NamedTuple`` values (``_replace`` makes a changed copy, ``_fields``
+lists the fields). Not frozen dataclasses: their ``__init__`` sets each field through
+``object.__setattr__``, which made a ``CardRead`` cost ~2.2 us to build against ~0.4 us, on
+the path of every card (bench/README.md, "Issue #11 re-measure"). Compare inputs of one
+type only: like any tuples, two of different types with equal values compare equal.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import NamedTuple
 
 from common.cards import Card
 
@@ -35,8 +41,7 @@ class DeviceTarget(StrEnum):
     BURN_COUNT = "burn_count"
 
 
-@dataclass(frozen=True, slots=True)
-class CardRead:
+class CardRead(NamedTuple):
     """A card identified by a reader or the camera.
 
     ``position`` is the card's place within a multi-card pull when the device
@@ -59,8 +64,7 @@ class CardRead:
     device: str = "reader"
 
 
-@dataclass(frozen=True, slots=True)
-class ReadFailed:
+class ReadFailed(NamedTuple):
     """The device saw a card but could not identify it ("cannot read", card-code error).
 
     ``position`` is the unread card's place within a multi-card pull, when known.
@@ -75,8 +79,7 @@ class ReadFailed:
     position: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CutCardDrawn:
+class CutCardDrawn(NamedTuple):
     """The cut card came out of the shoe."""
 
     at: float
@@ -97,8 +100,7 @@ class ReaderSignalKind(StrEnum):
     COMMAND_REFUSED = "command_refused"  # a host command (lock/unlock) was NAKed, unanswered or unsendable
 
 
-@dataclass(frozen=True, slots=True)
-class ReaderSignal:
+class ReaderSignal(NamedTuple):
     """A status message from the reader that is not a card.
 
     ``command_id`` names the supervisor command (lock/unlock) this answers, when the
@@ -122,8 +124,7 @@ class OutsideGameMode(StrEnum):
     SETTING = "setting"  # the shoe was in its settings mode
 
 
-@dataclass(frozen=True, slots=True)
-class OutsideGameCard:
+class OutsideGameCard(NamedTuple):
     """A card that left the shoe outside the game flow (Angel Eye ``d`` frame).
 
     It is never a dealt card: the engine raises an alert for a supervisor (daemon/rules/RULES.md
@@ -147,8 +148,7 @@ class VerdictOutcome(StrEnum):
     FORCED_QUIT = "forced_quit"
 
 
-@dataclass(frozen=True, slots=True)
-class ShoeVerdict:
+class ShoeVerdict(NamedTuple):
     """The reader's own result for the round (Angel Eye ``G`` frame)."""
 
     outcome: VerdictOutcome
@@ -159,8 +159,7 @@ class ShoeVerdict:
     device: str = "reader"
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceConnection:
+class DeviceConnection(NamedTuple):
     """A device went away or came back (emitted by the driver, not the device)."""
 
     connected: bool
@@ -169,15 +168,13 @@ class DeviceConnection:
     detail: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Tick:
+class Tick(NamedTuple):
     """Clock tick, so time-based rules (pull hold window) can fire without a new read."""
 
     at: float
 
 
-@dataclass(frozen=True, slots=True)
-class SupervisorCommand:
+class SupervisorCommand(NamedTuple):
     """A supervisor action, already authenticated by the command channel.
 
     ``action`` names the command (see the engine for the accepted set and the
@@ -189,11 +186,10 @@ class SupervisorCommand:
     at: float
     actor: str
     command_id: str
-    args: dict[str, object] = field(default_factory=dict)
+    args: dict[str, object]
 
 
-@dataclass(frozen=True, slots=True)
-class StorageState:
+class StorageState(NamedTuple):
     """Whether the daemon's journal can take a new round (emitted by the service, not a device).
 
     While ``full``, a card that would open a new round is refused (``card_refused``): the
@@ -214,8 +210,7 @@ class GameFlowSource(StrEnum):
     SHOE_LOCK = "shoe_lock"  # the Angel Eye shoe's own lock state (locked = betting open)
 
 
-@dataclass(frozen=True, slots=True)
-class BettingOpened:
+class BettingOpened(NamedTuple):
     """Betting opened for a round: cards drawn from now until it closes are exposed cards.
 
     ``round_id`` is the game server's id for the round (None from a button or the shoe's lock
@@ -230,8 +225,7 @@ class BettingOpened:
     command_id: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class BettingClosed:
+class BettingClosed(NamedTuple):
     """Betting closed: the next cards drawn are the round's cards, in draw order."""
 
     at: float
@@ -250,8 +244,7 @@ class ShoeSignalKind(StrEnum):
     BURN_ENDED = "burn_ended"
 
 
-@dataclass(frozen=True, slots=True)
-class ShoeSignal:
+class ShoeSignal(NamedTuple):
     """A shoe procedure mark from a reader that has no target byte (cut card: :class:`CutCardDrawn`)."""
 
     kind: ShoeSignalKind

@@ -15,7 +15,6 @@ order of the fixture, never a race.
 
 from __future__ import annotations
 
-import dataclasses
 import tempfile
 import threading
 import time
@@ -118,7 +117,7 @@ def _replay_serial(
         def stable_sink(item: EngineInput) -> None:
             # the temporary pty path differs on every run; the event stream must not
             if isinstance(item, DeviceConnection) and item.detail:
-                item = dataclasses.replace(item, detail=item.detail.replace(device.path, stable_name))
+                item = item._replace(detail=item.detail.replace(device.path, stable_name))
             sink(item)
 
         driver_class = load(fixture.header.protocol)

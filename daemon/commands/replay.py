@@ -135,10 +135,7 @@ def _replay_inputs(fixture: Any, args: argparse.Namespace) -> int:
     def sink(item: Any) -> None:
         if args.quiet:
             return
-        if hasattr(item, "__slots__") and type(item).__name__ != "SupervisorCommand":
-            record = input_to_dict(item)
-        else:
-            record = {"type": type(item).__name__, **{k: getattr(item, k) for k in item.__dataclass_fields__}}
+        record = input_to_dict(item)
         print(json.dumps(record, sort_keys=True, default=str), flush=True)
 
     result = replay_fixture(fixture, sink, realtime=args.realtime, speed=args.speed, on_progress=_progress)

@@ -2,14 +2,13 @@
 
 Each input becomes ``{"type": <class name>, <field>: <value>, ...}``: cards as their code
 (``"8s"``), enums as their value, everything else as JSON. The mapping is derived from the
-dataclass fields of :data:`common.inputs.EngineInput`, so an input type or field the
-engine adds later is covered as long as its field types are among the ones handled here
-(a test walks every input type to prove it).
+fields of :data:`common.inputs.EngineInput` (NamedTuples: ``_fields``, ``_field_defaults``),
+so an input type or field the engine adds later is covered as long as its field types are
+among the ones handled here (a test walks every input type to prove it).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import types
 import typing
@@ -46,8 +45,8 @@ def encode_input(inp: EngineInput) -> dict[str, Any]:
     if cls.__name__ not in input_types():
         raise CodecError(f"{cls.__name__} is not an engine input type")
     out: dict[str, Any] = {"type": cls.__name__}
-    for f in dataclasses.fields(inp):
-        out[f.name] = _encode_value(getattr(inp, f.name))
+    for name in inp._fields:
+        out[name] = _encode_value(getattr(inp, name))
     return out
 
 
@@ -73,19 +72,18 @@ def decode_input(data: dict[str, Any]) -> EngineInput:
         raise CodecError(f"unknown input type {type_name!r}")
     hints = _hints(cls)
     kwargs: dict[str, Any] = {}
-    known = {f.name for f in dataclasses.fields(cls)}
-    unknown = set(data) - known - {"type"}
+    unknown = set(data) - set(cls._fields) - {"type"}
     if unknown:
         raise CodecError(f"{type_name}: unknown field(s) {sorted(unknown)}")
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise CodecError(f"{type_name}.{f.name}: missing")
+    for name in cls._fields:
+        if name not in data:
+            if name not in cls._field_defaults:
+                raise CodecError(f"{type_name}.{name}: missing")
             continue
         try:
-            kwargs[f.name] = _decode_value(data[f.name], hints[f.name])
+            kwargs[name] = _decode_value(data[name], hints[name])
         except (ValueError, TypeError, CardParseError) as exc:
-            raise CodecError(f"{type_name}.{f.name}: {exc}") from None
+            raise CodecError(f"{type_name}.{name}: {exc}") from None
     result: EngineInput = cls(**kwargs)
     return result
 

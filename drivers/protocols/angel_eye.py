@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import replace
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -298,7 +297,7 @@ class AngelEyeDecoder:
                 if seq != self._last_seq and seq not in self._failed_seqs:
                     self._failed_seqs.add(seq)
                     reason = f"card frame refused: {frame.rejected}"
-                    frame = replace(frame, rescan=self._lost(at, reason, raw))
+                    frame = frame._replace(rescan=self._lost(at, reason, raw))
             out.append(frame)
             return
         seq = raw[1]

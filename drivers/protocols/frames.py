@@ -9,9 +9,9 @@ buffered as the start of a frame that has not finished arriving.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from common.cards import Card
 from common.inputs import (
@@ -39,9 +39,12 @@ class CommandReply:
         return {"ok": self.ok, "code": self.code, "meaning": self.meaning}
 
 
-@dataclass(frozen=True, slots=True)
-class DecodedFrame:
-    """One frame out of a decoder.
+class DecodedFrame(NamedTuple):
+    """One frame out of a decoder (immutable; ``_replace`` makes a changed copy).
+
+    A ``NamedTuple`` rather than a frozen dataclass: a frozen dataclass's ``__init__`` sets
+    each field through ``object.__setattr__``, which made building one cost ~1.7 us against
+    ~0.3 us, on every frame of a 4,800-baud line (bench/README.md, "Issue #11 re-measure").
 
     Exactly one of ``input``, ``reply``, ``notice`` and ``rejected`` is set. A
     duplicate transmission carries the ``input`` (or ``notice``) it repeats with
@@ -97,8 +100,7 @@ class DecodedFrame:
 def input_to_dict(inp: ReaderInput) -> dict[str, Any]:
     """JSON-ready form of a reader input, with its type name under ``type``."""
     out: dict[str, Any] = {"type": type(inp).__name__}
-    for field in fields(inp):
-        name = field.name
+    for name in inp._fields:
         value = getattr(inp, name)
         if isinstance(value, Card):
             value = value.code

@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -184,7 +183,7 @@ def _inject(
                 continue
             times = [x.at for x in window]
             rng.shuffle(window)
-            out[i : i + 3] = [replace(x, at=t) for x, t in zip(window, times, strict=True)]
+            out[i : i + 3] = [x._replace(at=t) for x, t in zip(window, times, strict=True)]
         elif fault == "tick":
             out.insert(i, Tick(at + rng.random()))
         elif fault == "cut":
@@ -205,7 +204,7 @@ def _inject(
             out.insert(i, StorageState(True, at - 0.03, "disk full"))
             out.insert(i + rng.randint(1, 6), StorageState(False, at + 0.5))
         elif fault == "target" and isinstance(here, CardRead):
-            out[i] = replace(here, target=rng.choice(list(DeviceTarget)))
+            out[i] = here._replace(target=rng.choice(list(DeviceTarget)))
         elif fault == "camera":
             card = here.card if isinstance(here, CardRead) and rng.random() < 0.7 else rng.choice(ALL_CARDS)
             slot = rng.choice(
@@ -408,7 +407,7 @@ def test_arbitrary_input_streams_never_crash_and_always_fold(
 ) -> None:
     cfg = TableSettings(decks=decks, unneeded_card_window_s=2.0, device_starts_shoe=True)
     eng = Engine(cfg, variant("standard"))
-    prefix: list[EngineInput] = [SupervisorCommand("new_shoe", 0.0, "t", "start")] if start else []
+    prefix: list[EngineInput] = [SupervisorCommand("new_shoe", 0.0, "t", "start", {})] if start else []
     ordered = sorted(inputs, key=lambda x: x.at if math.isfinite(x.at) else 25.0)
     events = _run_checked(eng, prefix + ordered)
     assert_legal(events, decks)

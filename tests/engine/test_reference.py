@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import replace
 from typing import Any
 
 from hypothesis import given, settings
@@ -79,7 +78,7 @@ def _with_resends(inputs: list[EngineInput], rng: random.Random) -> list[EngineI
     for x in inputs:
         out.append(x)
         if isinstance(x, CardRead) and rng.random() < 0.2:
-            out.append(replace(x, at=x.at + 0.01))
+            out.append(x._replace(at=x.at + 0.01))
     return out
 
 
@@ -151,7 +150,7 @@ def _as_pulls(inputs: list[EngineInput], rng: random.Random) -> list[EngineInput
             continue
         first = group[0].at
         pulled: list[EngineInput] = [
-            replace(x, at=first, position=n + 1) for n, x in enumerate(group) if isinstance(x, CardRead)
+            x._replace(at=first, position=n + 1) for n, x in enumerate(group) if isinstance(x, CardRead)
         ]
         rng.shuffle(pulled)
         out.extend(pulled)
@@ -188,7 +187,7 @@ def _as_target_pulls(dealt: Dealt, rng: random.Random) -> list[EngineInput]:
     # The reference's card_dealt events are in the order of its card reads.
     slots = iter(e["data"]["slot"] for e in dealt.expected if e["kind"] == "card_dealt")
     inputs = [
-        replace(x, target=_TARGETS[next(slots)]) if isinstance(x, CardRead) else x for x in dealt.inputs
+        x._replace(target=_TARGETS[next(slots)]) if isinstance(x, CardRead) else x for x in dealt.inputs
     ]
     out: list[EngineInput] = []
     i = 0
@@ -206,7 +205,7 @@ def _as_target_pulls(dealt: Dealt, rng: random.Random) -> list[EngineInput]:
             i += 1
             continue
         rng.shuffle(reads)
-        out.extend(replace(x, at=group[0].at + n * 0.02) for n, x in enumerate(reads))
+        out.extend(x._replace(at=group[0].at + n * 0.02) for n, x in enumerate(reads))
         i += k
     return out
 

@@ -49,7 +49,7 @@ def test_full_disk_holds_every_input_until_the_journal_takes_it(
     subscriber = TableSubscriber(mosquitto.port, events_key, command_key).start()
     daemon.start()
     try:
-        daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1"))
+        daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1", {}))
         assert daemon.wait_until_processed(10)
         assert daemon.journal is not None
         db = daemon.journal._db  # the journal's own connection: the limit applies to its writes
@@ -120,7 +120,7 @@ def test_stopping_with_a_failing_journal_logs_every_input_it_could_not_store(
     daemon = Daemon(loaded)
     daemon.start()
     try:
-        daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1"))
+        daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1", {}))
         assert daemon.wait_until_processed(10)
         assert daemon.journal is not None
         db = daemon.journal._db
@@ -161,7 +161,7 @@ def test_a_journal_outage_is_reported_in_the_event_stream_once_it_is_over(
     cards = 40
     daemon.start()
     try:
-        daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1"))
+        daemon.submit(SupervisorCommand("new_shoe", time.time(), "supervisor:test", "c-1", {}))
         assert daemon.wait_until_processed(10)
         assert daemon.journal is not None
         journal = daemon.journal

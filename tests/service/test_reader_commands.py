@@ -40,7 +40,7 @@ def test_lock_without_a_commandable_reader_is_journaled_refused_and_alerted(
         answered.set()
 
     try:
-        daemon.submit_command(SupervisorCommand("lock", time.time(), "supervisor:test", "c-lock"), reply)
+        daemon.submit_command(SupervisorCommand("lock", time.time(), "supervisor:test", "c-lock", {}), reply)
         assert answered.wait(10)
         assert replies == [(False, "no configured reader accepts host commands")]
         assert daemon.wait_until_processed(10)  # the refusal input queued before the reply
@@ -91,7 +91,7 @@ def test_the_worker_reports_its_loop_turns_and_a_blocked_command_stops_them() ->
         while (worker.last_progress() or 0.0) <= started:  # the idle loop turns by itself
             assert time.monotonic() < deadline, "the idle worker loop never turned"
             time.sleep(0.05)
-        command = SupervisorCommand("lock", time.time(), "supervisor:test", "c-stuck")
+        command = SupervisorCommand("lock", time.time(), "supervisor:test", "c-stuck", {})
         worker.request(ReaderRequest(command, lambda *a: replies.append(a), {"accepted": True}))
         assert shoe.entered.wait(10)
         blocked_at = worker.last_progress()
