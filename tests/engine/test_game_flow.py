@@ -501,3 +501,18 @@ def test_reader_frames_missing_across_a_restart_hold_the_round() -> None:
     again = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(out))
     calm = feed(again, [read("2d", 300, target="B1", transmission_id="6"), read("Kh", 301, target="P2")])
     assert not alerts(calm, "restart_gap")
+
+
+# ---------------------------------------------------------------- cards_only: the known limit
+
+
+def test_cards_only_still_takes_a_late_unneeded_card_as_the_next_player_1() -> None:
+    """README "Weak spots": what remains in cards_only mode (betting_window covers it above)."""
+    eng = engine()
+    out = start_shoe(eng)
+    out += deal(eng, NATURAL, 30)
+    out += feed(eng, [read("5h", 31.5 + 60)])  # unneeded, long after the window
+    out += deal(eng, NATURAL_2, 100)
+    second = of_kind(out, "round_completed")[1]
+    assert second.data["cards"]["P1"] == "5h"  # settled shifted: one card early
+    assert not alerts(out[: out.index(second)], "unneeded_card")  # and no alert before it settled
