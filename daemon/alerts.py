@@ -358,12 +358,13 @@ ALERTS: dict[AlertCode, AlertSpec] = {
     ),
     AlertCode.RESTART_GAP: AlertSpec(
         Severity.CRITICAL,
-        "after a restart, the reader's frames do not follow on from the last one the edge journaled: cards "
-        "or rounds may have been dealt while the edge was down; the round is held (hands are never "
-        "renumbered silently)",
+        "after a restart, the reader's frames do not follow on from the last one the edge journaled, or a "
+        "round in progress at the restart goes on from a reader that cannot show no card was dealt "
+        "meanwhile: cards or rounds may have been dealt while the edge was down; the round is held "
+        "(hands are never renumbered silently)",
         "resolve_hold, void_round, void_shoe",
         holds=True,
-        details=("last_transmission_id", "transmission_id", "marks_skipped"),
+        details=("reason", "last_transmission_id", "transmission_id", "(marks_skipped)"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

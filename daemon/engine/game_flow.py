@@ -84,6 +84,8 @@ class GameFlowSignals(DeviceSignals):
 
     # After a restart: the last transmission id journaled per device, until each one's next read.
     _restart_marks: dict[str, str] | None = None
+    # After a restart in the middle of a round: its hand, until the first reader card.
+    _restart_round: int | None = None
 
     # ------------------------------------------------------------------ checks
     def _flow_problem(self, action: str, source: GameFlowSource, round_id: str | None) -> FlowProblem | None:
@@ -349,23 +351,37 @@ class GameFlowSignals(DeviceSignals):
             )  # fmt: skip
 
     # ------------------------------------------------------------------ restart
-    def _check_restart_gap(self, inp: CardRead | OutsideGameCard) -> None:
-        """The first read of a device after a restart: do its frames follow on from the last one
-        journaled? (Angel Eye sequence marks; ``table.restart_check``.) A gap holds the round."""
-        marks = self._restart_marks
-        assert marks is not None
+    def _check_restart(self, inp: CardRead | OutsideGameCard) -> None:
+        """A reader's first card after a restart (``README.md``, "Restarts"): do its frames follow on
+        from the last one journaled (Angel Eye sequence marks, ``table.restart_check``)? And if a
+        round was in progress when the edge went down, can the reader show that no card of it was
+        dealt meanwhile? If not, the round is held: never continued on a guess."""
+        st = self.state
+        marks = self._restart_marks or {}
         last = marks.pop(inp.device, None)
         if not marks:
             self._restart_marks = None
+        open_round = self._restart_round
+        self._restart_round = None
+        if st.phase in OUTSIDE_SHOE:
+            return
         tid = inp.transmission_id
         cycle = self.settings.restart_check.sequence_marks
-        st = self.state
-        if last is None or tid is None or last not in cycle or tid not in cycle or st.phase in OUTSIDE_SHOE:
-            return
-        step = (cycle.index(tid) - cycle.index(last)) % len(cycle)
-        if step <= self.settings.restart_check.max_mark_step:
-            return
+        step: int | None = None
+        if last is not None and tid is not None and last in cycle and tid in cycle:
+            step = (cycle.index(tid) - cycle.index(last)) % len(cycle)
         hand = st.round.hand if st.round is not None else None
+        details: dict[str, Any] = {"last_transmission_id": last, "transmission_id": tid}
+        if step is not None and step > self.settings.restart_check.max_mark_step:
+            reason = f"{step - 1} sequence mark(s) skipped since the last frame journaled"
+            details["marks_skipped"] = step - 1
+        elif open_round is not None and hand == open_round and step is None:
+            reason = (
+                f"round {hand} was in progress when the edge went down, and the reader cannot show that "
+                "no card of it was dealt meanwhile (no sequence marks)"
+            )
+        else:
+            return
         self._alert(
             AlertCode.RESTART_GAP,
             inp.at,
@@ -373,17 +389,22 @@ class GameFlowSignals(DeviceSignals):
             hand=hand,
             holds=hand if hand is not None else "next_round",
             device=inp.device,
-            last_transmission_id=last,
-            transmission_id=tid,
-            marks_skipped=step - 1,
+            reason=reason,
+            **details,
         )
 
     def _note_restart(self) -> None:
-        """Remember each device's last journaled transmission id (called once, after a restore)."""
+        """Remember what the first reader card after a restore is checked against (called once,
+        after a restore): each device's last journaled transmission id, the round in progress."""
+        st = self.state
         last: dict[str, str] = {}
-        for device, tid, _card in self.state.recent:
+        for device, tid, _card in st.recent:
             last[device] = tid  # (oldest first: the last one wins)
         self._restart_marks = last or None
+        in_round = st.phase == Phase.ROUND and st.round is not None
+        if in_round and st.round is not None and self.settings.game_flow is GameFlow.BETTING_WINDOW:
+            # (cards_only keeps trusting a slotless reader across a restart: README "Weak spots")
+            self._restart_round = st.round.hand
 
     def _reader_misread_pending(self) -> dict[str, Any] | None:
         """The open ``rescan_needed`` alert of a reader's misread (not an over-composition card or a

@@ -72,6 +72,15 @@ class Engine(ReadSequencer, SupervisorCommands):
             engine._settings_notice = True
         return engine
 
+    def _first_after_restart(self, inp: EngineInput) -> bool:
+        """Whether ``inp`` is a reader card the restart check looks at (``game_flow._check_restart``)."""
+        if not isinstance(inp, CardRead | OutsideGameCard):
+            return False
+        if isinstance(inp, CardRead) and self._is_camera(inp):
+            return False
+        marks = self._restart_marks
+        return self._restart_round is not None or (marks is not None and inp.device in marks)
+
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready current state (the publisher retains it)."""
         return snapshot(self.state, self.settings.decks, self.variant.name, self._blockers)
@@ -110,9 +119,11 @@ class Engine(ReadSequencer, SupervisorCommands):
         self._pull_gap_raised = False
         if st.held_reads:
             self._expire_pulls(inp.at)
-        marks = self._restart_marks
-        if marks is not None and isinstance(inp, CardRead | OutsideGameCard) and inp.device in marks:
-            self._check_restart_gap(inp)
+        if (self._restart_marks is not None or self._restart_round is not None) and self._first_after_restart(
+            inp
+        ):
+            assert isinstance(inp, CardRead | OutsideGameCard)
+            self._check_restart(inp)
         if isinstance(inp, CardRead):
             self._on_card_read(inp)
         elif isinstance(inp, ReadFailed):

@@ -17,7 +17,7 @@ and the faults injected with the round each one touches (issue #12):
 - ``cut_card``: the cut card comes out during the round (an Angel Eye shoe signals it; for a
   line or HID reader a supervisor sends ``cut_card``): that round is the last;
 - ``outage``: the edge is down while ``rounds_missed`` rounds are dealt after the round
-  (:attr:`FlowGame.outage` is the time span the caller must not feed).
+  (:attr:`FlowGame.outages`: the time spans the caller must not feed).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class FlowGame:
     rounds: dict[str, dict[str, str]] = field(default_factory=dict)
     round_ids: list[str] = field(default_factory=list)
     touched: list[tuple[str, str]] = field(default_factory=list)  # (fault kind, round id)
-    outage: tuple[float, float] | None = None  # the edge is down from, until
+    outages: list[tuple[float, float]] = field(default_factory=list)  # the edge is down from, until
     last_round_id: str | None = None  # the round the cut card made the last
 
 
@@ -105,7 +105,7 @@ def plan_flow_game(
         fault = by_round.get(round_no)
         round_id = round_id_of(round_no)
         if outage_from is not None and round_no == back_before:
-            game.outage = (outage_from, t - 0.5)
+            game.outages.append((outage_from, t - 0.5))
             game.touched.append(("outage", round_id))
             outage_from = None
         server(t, "open_betting", {"round_id": round_id})

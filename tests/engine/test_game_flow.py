@@ -496,7 +496,12 @@ def test_reader_frames_missing_across_a_restart_hold_the_round() -> None:
     events = feed(restored, [read("2d", 300, target="B1", transmission_id="C")])  # 7 marks on
     (gap,) = alerts(events, "restart_gap")
     assert gap.data["holds"] == 1
-    assert gap.data["details"] == {"last_transmission_id": "5", "transmission_id": "C", "marks_skipped": 6}
+    assert gap.data["details"] == {
+        "reason": "6 sequence mark(s) skipped since the last frame journaled",
+        "last_transmission_id": "5",
+        "transmission_id": "C",
+        "marks_skipped": 6,
+    }
     # frames that follow on are no gap; the check is made once per device
     again = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(out))
     calm = feed(again, [read("2d", 300, target="B1", transmission_id="6"), read("Kh", 301, target="P2")])
@@ -516,3 +521,20 @@ def test_cards_only_still_takes_a_late_unneeded_card_as_the_next_player_1() -> N
     second = of_kind(out, "round_completed")[1]
     assert second.data["cards"]["P1"] == "5h"  # settled shifted: one card early
     assert not alerts(out[: out.index(second)], "unneeded_card")  # and no alert before it settled
+
+
+def test_a_round_in_progress_across_a_restart_is_held_when_the_reader_names_no_frames() -> None:
+    eng = window()
+    out = start_shoe(eng)
+    out += bet(eng, "1", 10)
+    out += deal(eng, ("8c", "2d"), 30)
+    restored = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(out))
+    events = feed(restored, [read("Kh", 300), read("3s", 301)])
+    (gap,) = alerts(events, "restart_gap")
+    assert gap.data["holds"] == 1
+    assert "cannot show that no card of it was dealt" in gap.data["details"]["reason"]
+    assert of_kind(events, "round_held")[-1].data["hand"] == 1
+    # a restart between rounds is not in doubt (the server's next round id is checked instead)
+    out += feed(eng, [read("Kh", 32), read("3s", 33)])
+    between = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(out))
+    assert not alerts(bet(between, "2", 100) + deal(between, NATURAL_2, 120), "restart_gap")

@@ -45,12 +45,12 @@ def run(game: FlowGame, protocol: str) -> list[Event]:
     engine = Engine(SETTINGS, variant())
     decoder = make_decoder(protocol)
     events: list[Event] = []
-    restarted = False
+    outages = list(game.outages)
     for step in encode_plan(game.plan, protocol, seed=3):
-        if game.outage is not None and game.outage[0] <= step.t < game.outage[1]:
+        if outages and outages[0][0] <= step.t < outages[0][1]:
             continue  # the edge is down: nothing reaches it
-        if game.outage is not None and step.t >= game.outage[1] and not restarted:
-            restarted = True
+        if outages and step.t >= outages[0][1]:
+            outages.pop(0)  # the edge restarts: the engine from its journal, a fresh decoder
             engine = Engine.restore(SETTINGS, variant(), roundtrip(events), lambda name: variant(name))
             decoder = make_decoder(protocol)
         raw = step.data if step.data is not None else step.report
