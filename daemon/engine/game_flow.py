@@ -109,7 +109,7 @@ class GameFlowSignals(DeviceSignals):
                     return FlowProblem(f"betting is already open for round {round_id}", None, repeat=True)
                 return FlowProblem(f"betting is open for round {window}: close it first")
             return None
-        if st.flow_phase == FlowPhase.DEALING and window == round_id and st.phase != Phase.ROUND:
+        if st.flow_phase == FlowPhase.DEALING and window == round_id:
             return FlowProblem(f"betting is already closed for round {round_id}", None, repeat=True)
         if st.flow_phase != FlowPhase.BETTING:
             return FlowProblem("no betting is open: nothing to close")

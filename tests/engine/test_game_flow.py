@@ -260,6 +260,9 @@ def test_an_open_during_a_round_is_refused() -> None:
     feed(eng, [read("8c", 30), read("2d", 31)])
     events = feed(eng, [cmd("open_betting", 32, "o", round_id="2")])
     assert replies(events) == [("open_betting", "round 1 is being dealt: betting opens after it is decided")]
+    resent = feed(eng, [cmd("close_betting", 33, "c-again", round_id="1")])
+    assert replies(resent) == [("close_betting", "betting is already closed for round 1")]
+    assert not alerts(resent)
 
 
 def test_a_cards_only_table_refuses_the_betting_window() -> None:

@@ -20,14 +20,31 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.inputs import SupervisorCommand, Tick
+from common.cards import ALL_CARDS
+from common.inputs import (
+    BettingClosed,
+    BettingOpened,
+    CardRead,
+    CutCardDrawn,
+    DeviceTarget,
+    GameFlowSource,
+    OutsideGameCard,
+    OutsideGameMode,
+    ReaderSignal,
+    ReaderSignalKind,
+    ReadFailed,
+    ShoeSignal,
+    ShoeSignalKind,
+    SupervisorCommand,
+    Tick,
+)
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.simulation.flow_dealer import FlowFault, FlowGame, plan_flow_game
 from drivers.protocols import make_decoder
 from drivers.simulate import encode_plan
-from tests.engine.support import assert_legal, roundtrip, variant
+from tests.engine.support import assert_legal, assert_restores, roundtrip, variant
 
 # The alerts that may answer each fault (the reader decides which: an Angel Eye shoe names slots
 # and reports cards drawn while locked; a line or HID reader does neither).
@@ -164,3 +181,67 @@ def test_every_fault_on_every_protocol_at_the_extreme_delays() -> None:
             check(game, events)
             if fault.kind != "cut_card":
                 assert game.touched, fault
+
+
+# ---------------------------------------------------------------- arbitrary game-flow input streams
+
+_round_ids = st.sampled_from(["1", "2", "3", "5", "T-1", "T-2", "X-9", "0"])
+_flow_input = st.one_of(
+    st.builds(CardRead, card=st.sampled_from(ALL_CARDS[:13]), at=st.floats(0, 100),
+              target=st.one_of(st.none(), st.sampled_from(list(DeviceTarget))),
+              transmission_id=st.one_of(st.none(), st.sampled_from(["1", "2", "9"]))),
+    st.builds(ReadFailed, at=st.floats(0, 100)),
+    st.builds(BettingOpened, at=st.floats(0, 100), source=st.sampled_from(list(GameFlowSource)),
+              round_id=st.one_of(st.none(), _round_ids)),
+    st.builds(BettingClosed, at=st.floats(0, 100), source=st.sampled_from(list(GameFlowSource)),
+              round_id=st.one_of(st.none(), _round_ids)),
+    st.builds(ShoeSignal, kind=st.sampled_from(list(ShoeSignalKind)), at=st.floats(0, 100)),
+    st.builds(CutCardDrawn, at=st.floats(0, 100)),
+    st.builds(OutsideGameCard, card=st.sampled_from(ALL_CARDS[:13]),
+              mode=st.sampled_from(list(OutsideGameMode)), at=st.floats(0, 100)),
+    st.builds(ReaderSignal, kind=st.sampled_from(list(ReaderSignalKind)), at=st.floats(0, 100),
+              command_id=st.sampled_from([None, "betting-1-lock", "betting-2-unlock", "betting-3-lock"])),
+    st.builds(
+        SupervisorCommand,
+        action=st.sampled_from(["open_betting", "close_betting", "cut_card", "resolve_hold", "void_round"]),
+        at=st.floats(0, 100),
+        actor=st.just("gs"),
+        command_id=st.sampled_from(["a", "b"]),
+        args=st.one_of(
+            st.just({}),
+            st.builds(lambda r: {"round_id": r}, _round_ids),
+            st.just({"round_id": 12}),
+            st.just({"round_id": "1", "closes_at": 5.0}),
+        ),
+    ),
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    source=st.sampled_from(list(GameFlowSource)),
+    lock=st.booleans(),
+    restart_at=st.integers(0, 40),
+    inputs=st.lists(_flow_input, max_size=40),
+)
+def test_arbitrary_game_flow_streams_never_crash_and_always_fold(
+    source: GameFlowSource, lock: bool, restart_at: int, inputs: list[Any]
+) -> None:
+    cfg = TableSettings.model_validate(
+        {
+            "decks": 1,
+            "game_flow": "betting_window",
+            "device_starts_shoe": True,
+            "betting": {"source": source, "lock_shoe": lock and source is not GameFlowSource.SHOE_LOCK},
+        }
+    )
+    eng = Engine(cfg, variant())
+    events = eng.handle(SupervisorCommand("new_shoe", 0.0, "t", "start"))
+    for k, inp in enumerate(sorted(inputs, key=lambda x: x.at)):
+        if k == restart_at:
+            eng = Engine.restore(cfg, variant(), roundtrip(events))
+        events += eng.handle(inp)
+    assert_legal(events, 1)
+    assert_restores(eng, events)
+    replies = [e for e in events if e.kind in ("command_accepted", "command_refused")]
+    assert len(replies) == sum(1 for i in inputs if isinstance(i, SupervisorCommand)) + 1
