@@ -98,6 +98,8 @@ class GameFlowSignals(DeviceSignals):
             return FlowProblem(
                 f"this table's betting window comes from {configured.value!r}, not {source.value!r}"
             )
+        if round_id is not None and args_.round_id_parts(round_id) is None:
+            return FlowProblem(f"round id {round_id!r} is not in the accepted form (see open_betting)")
         if st.phase in OUTSIDE_SHOE:
             return FlowProblem("no shoe is being dealt")
         window = st.flow_round_id

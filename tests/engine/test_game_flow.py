@@ -541,3 +541,13 @@ def test_a_round_in_progress_across_a_restart_is_held_when_the_reader_names_no_f
     out += feed(eng, [read("Kh", 32), read("3s", 33)])
     between = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(out))
     assert not alerts(bet(between, "2", 100) + deal(between, NATURAL_2, 120), "restart_gap")
+
+
+def test_a_button_input_with_a_round_id_out_of_form_is_alerted_not_used() -> None:
+    eng = window(betting={"source": "button"})
+    start_shoe(eng)
+    events = feed(eng, [BettingOpened(10, GameFlowSource.BUTTON, round_id="no number", device="reader")])
+    (alert,) = alerts(events)
+    assert alert.data["code"] == "betting_out_of_order"
+    assert "accepted form" in alert.data["details"]["reason"]
+    assert eng.state.flow_phase == "waiting"

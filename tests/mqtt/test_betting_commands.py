@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,14 +17,18 @@ import pytest
 from daemon.engine import Engine, TableSettings
 from daemon.engine.settings import GameFlow
 from daemon.journal import Journal, JournalSettings
+from daemon.journal.records import JournaledEvent
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.contract import load_schema
+from daemon.mqtt.envelope import encode, event_envelope
 from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.roles import Role
 from daemon.mqtt.secrets import SecretSource
 from daemon.mqtt.settings import CommandKeySettings, SigningSettings
 from daemon.rules.variants import load_variant_by_name
+from daemon.simulation.flow_dealer import FlowFault, plan_flow_game
 from tests.engine.support import read, start_shoe
+from tests.engine.test_game_flow_properties import SETTINGS, run
 from tests.mqtt.conftest import TABLE
 from tests.mqtt.support import signed_command, validate_payload
 from tests.support.secrets import write_secret
@@ -181,3 +186,46 @@ def test_the_command_schema_refuses_bad_betting_arguments(action: str, args: dic
     command |= {"nonce": "n" * 16, "sig": "0" * 64, "key_id": "gs-1"}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(command, load_schema("command"))
+
+
+def test_a_betting_window_games_events_and_states_fit_the_contract() -> None:
+    """Every event of shoes dealt in betting windows, with each fault, and the retained state after
+    each event, validate against event.json and state.json (round_id, phase, game_flow)."""
+    faults = (
+        FlowFault("late_unneeded", 1, delay=30.0),
+        FlowFault("exposed", 3),
+        FlowFault("misread_deal_on", 5, card_index=1),
+        FlowFault("outage", 7),
+    )
+    for protocol in ("angel_eye", "ascii_lines"):
+        game = plan_flow_game(11, protocol, 10, faults)
+        events = run(game, protocol)
+        engine = Engine(SETTINGS, load_variant_by_name("standard"))
+        kinds = set()
+        for seq, event in enumerate(events, start=1):
+            journaled = JournaledEvent(
+                seq=seq,
+                event_id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{protocol}/{seq}")),
+                kind=event.kind,
+                at=event.at,
+                shoe_id=event.shoe_id,
+                hand=event.hand,
+                source=event.source,
+                data=event.data,
+                origin="engine",
+                journaled_at=event.at,
+            )
+            validate_payload(
+                f"baccarat/v1/{TABLE}/events", encode(event_envelope(journaled, TABLE, event.at, None))
+            )
+            engine.apply(event)
+            state = {
+                "schema_version": 1,
+                "table_id": TABLE,
+                "ts": event.at,
+                "last_seq": seq,
+                "state": engine.snapshot(),
+            }
+            validate_payload(f"baccarat/v1/{TABLE}/state", encode(state))
+            kinds.add(event.kind)
+        assert {"betting_opened", "betting_closed", "round_completed", "round_held", "alert_raised"} <= kinds
