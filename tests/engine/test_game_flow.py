@@ -105,7 +105,7 @@ def test_a_late_unneeded_card_is_never_the_next_rounds_player_1(delay: float) ->
     burned = of_kind(out, "card_dealt")[-1]
     assert burned.data["slot"] == "burn"
     assert burned.data["burn"] == "unneeded"
-    (unneeded,) = alerts(out, "unneeded_card")
+    (unneeded,) = alerts(out, "card_before_betting_closed")
     assert unneeded.data["holds"] is None  # RULES.md mistake 1: the next round's burn, nothing to decide
     out += bet(eng, "2", 100)
     out += deal(eng, NATURAL_2, 120)
@@ -122,7 +122,7 @@ def test_a_second_unneeded_card_holds_the_next_round_until_a_supervisor_decides(
     out += bet(eng, "1", 10)
     out += deal(eng, NATURAL, 30)
     out += feed(eng, [read("5h", 40), read("6h", 45)])
-    first, second = alerts(out, "unneeded_card")
+    first, second = alerts(out, "card_before_betting_closed")
     assert first.data["holds"] is None
     assert second.data["holds"] == "next_round"
     assert second.data["details"]["rule"] == "RULES.md dealing mistake 2"
@@ -169,7 +169,7 @@ def test_the_per_round_burn_may_come_before_betting_closes() -> None:
     out = start_shoe(eng)
     out += feed(eng, [read("4d", 5)])  # the round's burn, drawn right away
     assert of_kind(out, "card_dealt")[-1].data["burn"] == "round"
-    assert not alerts(out, "unneeded_card")
+    assert not alerts(out, "card_before_betting_closed")
     out += bet(eng, "1", 10)
     out += deal(eng, NATURAL, 30)
     assert of_kind(out, "round_completed")[-1].data["cards"]["P1"] == "8c"
