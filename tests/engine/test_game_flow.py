@@ -551,3 +551,25 @@ def test_a_button_input_with_a_round_id_out_of_form_is_alerted_not_used() -> Non
     assert alert.data["code"] == "betting_out_of_order"
     assert "accepted form" in alert.data["details"]["reason"]
     assert eng.state.flow_phase == "waiting"
+
+
+def test_a_second_card_before_the_close_used_as_player_1_is_corrected_without_counting_it_twice() -> None:
+    """RULES.md mistake 2 under the window: the dealer made the second unneeded card the next round's
+    Player 1. The engine burned it and holds that round; the supervisor rearranges the round."""
+    eng = window(decks=2)
+    out = start_shoe(eng)
+    out += bet(eng, "1", 10)
+    out += deal(eng, NATURAL, 30)
+    out += feed(eng, [read("5h", 40), read("9d", 45)])  # 5h burned (mistake 1); 9d: the real P1
+    out += bet(eng, "2", 100)
+    out += deal(eng, ("4c", "Qd", "Kc"), 120)  # the engine's round 2: 4c Qd Kc ... (shifted)
+    physical = {"P1": "9d", "B1": "4c", "P2": "Qd", "B2": "Kc"}  # 9 against 4: natural
+    out += feed(eng, [cmd("rearrange", 130, "fix", hand=2, cards=physical)])
+    completed = of_kind(out, "round_completed")[-1]
+    assert completed.data["cards"] == physical
+    assert completed.data["round_id"] == "2"
+    corrected = of_kind(out, "round_corrected")[-1]
+    assert corrected.data["from_unneeded_burn"] == ["P1"]
+    assert eng.state.counts["9d"] == 1  # out of the shoe once: not counted again
+    assert_legal(out, 2)
+    assert_restores(eng, out)
