@@ -52,6 +52,7 @@ from daemon.service.configfile import (
     read_yaml,
     set_override,
 )
+from daemon.service.game_flow_config import game_flow_problems
 from daemon.shipped import shipped_config_dir
 
 CONFIG_DIR = shipped_config_dir()
@@ -225,6 +226,10 @@ def validate_raw(
         found.extend(problems_from_validation(raw, exc))
     reader_settings, camera_settings = _validate_device_settings(raw, found)
     _check_unique_names(raw, reader_settings, camera_settings, found)
+    if config is not None:
+        found.extend(
+            game_flow_problems(raw, config.table, config.broker.signing, [r.driver for r in config.readers])
+        )
     variant = _load_variant(raw, _variant_name(raw, config), found)
     if check_secrets:
         broker = config.broker if config is not None else None

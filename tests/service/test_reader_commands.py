@@ -112,3 +112,54 @@ def test_the_worker_reports_its_loop_turns_and_a_blocked_command_stops_them() ->
         shoe.release.set()
         worker.stop()
     assert worker.last_progress() is None  # stopped
+
+
+@pytest.mark.mosquitto
+def test_the_betting_window_locks_the_shoe_through_the_worker_and_alerts_when_it_cannot(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    """table.betting.lock_shoe (issue #12): the engine's own lock request is journaled, performed by
+    the reader worker (here an Angel Eye on a pty that never answers), and the failure comes back
+    as an input: shoe_not_locked. The server's open_betting is answered at once, not after it."""
+    deal, _plan, _steps = dealt_shoe(seed=2, max_hands=1)
+    shoe = PtyDevice(tmp_path / "baccarat-shoe")
+    config, _ek, _ck = write_config(tmp_path, shoe.path, mosquitto.port, deal)
+    flow = '"table": {"game_flow": "betting_window", "betting": {"lock_shoe": true},'
+    config.write_text(config.read_text().replace('"table": {', flow, 1))
+    daemon = Daemon(load_config(config, environ={}))
+    daemon.start()
+    replies: list[tuple[Any, Any]] = []
+    answered = threading.Event()
+
+    def reply(result: Any, reason: Any = None) -> None:
+        replies.append((result, reason))
+        answered.set()
+
+    try:
+        daemon.submit_command(
+            SupervisorCommand("new_shoe", time.time(), "game_server:gs", "c-shoe"), lambda *a: None
+        )
+        opening = SupervisorCommand(
+            "open_betting", time.time(), "game_server:gs", "c-open", {"round_id": "1"}
+        )
+        daemon.submit_command(opening, reply)
+        assert answered.wait(10)
+        assert replies[0][0]["accepted"] is True
+        deadline = time.monotonic() + 15
+        events: list[tuple[str, dict[str, Any]]] = []
+        while time.monotonic() < deadline:
+            assert daemon.wait_until_processed(10)
+            assert daemon.journal is not None
+            events = [(e.kind, e.data) for e in daemon.journal.events()]
+            if any(data.get("code") == "shoe_not_locked" for _, data in events):
+                break
+            time.sleep(0.1)
+    finally:
+        daemon.stop()
+        shoe.close()
+    [requested] = [data for kind, data in events if kind == "reader_command_requested"]
+    assert requested == {"action": "lock", "command_id": "betting-1-lock", "actor": "game_flow"}
+    [alert] = [data for kind, data in events if data.get("code") == "shoe_not_locked"]
+    assert alert["details"]["command_id"] == "betting-1-lock"
+    assert "no answer from the reader" in alert["details"]["reason"]
+    assert not [data for _, data in events if data.get("code") == "reader_command_refused"]
