@@ -274,6 +274,7 @@ class EngineLoop:
                     at=event.at,
                     actor=GAME_FLOW_ACTOR,
                     command_id=event.data["command_id"],
+                    args={},
                 )
                 self.reader_commands.request(
                     ReaderRequest(request, _nobody_waits, CommandAnswer(accepted=True))

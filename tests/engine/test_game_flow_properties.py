@@ -236,7 +236,7 @@ def test_arbitrary_game_flow_streams_never_crash_and_always_fold(
         }
     )
     eng = Engine(cfg, variant())
-    events = eng.handle(SupervisorCommand("new_shoe", 0.0, "t", "start"))
+    events = eng.handle(SupervisorCommand("new_shoe", 0.0, "t", "start", {}))
     for k, inp in enumerate(sorted(inputs, key=lambda x: x.at)):
         if k == restart_at:
             eng = Engine.restore(cfg, variant(), roundtrip(events))

@@ -137,7 +137,7 @@ def test_the_betting_window_locks_the_shoe_through_the_worker_and_alerts_when_it
 
     try:
         daemon.submit_command(
-            SupervisorCommand("new_shoe", time.time(), "game_server:gs", "c-shoe"), lambda *a: None
+            SupervisorCommand("new_shoe", time.time(), "game_server:gs", "c-shoe", {}), lambda *a: None
         )
         opening = SupervisorCommand(
             "open_betting", time.time(), "game_server:gs", "c-open", {"round_id": "1"}
