@@ -149,6 +149,13 @@ class AngelEyeDecoder:
 
     def feed(self, data: bytes, at: float) -> list[DecodedFrame]:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
+        if not self._emit_duplicates and not self._pending and self._recent and data == self._recent[-1]:
+            # A shoe sends every frame three times, each copy its own read: a copy of the newest
+            # frame taken, with nothing buffered, is what the loop below would count as a repeat
+            # (``_finish_frame``), decided here without finding the frame again. Measured worth
+            # it: bench/README.md, "Issue #11 re-measure".
+            self._dropped_duplicates += 1
+            return []
         stream = self._pending + data if self._pending else bytes(data)
         out: list[DecodedFrame] = []
         pos, end = 0, len(stream)
