@@ -86,7 +86,8 @@ def test_only_a_signed_game_server_ack_for_this_table_is_believed(files: dict[st
     }
     for why, payload in cases.items():
         outcome = check_ack(payload, TABLE, keyring)
-        assert isinstance(outcome, str) and why in outcome, (why, outcome)
+        assert isinstance(outcome, str), why
+        assert why in outcome, (why, outcome)
 
 
 def test_lag_opens_past_a_limit_and_closes_at_half() -> None:
@@ -94,8 +95,10 @@ def test_lag_opens_past_a_limit_and_closes_at_half() -> None:
     assert rule.exceeded(Lag(10, 59.0)) is None
     assert "11 events" in (rule.exceeded(Lag(11, 1.0)) or "")
     assert "61 s ago" in (rule.exceeded(Lag(1, 61.0)) or "")
-    assert not rule.caught_up(Lag(6, 1.0)) and not rule.caught_up(Lag(1, 31.0))
-    assert rule.caught_up(Lag(5, 30.0)) and rule.caught_up(Lag(0, None))
+    assert not rule.caught_up(Lag(6, 1.0))
+    assert not rule.caught_up(Lag(1, 31.0))
+    assert rule.caught_up(Lag(5, 30.0))
+    assert rule.caught_up(Lag(0, None))
 
 
 def test_the_resend_queue_merges_bounds_and_skips_what_the_broker_did_not_acknowledge(
@@ -105,7 +108,8 @@ def test_the_resend_queue_merges_bounds_and_skips_what_the_broker_did_not_acknow
     journal.mark_delivered([e.seq for e in events if e.seq not in (4, 5)])
     journal.mark_dead_letter(5, "refused")
     queue = ResendQueue(max_events=8)
-    assert queue.request(2, 3) and queue.request(4, 6)
+    assert queue.request(2, 3)
+    assert queue.request(4, 6)
     assert not queue.request(1, 9), "more than max_events queued"
     assert queue.waiting == 5
     assert [e.seq for e in queue.take(journal, 2)] == [2, 3]
@@ -161,7 +165,9 @@ def test_acks_are_stored_reported_and_the_unacknowledged_go_out_after_a_reconnec
     wait_until(lambda: journal.server_ack().seq == 5, what="the stored acknowledgement")
     assert journal.server_ack().event_id == events[4].event_id
     server_ack = publisher.health()["delivery"]["server_ack"]
-    assert server_ack["seq"] == 5 and server_ack["lag_events"] == 3 and server_ack["lag_s"] >= 0
+    assert server_ack["seq"] == 5
+    assert server_ack["lag_events"] == 3
+    assert server_ack["lag_s"] >= 0
     # the broker's word (PUBACK) is not the server's: after a reconnect 6-8 go out again, 1-5 not
     before = len(sub.on("events"))
     publisher.connection.client.disconnect()
@@ -246,7 +252,8 @@ def test_an_ack_naming_another_event_or_ahead_of_the_journal_is_a_rollback(
     publish(broker.port, TOPICS.ack, signed_ack(gs, "gs-1", 3, str(uuid.uuid4())), retain=True)
     sub.wait_for(lambda _: bool(_alerts(sub, AlertCode.JOURNAL_ROLLED_BACK)))
     (alert,) = _alerts(sub, AlertCode.JOURNAL_ROLLED_BACK)
-    assert alert["severity"] == "critical" and alert["acknowledged_seq"] == 3
+    assert alert["severity"] == "critical"
+    assert alert["acknowledged_seq"] == 3
     assert alert["old_journal_id"] == old_epoch != journal.journal_id == alert["new_journal_id"]
     assert journal.continuity.kind is ContinuityKind.ROLLBACK
     assert journal.server_ack().seq == 0, "a rollback sign is never accepted"
