@@ -3,7 +3,8 @@ behind a paho client. What ``baccarat-edge tail --checkpoint`` runs; the tests' 
 
 * A **persistent session** (MQTT 5 session expiry, clean start off; a stable client id), so the
   broker queues events while the consumer is away. It subscribes to ``events`` and the
-  retained ``state`` (its ``last_seq`` shows events missing at the end of the stream).
+  retained ``state`` and ``health`` (their ``last_seq`` shows events missing at the end of the
+  stream, e.g. lost by a broker that crashed while the consumer was away).
 * Every ``interval_s`` (its own thread): commit the checkpoint, then publish the signed
   acknowledgement of the committed position on ``ack`` (retained, QoS 1) when it moved, and a
   signed ``resend`` command for each gap :meth:`OrderedConsumer.gaps` names.
@@ -63,6 +64,7 @@ class ConsumerClient:
         self.acked_seq = 0
         """The last ``seq`` acknowledged to the table."""
         self.resends_asked: list[tuple[int, int]] = []
+        self._acked: tuple[int, str | None] = (0, None)  # (seq, event_id) last acknowledged
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         client.on_connect = self._on_connect
@@ -93,18 +95,17 @@ class ConsumerClient:
         """Commit; publish the acknowledgement if it moved and a resend for each open gap."""
         now = self._clock()
         with self.lock:
-            committed = self.consumer.commit()
-            ack = (
-                self.consumer.ack_message(self._ack_key_id, self._ack_key, now)
-                if committed > self.acked_seq
-                else None
-            )
+            self.consumer.commit()
+            position = self.consumer.checkpoint.committed
+            moved = (position.seq, position.event_id) != self._acked  # a rollback moves it back
+            ack = self.consumer.ack_message(self._ack_key_id, self._ack_key, now) if moved else None
             gaps = self.consumer.gaps(now)
         if not self.client.is_connected():
             return
         if ack is not None:
             self.client.publish(self.topics.ack, encode(ack), qos=1, retain=True)
-            self.acked_seq = committed
+            self._acked = (position.seq, position.event_id)
+            self.acked_seq = position.seq
         for first, last in gaps:
             command = self.consumer.resend_command(first, last, self._ack_key_id, self._ack_key, now)
             log.info("asking table %s for seq %d..%d", self.consumer.table_id, first, last)
@@ -122,8 +123,8 @@ class ConsumerClient:
         if reason.is_failure:
             log.error("broker refused the consumer: %s", reason)
             return
-        client.subscribe([(self.topics.events, 1), (self.topics.state, 1)])
-        self.acked_seq = 0  # acknowledge again on every connection (the broker may have lost it)
+        client.subscribe([(self.topics.events, 1), (self.topics.state, 1), (self.topics.health, 1)])
+        self._acked = (0, None)  # acknowledge again on every connection (the broker may have lost it)
 
     def _on_subscribe(self, client: mqtt.Client, userdata: Any, mid: int, reasons: Any, props: Any) -> None:
         self.subscribed.set()
@@ -133,7 +134,7 @@ class ConsumerClient:
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
         now = self._clock()
-        if message.topic == self.topics.state:
+        if message.topic in (self.topics.state, self.topics.health):
             last_seq = _last_seq(bytes(message.payload))
             if last_seq is not None:
                 with self.lock:
@@ -151,7 +152,7 @@ class ConsumerClient:
 
 
 def _last_seq(payload: bytes) -> int | None:
-    """``last_seq`` of a ``state`` payload (the signature is not checked: it only makes the
+    """``last_seq`` of a ``state`` or ``health`` payload (the signature is not checked: it only makes the
     consumer ask for events sooner; what comes back is verified)."""
     try:
         value = json.loads(payload).get("last_seq")
