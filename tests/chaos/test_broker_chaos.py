@@ -170,3 +170,58 @@ def test_a_journal_rolled_back_mid_shoe_is_reported_by_table_and_game_server(tmp
         server.stop()
         journal.close()
         broker.stop()
+
+
+def test_a_whole_disk_revert_is_caught_by_the_server_acknowledgement(tmp_path: Path) -> None:
+    broker = ShippedBroker(tmp_path / "broker")
+    broker.start()
+    keys = chaos_keys(tmp_path)
+    path = tmp_path / "journal.sqlite3"
+    marker = Path(f"{path}.marker")
+    journal = Journal(JournalSettings(path=path), TABLE)
+    journal.append([], [card_event(n) for n in range(1, 13)])
+    journal.close()
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    shutil.copy(path, snapshot / path.name)  # the VM snapshot: journal and marker together
+    shutil.copy(marker, snapshot / marker.name)
+    journal = Journal(JournalSettings(path=path), TABLE)
+    journal.append([], [card_event(n) for n in range(13, 21)])
+    server = game_server(broker, keys, tmp_path / "checkpoint.sqlite3")
+    publisher = Publisher(table_settings(broker, keys), TABLE, journal)
+    publisher.start()
+    try:
+        wait_until(lambda: _caught_up(server, journal), 30, "the game server to acknowledge seq 20")
+    finally:
+        publisher.stop(timeout=2.0)
+        journal.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    shutil.copy(snapshot / path.name, path)
+    shutil.copy(snapshot / marker.name, marker)
+    journal = Journal(JournalSettings(path=path), TABLE)
+    assert journal.continuity.kind is ContinuityKind.NONE  # the marker cannot see it
+    # the shoe goes on before the table hears from the server: seq 13-16 again, other cards
+    journal.append([], [card_event(n) for n in range(113, 117)])
+    publisher = Publisher(table_settings(broker, keys), TABLE, journal)
+    publisher.start()
+    try:
+        wait_until(lambda: _caught_up(server, journal), 30, "the game server to follow the new epoch")
+        # the table: the retained acknowledgement of seq 20 is ahead of its journal
+        assert journal.continuity.kind is ContinuityKind.ROLLBACK
+        assert journal.continuity.acknowledged_seq == 20
+        rolled = journal.get(17)
+        assert rolled is not None
+        assert (rolled.kind, rolled.data["code"]) == ("alert_raised", AlertCode.JOURNAL_ROLLED_BACK)
+        # the game server: the reissued seq 13-16 are conflicts (reported, not dropped as
+        # copies), 17-20 of the lost epoch are reported lost, and it follows the new epoch
+        assert server.consumer.stats.conflicts == 4
+        assert all("other content" in c for c in server.consumer.conflicts)
+        assert len(server.consumer.rollbacks) == 1
+        assert [seq for seq, _, _ in server.consumer.checkpoint.lost()] == [17, 18, 19, 20]
+        assert server.seqs == [*range(1, 21), 17]
+    finally:
+        publisher.stop(timeout=2.0)
+        server.stop()
+        journal.close()
+        broker.stop()
