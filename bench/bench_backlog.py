@@ -64,14 +64,18 @@ EVENTS_PER_SHOE = 700  # a clean 8-deck shoe makes ~730 events; slightly low so 
 TARGET_EVENTS_PER_S = 5000
 
 
-def _delivery(state_dir: Path, after_seq: int) -> tuple[int, int, float | None, float | None]:
-    """(events after ``after_seq``, delivered among them, first and last delivered_at)."""
+def _delivery(
+    state_dir: Path, after_seq: int, through_seq: int | None = None
+) -> tuple[int, int, float | None, float | None]:
+    """(events after ``after_seq`` (through ``through_seq``), delivered among them, first and
+    last delivered_at). ``through_seq`` leaves out what was journaled after the broker came
+    back (e.g. the clearing of ``server_ack_lagging``), so it does not stretch the drain."""
     db = sqlite3.connect(f"file:{state_dir / 'journal.sqlite3'}?mode=ro", uri=True, timeout=5.0)
     try:
         total, delivered, first, last = db.execute(
             "SELECT count(*), count(delivered_at), min(delivered_at), max(delivered_at) "
-            "FROM events WHERE seq > ?",
-            (after_seq,),
+            "FROM events WHERE seq > ? AND seq <= ?",
+            (after_seq, through_seq if through_seq is not None else 2**62),
         ).fetchone()
         return int(total), int(delivered), first, last
     finally:
@@ -200,7 +204,9 @@ def _run_on(
         broker.start()
         up_wall = time.time()
         up = time.monotonic()
-        finished = await_condition(lambda: _delivery(state_dir, before)[1] >= backlog, 180.0, 0.1)
+        finished = await_condition(
+            lambda: _delivery(state_dir, before, last_backlog_seq)[1] >= backlog, 180.0, 0.1
+        )
         if not finished:
             raise RuntimeError(f"backlog not acknowledged within 180 s:\n{daemon.tail()}")
         drained_s = time.monotonic() - up
@@ -211,7 +217,7 @@ def _run_on(
                     f"the server did not acknowledge the backlog within 180 s:\n{daemon.tail()}"
                 )
             server_acked_s = time.monotonic() - up
-        _, _, first_ack, last_ack = _delivery(state_dir, before)
+        _, _, first_ack, last_ack = _delivery(state_dir, before, last_backlog_seq)
         if spy is not None:
             spy.wait(30)
         received_all = await_condition(
