@@ -218,13 +218,17 @@ def test_a_whole_disk_revert_is_caught_by_the_server_acknowledgement(tmp_path: P
         rolled = journal.get(17)
         assert rolled is not None
         assert (rolled.kind, rolled.data["code"]) == ("alert_raised", AlertCode.JOURNAL_ROLLED_BACK)
-        # the game server: the reissued seq 13-16 are conflicts (reported, not dropped as
-        # copies), 17-20 of the lost epoch are reported lost, and it follows the new epoch
+        # the game server: the reissued seq 13-16 are conflicts (reported, never dropped as
+        # copies), what the table lost is reported lost, and it follows the table from seq 12
         assert server.consumer.stats.conflicts == 4
         assert all("other content" in c for c in server.consumer.conflicts)
         assert len(server.consumer.rollbacks) == 1
-        assert [seq for seq, _, _ in server.consumer.checkpoint.lost()] == [17, 18, 19, 20]
-        assert server.seqs == [*range(1, 21), 17]
+        # lost: the old 13-20 (13-16 reissued under the same ids with other cards)
+        assert [seq for seq, _, _ in server.consumer.checkpoint.lost()] == list(range(13, 21))
+        # processed: the old 1-20, then the table's 13-17 (13-16 came back on the gap fill)
+        assert server.seqs == [*range(1, 21), *range(13, 18)]
+        held = [(e.seq, e.event_id) for e in journal.events(origin=None)]
+        assert server.consumer.checkpoint.processed_seqs() == held
     finally:
         publisher.stop(timeout=2.0)
         server.stop()
