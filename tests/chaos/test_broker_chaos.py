@@ -9,6 +9,8 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from daemon.alerts import AlertCode
 from daemon.journal import Continuity, ContinuityKind, Journal, JournalSettings
 from daemon.mqtt.publisher import Publisher
@@ -24,6 +26,8 @@ from tests.chaos.support import (
     wait_until,
 )
 from tests.mqtt.conftest import card_event
+
+pytestmark = pytest.mark.mosquitto
 
 
 def _continuity(journal: Journal) -> Continuity:

@@ -26,6 +26,8 @@ from tests.mqtt.conftest import TABLE, card_event
 from tests.mqtt.support import Subscriber, signed_command, validate_payload
 from tests.support.broker import MosquittoBroker
 
+pytestmark = pytest.mark.mosquitto
+
 TOPICS = TableTopics(TABLE)
 
 
