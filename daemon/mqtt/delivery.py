@@ -149,19 +149,21 @@ class Delivery:
         return {"alert_id": self.failing_alert, "events_waiting": self.window.refused_waiting}
 
     def _publish(self, event: JournaledEvent, again: bool = False) -> None:
+        """Publish ``event``; ``again``: one the broker acknowledged before, sent again for the
+        game server (a refusal to send it again is logged: its first copy went out)."""
+        mid: int | None = None
         try:
             payload = event_payload(event, self._table_id, self._clock(), self._events_key)
-        except ValueError as exc:  # not encodable: it can never go out
-            self._carry_out(self.window.unsendable(event, f"cannot be published: {exc}"))
-            return
-        too_large = self._too_large(len(payload))
-        if too_large is not None:
-            self._carry_out(self.window.unsendable(event, too_large))
-            return
-        try:
-            mid = self._connection.publish(self._topics.events, payload, properties=self._event_props)
-        except ValueError as exc:  # paho refuses it (e.g. payload too large): it can never go out
-            self._carry_out(self.window.unsendable(event, f"cannot be published: {exc}"))
+            problem = self._too_large(len(payload))
+            if problem is None:
+                mid = self._connection.publish(self._topics.events, payload, properties=self._event_props)
+        except ValueError as exc:  # not encodable, or paho refuses it: it can never go out
+            problem = f"cannot be published: {exc}"
+        if mid is None:
+            if again:
+                log.error("event seq=%d cannot be sent again: %s", event.seq, problem)
+            else:
+                self._carry_out(self.window.unsendable(event, problem or "cannot be published"))
             return
         if again:
             self.window.republished(event, mid)
