@@ -86,7 +86,10 @@ class OrderedConsumer:
             return Fed(Verdict.REJECTED, problem)
         seq: int = envelope["seq"]
         digest = hashlib.sha256(signed).digest()
-        self._note_rollback(envelope)
+        if self._is_copy(seq, envelope["event_id"], digest):
+            self.stats.duplicates += 1
+            return Fed(Verdict.DUPLICATE)
+        self._note_rollback(envelope)  # only a rollback alert never processed before counts
         if seq <= self.position:
             return self._seen(seq, envelope, digest, self.checkpoint.processed(seq))
         held = self._waiting.get(seq)
@@ -172,6 +175,14 @@ class OrderedConsumer:
         return [s for s in range(self.position + 1, last + 1) if s not in self._waiting]
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _is_copy(self, seq: int, event_id: str, digest: bytes) -> bool:
+        """The same event as one processed or waiting at ``seq`` (a redelivery)."""
+        if seq <= self.position:
+            held = self.checkpoint.processed(seq)
+            return held is not None and held.event_id == event_id and held.digest in (digest, None)
+        waiting = self._waiting.get(seq)
+        return waiting is not None and waiting[0]["event_id"] == event_id and waiting[1] == digest
 
     def _seen(self, seq: int, envelope: dict[str, Any], digest: bytes, held: Any) -> Fed:
         if held is None:  # processed before this checkpoint began keeping events

@@ -178,6 +178,20 @@ def test_a_rolled_back_journal_is_reported_and_followed(tmp_path: Path) -> None:
     assert [e["seq"] for e in fed.processed] == [8]
     assert c.feed(rolled, 0.0).verdict is Verdict.DUPLICATE  # a copy changes nothing
     assert c.checkpoint.position.epoch_id == "e2-id"
+    # a later rollback (epoch 3), then an old copy of the first alert (a resend of that range):
+    # a copy of a processed event, never a second fall-back
+    c.feed(envelope(9, epoch="e2"), 0.0)
+    rolled_again = envelope(
+        10,
+        epoch="e3",
+        kind="alert_raised",
+        data={**rolled["data"], "journal_seq": 9, "new_epoch": 3, "new_journal_id": "e3-id"},
+    )
+    assert [e["seq"] for e in c.feed(rolled_again, 0.0).processed] == [10]
+    assert c.feed(rolled, 0.0).verdict is Verdict.DUPLICATE
+    assert c.position == 10
+    assert len(c.rollbacks) == 2
+    assert c.checkpoint.position.epoch_id == "e3-id"
 
 
 def test_the_ack_names_the_committed_position_and_the_table_believes_it(tmp_path: Path) -> None:
