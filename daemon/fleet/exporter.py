@@ -9,6 +9,7 @@ loopback unless told otherwise: metrics name every table of the floor.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -33,6 +34,10 @@ def scrape_body(live: LiveFleet, limits: Thresholds, clock: Callable[[], float] 
     return exposition(summaries, live.messages, live.connected, live.fleet.ignored_topics)
 
 
+class _ThreadingHTTPServerV6(ThreadingHTTPServer):
+    address_family = socket.AF_INET6
+
+
 class MetricsServer:
     """The HTTP side: ``/metrics`` and ``/healthz`` on a background thread."""
 
@@ -40,7 +45,8 @@ class MetricsServer:
         self.live = live
         self.limits = limits
         handler = self._handler_class()
-        self.httpd = ThreadingHTTPServer(address, handler)
+        server_class = _ThreadingHTTPServerV6 if ":" in address[0] else ThreadingHTTPServer
+        self.httpd = server_class(address, handler)
         self.httpd.daemon_threads = True
         self._thread = threading.Thread(target=self.httpd.serve_forever, name="fleet-metrics", daemon=True)
 
