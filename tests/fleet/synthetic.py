@@ -37,6 +37,7 @@ class SyntheticTable:
     last_read_at: float | None = None
     journal_id: str = "j-bench"
     seq: int = 0
+    cards_in_round: int = 0
 
     def status(self, ts: float) -> bytes:
         body: dict[str, Any] = {
@@ -137,22 +138,58 @@ class SyntheticTable:
         body = {"table_id": self.table_id, "ts": ts, "last_seq": self.seq, "state": snapshot}
         return encode(signed_message(body, self.key))
 
-    def next_card(self, at: float, published_at: float) -> bytes:
-        """The wire bytes of the table's next ``card_dealt`` event (signed with ``key``)."""
+    def next_event(self, kind: str, data: dict[str, Any], at: float, published_at: float) -> bytes:
+        """The wire bytes of the table's next event (signed with ``key``, as the daemon signs)."""
         self.seq += 1
         event = JournaledEvent(
             seq=self.seq,
             event_id=event_id_for(self.journal_id, self.table_id, self.seq),
-            kind="card_dealt",
+            kind=kind,
             at=at,
             shoe_id=self.shoe_id,
             hand=self.hand,
-            source="reader",
-            data={"card": "8s", "slot": SLOTS[self.seq % len(SLOTS)]},
+            source="reader" if kind == "card_dealt" else "system",
+            data=data,
             origin="engine",
             journaled_at=at,
         )
         return event_payload(event, self.table_id, published_at, self.key)
+
+    def deal_card(self, now: float) -> list[tuple[str, bytes, bool]]:
+        """One card of a four-card round as the daemon publishes it: (topic, payload, retain).
+
+        A round is ``round_opened``, ``bets_offered`` and the first card; two cards; the last
+        card, ``verdict_checked``, ``round_completed`` and the retained ``state`` (the
+        daemon sends it after each round boundary): 8 events and a state per 4 cards."""
+        base = f"baccarat/v1/{self.table_id}"
+        card = self.cards_in_round
+        out: list[tuple[str, bytes, bool]] = []
+        if card == 0:
+            self.hand += 1
+            out.append(
+                (
+                    f"{base}/events",
+                    self.next_event("round_opened", {"hand": self.hand, "bets": []}, now, now),
+                    False,
+                )
+            )
+            offered = {"hand": self.hand, "bets": ["player", "banker", "tie"]}
+            out.append((f"{base}/events", self.next_event("bets_offered", offered, now, now), False))
+        dealt = {"card": "8s", "slot": SLOTS[card]}
+        out.append((f"{base}/events", self.next_event("card_dealt", dealt, now, now), False))
+        self.cards_in_round = (card + 1) % len(SLOTS)
+        if self.cards_in_round == 0:
+            verdict = {"hand": self.hand, "agrees": True, "verdict": {"outcome": "banker"}}
+            out.append((f"{base}/events", self.next_event("verdict_checked", verdict, now, now), False))
+            completed = {
+                "hand": self.hand,
+                "cards": {slot: "8s" for slot in SLOTS},
+                "outcome": {"winner": "tie"},
+                "bets": {},
+            }
+            out.append((f"{base}/events", self.next_event("round_completed", completed, now, now), False))
+            out.append((f"{base}/state", self.state(now), True))
+        return out
 
 
 def publish_retained(port: int, messages: list[tuple[str, bytes]], timeout: float = 30.0) -> None:
