@@ -309,15 +309,15 @@ def run(count: int, duration: float, rate: float, burst: int, workdir: Path) -> 
             floor.cards,
         )
         drained_s = wait_for_consumer(out, floor.events)
+        c2 = cpu_seconds(consumer.pid)  # the paced events (and nothing else) processed by now
         burst_from = time.time()
         bb0, e2 = cpu_seconds(broker.pid), floor.events
         floor.run_burst(burst)
         bb1, e3 = cpu_seconds(broker.pid), floor.events
         burst_drained_s = wait_for_consumer(out, floor.events)
-        fleet_started = time.monotonic()
-        fleet, _messages = collect(ClientOptions("127.0.0.1", broker.port, None, None, None, True, "", None))
-        fleet_s = time.monotonic() - fleet_started
-        fleet_tables = len(fleet)
+        got_fleet = collect(ClientOptions("127.0.0.1", broker.port, None, None, None, True, "", None))
+        fleet_s = got_fleet.seconds
+        fleet_tables = len(got_fleet.fleet)
         total_events = floor.events
         highest_sent = {t.table_id: t.seq for t in floor.tables}
         floor.close()
@@ -355,6 +355,8 @@ def run(count: int, duration: float, rate: float, burst: int, workdir: Path) -> 
         "fleet_view_tables": fleet_tables,
         "generator_cpu_share": round((g1 - g0) / wall, 3),
         "consumer_cpu_share": round((c1 - c0) / wall, 3),
+        "consumer_cpu_us_per_event": round(1e6 * (c2 - c0) / max(1, e1 - e0), 1),
+        "generator_cpu_us_per_card": round(1e6 * (g1 - g0) / max(1, k1 - k0), 1),
         "latency_paced": ms([arr - pub for arr, pub in paced]).as_dict(2),
         "burst_events": e3 - e2,
         "burst_consumer_events_per_s": round(len(burst_arrivals) / burst_span) if burst_span else None,

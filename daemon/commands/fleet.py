@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--quiet", type=float, default=0.5, help="stop gathering after this many seconds without a message"
     )
-    parser.add_argument("--timeout", type=float, default=10.0, help="stop gathering after this many seconds")
+    parser.add_argument("--timeout", type=float, default=30.0, help="stop gathering after this many seconds")
     parser.add_argument("--limit", type=int, help="terminal view: list only the worst N tables")
     parser.add_argument(
         "--stale-after", type=float, default=60.0, help="online with no health report this long: stale"
@@ -80,16 +80,22 @@ def run(args: argparse.Namespace) -> int:
     if args.serve_metrics:
         return _serve(args, conn, limits)
     try:
-        fleet, messages = collect(conn, quiet_s=args.quiet, timeout_s=args.timeout)
+        got = collect(conn, quiet_s=args.quiet, timeout_s=args.timeout)
     except (CollectError, OSError, ValueError) as exc:
         print(f"fleet: {exc}", file=sys.stderr)
         return 2
+    if not got.complete:
+        print(
+            f"fleet: --timeout {args.timeout:g} s stopped the gathering while messages were still "
+            f"arriving ({got.messages} so far): tables may be missing; raise --timeout",
+            file=sys.stderr,
+        )
     now = time.time()
-    summaries = worst_first(fleet.records(), now, limits)
+    summaries = worst_first(got.fleet.records(), now, limits)
     if args.json:
-        print(as_json(summaries, now, messages))
+        print(as_json(summaries, now, got.messages, got.complete))
     elif args.metrics:
-        sys.stdout.write(exposition(summaries, messages, True, fleet.ignored_topics))
+        sys.stdout.write(exposition(summaries, got.messages, True, got.fleet.ignored_topics))
     else:
         colour = not args.no_color and sys.stdout.isatty()
         print(render_table(summaries, now, colour=colour, limit=args.limit))

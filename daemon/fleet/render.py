@@ -12,12 +12,13 @@ _COLOURS = {"critical": "\x1b[31m", "warning": "\x1b[33m", "ok": "\x1b[32m"}
 _RESET = "\x1b[0m"
 
 
-def as_json(summaries: list[TableSummary], now: float, messages: int) -> str:
+def as_json(summaries: list[TableSummary], now: float, messages: int, complete: bool = True) -> str:
     """The ``--json`` document: collection facts, counts by level, then every table."""
     levels = {level: sum(1 for s in summaries if s.level == level) for level in ("critical", "warning", "ok")}
     document = {
         "collected_at": now,
         "messages": messages,
+        "complete": complete,
         "tables": len(summaries),
         "levels": levels,
         "table_summaries": [_table_json(s) for s in summaries],
