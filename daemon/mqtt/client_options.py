@@ -138,8 +138,8 @@ def resolve(args: argparse.Namespace, table_required: bool = True) -> ClientOpti
     return ClientOptions(host, port, tls, username, password, mqtt5, table or "", key)
 
 
-def build_client(options: ClientOptions, name: str) -> mqtt.Client:
-    """A paho client (random id ``baccarat-edge-<name>-xxxx``) with TLS and login set.
+def build_client(options: ClientOptions, name: str, client_id: str | None = None) -> mqtt.Client:
+    """A paho client (``client_id``, or a random ``baccarat-edge-<name>-xxxx``) with TLS and login set.
 
     Raises ``OSError``/``ValueError`` (``ssl.SSLError`` is an ``OSError``) when the TLS files
     cannot be used."""
@@ -150,7 +150,7 @@ def build_client(options: ClientOptions, name: str) -> mqtt.Client:
 
     client = mqtt.Client(
         CallbackAPIVersion.VERSION2,
-        client_id=f"baccarat-edge-{name}-{secrets.token_hex(4)}",
+        client_id=client_id or f"baccarat-edge-{name}-{secrets.token_hex(4)}",
         protocol=mqtt.MQTTv5 if options.mqtt5 else mqtt.MQTTv311,
     )
     if options.tls is not None:

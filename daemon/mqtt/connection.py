@@ -110,6 +110,10 @@ class Connection:
         """The broker's Maximum Packet Size (MQTT 5 CONNACK), None when it gave none."""
         self._refusal: str | None = None
         self._cmd_sub_mid: int | None = None
+        self._ack_sub_mid: int | None = None
+        self.ack_subscribed = threading.Event()
+        """Set once the broker acknowledged the ``ack`` subscription (server acknowledgement on)."""
+        self._server_acks: deque[bytes] = deque()
         self._offline_mid: int | None = None
         self._offline_acked = threading.Event()
         self._acks: deque[Ack] = deque()
@@ -177,6 +181,10 @@ class Connection:
     def take_acks(self) -> list[Ack]:
         """The PUBACKs received since the last call, in arrival order."""
         return _drain(self._acks)
+
+    def take_server_acks(self) -> list[bytes]:
+        """The game server's ``ack`` payloads received since the last call."""
+        return _drain(self._server_acks)
 
     # -- client set-up ----------------------------------------------------------------------
 
@@ -268,6 +276,7 @@ class Connection:
     def _connection_failed(self, message: str) -> None:
         self.connected.clear()
         self.subscribed.clear()
+        self.ack_subscribed.clear()
         self.last_error = message
         self._counters.connection_failures += 1
         delay = self._backoff.next_delay()
@@ -305,6 +314,9 @@ class Connection:
             properties=self.json_properties(),
         )
         _, self._cmd_sub_mid = client.subscribe(self.topics.cmd, qos=1)
+        if self.settings.delivery.server_ack.enabled:
+            # Retained: the server's latest acknowledgement arrives at once on every connect.
+            _, self._ack_sub_mid = client.subscribe(self.topics.ack, qos=1)
         self._on_connected()
         self.connected.set()
         self._wake()
@@ -317,15 +329,16 @@ class Connection:
         reason_codes: list[ReasonCode],
         properties: Properties | None,
     ) -> None:
-        if mid != self._cmd_sub_mid:
+        if mid not in (self._cmd_sub_mid, self._ack_sub_mid):
             return
+        name = "cmd" if mid == self._cmd_sub_mid else "ack"
         if any(code.is_failure for code in reason_codes):
-            self.last_error = "broker refused the cmd subscription: " + ", ".join(
+            self.last_error = f"broker refused the {name} subscription: " + ", ".join(
                 reason_text(code) for code in reason_codes
             )
             log.error("%s", self.last_error)
             return
-        self.subscribed.set()
+        (self.subscribed if name == "cmd" else self.ack_subscribed).set()
 
     def _on_disconnect(
         self,
@@ -337,6 +350,7 @@ class Connection:
     ) -> None:
         self.connected.clear()
         self.subscribed.clear()
+        self.ack_subscribed.clear()
         if not self.stopping.is_set():
             self.last_error = f"disconnected: {reason_text(reason_code)}"
 
@@ -356,6 +370,10 @@ class Connection:
         self._wake()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        if message.topic == self.topics.ack:
+            self._server_acks.append(bytes(message.payload))
+            self._wake()
+            return
         if message.topic != self.topics.cmd:
             return
         props = message.properties

@@ -103,7 +103,7 @@ class EventConsumer:
             return Received(Verdict.REJECTED, reason=problem)
         event_id: str = envelope["event_id"]
         seq: int = envelope["seq"]
-        digest = hashlib.sha256(signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)).digest()
+        digest = content_digest(envelope)
         seen = self._ids.get(event_id)
         if seen is not None:
             if seen[1] != digest:
@@ -156,30 +156,44 @@ class EventConsumer:
             self._seqs.pop(old_seq, None)
 
     def _parse(self, payload: bytes | str | dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        if isinstance(payload, dict):
-            envelope: Any = payload
-        else:
-            try:
-                envelope = json.loads(payload)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                return None, f"not JSON: {exc}"
-        if not isinstance(envelope, dict):
-            return None, "not a JSON object"
-        for name, kind in _REQUIRED.items():
-            value = envelope.get(name)
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-                return None, f"field {name!r} missing or of the wrong type"
-        if envelope["schema_version"] != SCHEMA_VERSION:
-            return None, f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}"
-        if envelope["seq"] < 1:
-            return None, "seq must be >= 1"
-        if envelope["table_id"] != self.table_id:
-            return None, f"event of table {envelope['table_id']!r}, expected {self.table_id!r}"
-        if self.key is None:
-            if self.require_signature:
-                return None, "signature required but no key configured"
-        elif "sig" not in envelope:
-            return None, "unsigned event (a key is configured: a signature is required)"
-        elif not verify(envelope, self.key, UNSIGNED_EVENT_FIELDS):
-            return None, "signature does not verify"
-        return envelope, ""
+        return parse_event(payload, self.table_id, self.key, self.require_signature)
+
+
+def content_digest(envelope: dict[str, Any]) -> bytes:
+    """SHA-256 of an event's signed content (every member but ``published_at`` and ``sig``):
+    equal for two copies of one event, different for another event under the same id."""
+    return hashlib.sha256(signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)).digest()
+
+
+def parse_event(
+    payload: bytes | str | dict[str, Any], table_id: str, key: Secret | None, require_signature: bool
+) -> tuple[dict[str, Any] | None, str]:
+    """The envelope of one ``events`` payload, or None and why it is rejected (not JSON, a
+    field missing or mistyped, another table's, a signature missing or wrong)."""
+    if isinstance(payload, dict):
+        envelope: Any = payload
+    else:
+        try:
+            envelope = json.loads(payload)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return None, f"not JSON: {exc}"
+    if not isinstance(envelope, dict):
+        return None, "not a JSON object"
+    for name, kind in _REQUIRED.items():
+        value = envelope.get(name)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            return None, f"field {name!r} missing or of the wrong type"
+    if envelope["schema_version"] != SCHEMA_VERSION:
+        return None, f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}"
+    if envelope["seq"] < 1:
+        return None, "seq must be >= 1"
+    if envelope["table_id"] != table_id:
+        return None, f"event of table {envelope['table_id']!r}, expected {table_id!r}"
+    if key is None:
+        if require_signature:
+            return None, "signature required but no key configured"
+    elif "sig" not in envelope:
+        return None, "unsigned event (a key is configured: a signature is required)"
+    elif not verify(envelope, key, UNSIGNED_EVENT_FIELDS):
+        return None, "signature does not verify"
+    return envelope, ""

@@ -6,7 +6,8 @@ Every engine action (:data:`daemon.engine.commands.ACTIONS`) belongs to exactly 
 other action is refused with the code ``forbidden``. The legacy single ``command_key`` holds
 every role.
 
-- ``game_server``: the round flow the game server drives (a new shoe, the Super 98 die).
+- ``game_server``: the round flow the game server drives (a new shoe, the Super 98 die), and
+  ``resend`` (a gap fill: not an engine action, the publisher serves it).
 - ``supervisor``: corrections and voids: what changes a recorded result or closes an alert.
 - ``technician``: the reader itself: lock/unlock and closing a rescan-needed alert.
 """
@@ -25,7 +26,7 @@ class Role(Enum):
 
 
 ROLE_ACTIONS: dict[Role, frozenset[str]] = {
-    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die"}),
+    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die", "resend"}),
     Role.SUPERVISOR: frozenset(
         {
             "void_round",
@@ -41,6 +42,10 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
     Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),
 }
 """The actions each role may send; every engine action is in exactly one."""
+
+PUBLISHER_ACTIONS: frozenset[str] = frozenset({"resend"})
+"""Actions the publisher serves itself, not the engine: ``resend`` (publish a range of events
+again for the game server, :mod:`daemon.mqtt.resend_command`)."""
 
 
 def roles_for(action: str) -> frozenset[Role]:
