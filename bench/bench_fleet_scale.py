@@ -9,10 +9,11 @@ the daemon signs them (``daemon.mqtt.envelope.event_payload``), QoS 1, plus the 
 ``state`` after each round. All N connections are driven by one thread (a selector over
 the paho sockets), so the generator is one process whatever N.
 
-The consumer is a separate process: the consumer group member of daemon/fleet/shards.py
-(one shard: one MQTT 5 shared subscription per table, persistent session, QoS 1) with the
+The consumer is a separate process in the consumer group's shape (daemon/fleet/shards.py:
+one shard, one MQTT 5 shared subscription per table, persistent session, QoS 1) with the
 reference consumer (daemon/mqtt/consumer.py: signature verified with each table's key,
-dedup by event_id, seq gaps) per table. It timestamps every new event on arrival.
+dedup by event_id, seq gaps) per table; not the durable checkpoint and acknowledgements of
+issue #13. It timestamps every new event on arrival.
 
 For each N in ``--tables`` (default 50,500; the first is the baseline of the ratios):
   * paced phase (``--duration`` s at table rate): broker CPU per message and per event
@@ -39,6 +40,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -184,9 +186,49 @@ class Floor:
 # ---------------------------------------------------------------- consumer process
 
 
+class BenchConsumer:
+    """The consumer group's shape (``daemon/fleet/shards.py``: one MQTT 5 shared subscription
+    per table of the shard, persistent session, QoS 1) feeding the verify/dedup/gap reference
+    consumer (:class:`~daemon.mqtt.consumer.EventConsumer`) per table. Without the durable
+    checkpoint and acknowledgements of issue #13 (``ShardConsumer``): their SQLite commits and
+    ack messages are not in these figures."""
+
+    def __init__(self, port: int, tables: list[str], on_event: Any) -> None:
+        from paho.mqtt.packettypes import PacketTypes
+        from paho.mqtt.properties import Properties
+
+        from daemon.fleet.shards import shard_filters
+        from daemon.mqtt.consumer import EventConsumer
+
+        self.filters = shard_filters(tables, 0, 1)
+        self.consumers = {t: EventConsumer(t, key=table_key(t), require_signature=True) for t in tables}
+        self.on_event = on_event
+        self.subscribed = threading.Event()
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id="bench-consumer", protocol=mqtt.MQTTv5
+        )
+        self.client.max_inflight_messages_set(100)
+        self.client.on_connect = lambda c, *_: c.subscribe([(f, 1) for f in self.filters])
+        self.client.on_subscribe = lambda *_: self.subscribed.set()
+        self.client.on_message = self._on_message
+        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
+        props.SessionExpiryInterval = 3600
+        self.client.connect("127.0.0.1", port, keepalive=15, clean_start=False, properties=props)
+        self.client.loop_start()
+
+    def _on_message(self, _c: mqtt.Client, _u: object, message: mqtt.MQTTMessage) -> None:
+        table = message.topic.split("/")[2]
+        consumer = self.consumers.get(table)
+        if consumer is not None:
+            self.on_event(table, consumer.feed(bytes(message.payload)))
+
+    def stop(self) -> None:
+        self.client.disconnect()
+        self.client.loop_stop()
+
+
 def consume(port: int, count: int, out: Path) -> None:
     """The consumer process: collect until SIGTERM, then write the figures to ``out``."""
-    from daemon.fleet.shards import ShardConsumer
     from daemon.mqtt.consumer import Received, Verdict
 
     tables = table_ids(count)
@@ -202,11 +244,7 @@ def consume(port: int, count: int, out: Path) -> None:
         elif len(problems) < 20:
             problems.append(f"{table}: {result.verdict.value} {result.reason}")
 
-    keys = {t: table_key(t) for t in tables}
-    consumer = ShardConsumer(
-        "127.0.0.1", port, tables, 0, 1, keys=keys, on_event=on_event, client_id="bench-consumer"
-    )
-    consumer.start()
+    consumer = BenchConsumer(port, tables, on_event)
     stop = [False]
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
     consumer.subscribed.wait(60)

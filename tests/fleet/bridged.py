@@ -11,13 +11,21 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from daemon.fleet.shards import ShardConsumer
 from daemon.journal import DeliveryEvent, Journal, JournalSettings
-from daemon.mqtt.consumer import Received, Verdict
 from daemon.mqtt.publisher import Publisher
+from daemon.mqtt.roles import Role
 from daemon.mqtt.secrets import Secret, SecretSource
-from daemon.mqtt.settings import BrokerSettings, DeliverySettings, SigningSettings, TlsSettings
+from daemon.mqtt.settings import (
+    BrokerSettings,
+    CommandKeySettings,
+    DeliverySettings,
+    ServerAckSettings,
+    SigningSettings,
+    TlsSettings,
+)
 from tests.conftest import REPO_ROOT
 from tests.support.broker import MosquittoBroker
 from tests.support.secrets import write_secret
@@ -80,7 +88,12 @@ class Table:
         self.dealt += count
 
 
-def make_table(workdir: Path, table_id: str, site_port: int) -> Table:
+GS_KEY_ID = "gs-1"
+
+
+def make_table(workdir: Path, table_id: str, site_port: int, gs_key_file: Path) -> Table:
+    """A table with the game server's acknowledgement on (issue #13): it keeps and resends
+    every event the game server has not acknowledged, and obeys its signed ``resend``."""
     workdir.mkdir(parents=True, exist_ok=True)
     key_file = workdir / "events.key"
     write_secret(key_file, f"events-key-of-{table_id}\n")
@@ -91,8 +104,20 @@ def make_table(workdir: Path, table_id: str, site_port: int) -> Table:
         protocol="mqtt5",  # type: ignore[arg-type]
         client_id=f"edge-{table_id}",
         tls=TlsSettings(enabled=False),
-        signing=SigningSettings(events_key=SecretSource(file=key_file)),
-        delivery=DeliverySettings(backoff_initial_s=0.05, backoff_max_s=0.5),
+        signing=SigningSettings(
+            events_key=SecretSource(file=key_file),
+            command_keys=(
+                CommandKeySettings(
+                    key_id=GS_KEY_ID, role=Role.GAME_SERVER, secret=SecretSource(file=gs_key_file)
+                ),
+            ),
+        ),
+        delivery=DeliverySettings(
+            health_interval_s=0.5,
+            backoff_initial_s=0.05,
+            backoff_max_s=0.5,
+            server_ack=ServerAckSettings(enabled=True),
+        ),
     )
     table = Table(table_id, journal, SecretSource(file=key_file).load())
     table.publisher = Publisher(settings, table_id, journal)
@@ -102,19 +127,12 @@ def make_table(workdir: Path, table_id: str, site_port: int) -> Table:
 
 @dataclass
 class Arrivals:
-    """Every new event each table's consumer accepted, in arrival order."""
+    """Every event each table's consumer processed, in the order it was processed."""
 
     seqs: dict[str, list[int]] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
 
-    def handler(self) -> Callable[[str, Received], None]:
-        def on_event(table: str, result: Received) -> None:
-            if result.verdict is Verdict.NEW and result.envelope is not None:
-                self.seqs.setdefault(table, []).append(result.envelope["seq"])
-            else:
-                self.problems.append(f"{table}: {result.verdict.value} {result.reason}")
-
-        return on_event
+    def on_processed(self, table: str, envelope: dict[str, Any]) -> None:
+        self.seqs.setdefault(table, []).append(envelope["seq"])
 
 
 def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
@@ -131,15 +149,33 @@ def start_site(workdir: Path, name: str, central: MosquittoBroker) -> MosquittoB
 
 
 def start_consumers(
-    central: MosquittoBroker, tables: list[Table], shards: int, arrivals: Arrivals
+    central: MosquittoBroker,
+    tables: list[Table],
+    shards: int,
+    arrivals: Arrivals,
+    checkpoints: Path,
+    gs_key_file: Path,
 ) -> list[ShardConsumer]:
     keys = {t.table_id: t.key for t in tables}
-    consumers = [
-        ShardConsumer(
-            "127.0.0.1", central.port, list(keys), shard, shards, keys=keys, on_event=arrivals.handler()
+    gs_key = SecretSource(file=gs_key_file).load()
+    consumers = []
+    for shard in range(shards):
+        directory = checkpoints / f"shard-{shard}"
+        directory.mkdir(parents=True, exist_ok=True)
+        consumers.append(
+            ShardConsumer(
+                "127.0.0.1",
+                central.port,
+                list(keys),
+                shard,
+                shards,
+                keys=keys,
+                checkpoint_dir=directory,
+                ack_key_id=GS_KEY_ID,
+                ack_key=gs_key,
+                on_processed=arrivals.on_processed,
+            )
         )
-        for shard in range(shards)
-    ]
     for consumer in consumers:
         consumer.start()
     for consumer in consumers:
