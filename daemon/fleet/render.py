@@ -56,7 +56,7 @@ _COLUMNS = (
     ("VERSION", 9),
     ("CONFIG", 8),
     ("VARIANT", 14),
-    ("SHOE", 14),
+    ("SHOE", 18),
     ("HAND", 4),
     ("CARD", 5),
     ("BACKLOG", 9),
@@ -75,7 +75,7 @@ def render_table(
     lines = [
         f"{len(summaries)} tables: {online} online, {levels['critical']} critical, "
         f"{levels['warning']} warning, {levels['ok']} ok",
-        "  ".join(name.ljust(width) for name, width in _COLUMNS),
+        "  ".join(name.ljust(width) for name, width in _COLUMNS).rstrip(),
     ]
     shown = summaries if limit is None else summaries[:limit]
     for s in shown:
@@ -102,7 +102,7 @@ def render_table(
             ack,
             alerts,
         )
-        row = "  ".join(_text(v, w).ljust(w) for v, (_n, w) in zip(cells, _COLUMNS, strict=True))
+        row = "  ".join(_text(v, w).ljust(w) for v, (_n, w) in zip(cells, _COLUMNS, strict=True)).rstrip()
         lines.append(f"{_COLOURS[s.level]}{row}{_RESET}" if colour else row)
     if limit is not None and len(summaries) > limit:
         lines.append(f"... {len(summaries) - limit} more tables (--limit, or --json for all)")
