@@ -25,6 +25,8 @@ from tests.fleet.bridged import (
 from tests.support.broker import MosquittoBroker
 from tests.support.secrets import write_secret
 
+pytestmark = pytest.mark.mosquitto
+
 SHARDS = 2
 
 

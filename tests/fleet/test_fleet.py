@@ -19,6 +19,8 @@ from tests.fleet.promtool import promtool_check_metrics
 from tests.fleet.synthetic import SyntheticTable, publish_retained, table_messages
 from tests.support.broker import MosquittoBroker
 
+pytestmark = pytest.mark.mosquitto
+
 TABLES = 500
 STALE = ("--stale-after", "3600")
 """Health older than an hour is stale: the module's broker outlives the 60 s default."""

@@ -21,6 +21,8 @@ from tests.fleet.promtool import promtool_check_metrics, promtool_run
 from tests.fleet.synthetic import SyntheticTable, publish_retained, table_messages
 from tests.support.broker import MosquittoBroker, free_port
 
+pytestmark = pytest.mark.mosquitto
+
 RULES = REPO_ROOT / "config" / "prometheus" / "baccarat-edge-rules.yml"
 
 

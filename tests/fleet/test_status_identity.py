@@ -20,6 +20,8 @@ from tests.mqtt.support import Received, Subscriber, validate_payload
 from tests.support.broker import MosquittoBroker
 from tests.support.secrets import write_secret
 
+pytestmark = pytest.mark.mosquitto
+
 
 def _config(tmp_path: Path, variant: str = "standard") -> Path:
     path = tmp_path / "table.yaml"
