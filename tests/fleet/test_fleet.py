@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from daemon.cli import main
-from daemon.fleet.collect import Collected, collect
+from daemon.fleet.collect import Collected, LiveFleet, collect
+from daemon.fleet.exporter import MetricsServer
 from daemon.fleet.metrics import exposition
 from daemon.fleet.render import render_table
 from daemon.fleet.tables import Thresholds, worst_first
@@ -191,3 +193,24 @@ def test_collects_on_the_quiet_period_when_the_acl_refuses_the_marker(tmp_path: 
     assert got.complete
     assert len(got.fleet) == 20
     assert got.messages == 60
+
+
+def test_exporter_serves_the_500_tables(broker: MosquittoBroker) -> None:
+    live = LiveFleet(options(broker.port))
+    live.start()
+    server = MetricsServer(live, ("127.0.0.1", 0), LIMITS)
+    server.start()
+    try:
+        deadline = time.monotonic() + 60
+        while live.messages < TABLES * 3 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/metrics", timeout=30) as response:
+            text = response.read().decode()
+    finally:
+        server.stop()
+        live.stop()
+    promtool_check_metrics(text)
+    assert text.count("baccarat_table_up{") == TABLES
+    assert f"baccarat_fleet_tables {TABLES}" in text
+    assert 'baccarat_table_up{table="T046"} 0' in text  # stale
+    assert 'baccarat_table_server_ack_lag_seconds{table="T042"} 48.5' in text
