@@ -277,6 +277,12 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
     except (OSError, ValueError) as exc:
         print(f"tail: cannot connect to {conn.host}:{conn.port}: {exc}", file=sys.stderr)
         return 2
+    if runner.subscribed.wait(10):
+        print(
+            f"tail: subscribed to {tail.topics.events} (checkpoint {args.checkpoint})",
+            file=sys.stderr,
+            flush=True,
+        )
     try:
         done.wait(args.timeout)
     except KeyboardInterrupt:

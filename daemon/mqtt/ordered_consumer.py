@@ -20,9 +20,11 @@ This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs
 * **Acknowledge** the committed position (:meth:`ack_message`): the highest ``seq`` processed
   with every lower one, with its ``event_id`` (the epoch), signed with a ``game_server`` key.
 * **Rollback**: a verified ``journal_rolled_back`` alert of a new epoch says the table's
-  journal went back to ``journal_seq``: whatever was processed above it is moved to ``lost``
-  and reported (:attr:`rollbacks`); the position falls back to ``journal_seq`` and the new
-  epoch's events are processed from there.
+  journal went back to ``journal_seq``: whatever was processed above it — and above the first
+  processed ``seq`` the table was since seen to hold otherwise (a conflict: a whole-disk revert
+  deals seqs again before the table learns of it) — is moved to ``lost`` and reported
+  (:attr:`rollbacks`); the position falls back there and the table's events are processed from
+  there on (gap fills bring back what was reported as a conflict).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class OrderedConsumer:
     _gap: tuple[int, float] | None = None  # (first missing seq, since)
     _asked: dict[int, float] = field(default_factory=dict)  # first missing seq -> asked at
     _known_last: int = 0
+    _conflicting: set[int] = field(default_factory=set)  # processed seqs the table now holds otherwise
 
     @property
     def position(self) -> int:
@@ -176,6 +179,7 @@ class OrderedConsumer:
         if held.event_id == envelope["event_id"] and held.digest in (digest, None):
             self.stats.duplicates += 1
             return Fed(Verdict.DUPLICATE)
+        self._conflicting.add(seq)
         if held.event_id == envelope["event_id"]:
             return self._conflict(f"event_id {held.event_id} (seq {seq}) arrived again with other content")
         return self._conflict(
@@ -232,16 +236,21 @@ class OrderedConsumer:
             return
         if code != AlertCode.JOURNAL_ROLLED_BACK:
             return
-        lost = self.checkpoint.rebase(journal_seq, epoch_id, epoch)
+        # Processed events the table now holds otherwise (a whole-disk revert: the table dealt
+        # those seqs again before it learnt of the rollback) are lost too, and processed anew.
+        base = min([journal_seq, *(s - 1 for s in self._conflicting)])
+        self._conflicting = set()
+        lost = self.checkpoint.rebase(base, epoch_id, epoch)
         dropped = [s for s in self._waiting if s > journal_seq]
         for s in dropped:
             del self._waiting[s]
-        self._dead = {s: e for s, e in self._dead.items() if s <= journal_seq}
+        self._dead = {s: e for s, e in self._dead.items() if s <= base}
         self._known_last = min(self._known_last, journal_seq)
         self._gap, self._asked = None, {}
         lost_text = f"seq {lost[0][0]}..{lost[-1][0]} ({len(lost)} events)" if lost else "nothing processed"
         self.rollbacks.append(
-            f"table {self.table_id}: journal rolled back to seq {journal_seq}, "
+            f"table {self.table_id}: journal rolled back to seq {journal_seq} (processed here through "
+            f"{base} as the table holds it), "
             f"new epoch {epoch} ({epoch_id}); lost by the table: {lost_text}; {data.get('message', '')}"
         )
 

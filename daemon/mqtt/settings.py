@@ -225,6 +225,18 @@ class BrokerSettings(BaseModel):
     signing: SigningSettings = SigningSettings()
     delivery: DeliverySettings = DeliverySettings()
 
+    @model_validator(mode="after")
+    def _server_ack_has_a_key(self) -> BrokerSettings:
+        signing = self.signing
+        if self.delivery.server_ack.enabled and not (
+            signing.command_key is not None or any(k.role is Role.GAME_SERVER for k in signing.command_keys)
+        ):
+            raise ValueError(
+                "delivery.server_ack.enabled needs a key to verify the game server's acknowledgements: "
+                "a signing.command_keys entry with role game_server (or the legacy signing.command_key)"
+            )
+        return self
+
     @property
     def effective_port(self) -> int:
         if self.port is not None:

@@ -9,8 +9,10 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
+
 from daemon.alerts import AlertCode
-from daemon.journal import ContinuityKind, Journal, JournalSettings
+from daemon.journal import Continuity, ContinuityKind, Journal, JournalSettings
 from daemon.mqtt.publisher import Publisher
 from daemon.service.journal_continuity import continuity_alert
 from tests.chaos.support import (
@@ -24,6 +26,12 @@ from tests.chaos.support import (
     wait_until,
 )
 from tests.mqtt.conftest import card_event
+
+pytestmark = pytest.mark.mosquitto
+
+
+def _continuity(journal: Journal) -> Continuity:
+    return journal.continuity
 
 
 def _caught_up(server: GameServer, journal: Journal) -> bool:
@@ -165,6 +173,66 @@ def test_a_journal_rolled_back_mid_shoe_is_reported_by_table_and_game_server(tmp
         held = [(e.seq, e.event_id) for e in journal.events(origin=None)]
         assert server.consumer.checkpoint.processed_seqs() == held
         assert journal_seqs(journal) == list(range(1, 18))
+    finally:
+        publisher.stop(timeout=2.0)
+        server.stop()
+        journal.close()
+        broker.stop()
+
+
+def test_a_whole_disk_revert_is_caught_by_the_server_acknowledgement(tmp_path: Path) -> None:
+    broker = ShippedBroker(tmp_path / "broker")
+    broker.start()
+    keys = chaos_keys(tmp_path)
+    path = tmp_path / "journal.sqlite3"
+    marker = Path(f"{path}.marker")
+    journal = Journal(JournalSettings(path=path), TABLE)
+    journal.append([], [card_event(n) for n in range(1, 13)])
+    journal.close()
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    shutil.copy(path, snapshot / path.name)  # the VM snapshot: journal and marker together
+    shutil.copy(marker, snapshot / marker.name)
+    journal = Journal(JournalSettings(path=path), TABLE)
+    journal.append([], [card_event(n) for n in range(13, 21)])
+    server = game_server(broker, keys, tmp_path / "checkpoint.sqlite3")
+    publisher = Publisher(table_settings(broker, keys), TABLE, journal)
+    publisher.start()
+    try:
+        wait_until(lambda: _caught_up(server, journal), 30, "the game server to acknowledge seq 20")
+    finally:
+        publisher.stop(timeout=2.0)
+        journal.close()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    shutil.copy(snapshot / path.name, path)
+    shutil.copy(snapshot / marker.name, marker)
+    journal = Journal(JournalSettings(path=path), TABLE)
+    assert journal.continuity.kind is ContinuityKind.NONE  # the marker cannot see it
+    # the shoe goes on before the table hears from the server: seq 13-16 again, other cards
+    journal.append([], [card_event(n) for n in range(113, 117)])
+    publisher = Publisher(table_settings(broker, keys), TABLE, journal)
+    publisher.start()
+    try:
+        wait_until(lambda: _caught_up(server, journal), 30, "the game server to follow the new epoch")
+        # the table: the retained acknowledgement of seq 20 is ahead of its journal
+        continuity = _continuity(journal)  # changed by the acknowledgement since the open
+        assert continuity.kind is ContinuityKind.ROLLBACK
+        assert continuity.acknowledged_seq == 20
+        rolled = journal.get(17)
+        assert rolled is not None
+        assert (rolled.kind, rolled.data["code"]) == ("alert_raised", AlertCode.JOURNAL_ROLLED_BACK)
+        # the game server: the reissued seq 13-16 are conflicts (reported, never dropped as
+        # copies), what the table lost is reported lost, and it follows the table from seq 12
+        assert server.consumer.stats.conflicts == 4
+        assert all("other content" in c for c in server.consumer.conflicts)
+        assert len(server.consumer.rollbacks) == 1
+        # lost: the old 13-20 (13-16 reissued under the same ids with other cards)
+        assert [seq for seq, _, _ in server.consumer.checkpoint.lost()] == list(range(13, 21))
+        # processed: the old 1-20, then the table's 13-17 (13-16 came back on the gap fill)
+        assert server.seqs == [*range(1, 21), *range(13, 18)]
+        held = [(e.seq, e.event_id) for e in journal.events(origin=None)]
+        assert server.consumer.checkpoint.processed_seqs() == held
     finally:
         publisher.stop(timeout=2.0)
         server.stop()

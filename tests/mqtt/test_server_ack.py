@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from daemon.alerts import AlertCode
 from daemon.journal import ContinuityKind, Journal, JournalSettings
@@ -18,12 +19,14 @@ from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.resend import ResendQueue
 from daemon.mqtt.server_ack import AckClaim, Lag, LagRule, check_ack
-from daemon.mqtt.settings import ServerAckSettings
+from daemon.mqtt.settings import BrokerSettings, ServerAckSettings
 from daemon.mqtt.topics import TableTopics
 from tests.mqtt.ack_support import ack_settings, key_files, load_key, publish, signed_ack, wait_until
 from tests.mqtt.conftest import TABLE, card_event
 from tests.mqtt.support import Subscriber, signed_command, validate_payload
 from tests.support.broker import MosquittoBroker
+
+pytestmark = pytest.mark.mosquitto
 
 TOPICS = TableTopics(TABLE)
 
@@ -88,6 +91,19 @@ def test_only_a_signed_game_server_ack_for_this_table_is_believed(files: dict[st
         outcome = check_ack(payload, TABLE, keyring)
         assert isinstance(outcome, str), why
         assert why in outcome, (why, outcome)
+
+
+def test_the_server_ack_needs_a_game_server_key(files: dict[str, Path]) -> None:
+    settings = ack_settings(1883, files)
+    without = settings.signing.model_copy(
+        update={"command_keys": tuple(k for k in settings.signing.command_keys if k.key_id != "gs-1")}
+    )
+    with pytest.raises(ValidationError, match="role game_server"):
+        BrokerSettings.model_validate({**settings.model_dump(), "signing": without.model_dump()})
+    off = settings.delivery.model_copy(update={"server_ack": ServerAckSettings(enabled=False)})
+    BrokerSettings.model_validate(
+        {**settings.model_dump(), "signing": without.model_dump(), "delivery": off.model_dump()}
+    )
 
 
 def test_lag_opens_past_a_limit_and_closes_at_half() -> None:
