@@ -59,6 +59,24 @@ def _reject_constant(name: str) -> float:
     raise ValueError(f"{name} is not a JSON number")
 
 
+_MAX_EXACT = 2**53
+"""Numbers beyond this are refused: JSON peers (and the signatures' RFC 8785 form) cannot
+carry them exactly, and an infinite one (``1e999``) would break the views and the metrics."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or abs(value) > _MAX_EXACT:
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def _exact_int(text: str) -> int:
+    if len(text) > 20 or abs(int(text)) > _MAX_EXACT:
+        raise ValueError(f"integer {text[:40]} is out of range")
+    return int(text)
+
+
 def _depth(value: Any, limit: int) -> int:
     """Nesting depth of a parsed JSON value, stopping at ``limit``."""
     stack: list[tuple[Any, int]] = [(value, 1)]
@@ -82,7 +100,12 @@ def check(kind: str, topic_table: str, payload: bytes) -> Checked:
     if len(payload) > MAX_PAYLOAD_BYTES:
         return Checked(None, f"{len(payload)} bytes, over the {MAX_PAYLOAD_BYTES}-byte limit")
     try:
-        message = json.loads(payload.decode("utf-8"), parse_constant=_reject_constant)
+        message = json.loads(
+            payload.decode("utf-8"),
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_exact_int,
+        )
     except RecursionError:
         return Checked(None, "not JSON: nested too deeply")
     except (UnicodeDecodeError, ValueError) as exc:

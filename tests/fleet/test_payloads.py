@@ -109,3 +109,14 @@ def test_invalid_table_ids_in_topics_are_ignored() -> None:
         fleet.receive(topic, b"{}")
     assert len(fleet) == 0
     assert fleet.ignored_topics == 4
+
+
+def test_numbers_out_of_range_are_refused() -> None:
+    base = json.loads(SyntheticTable("T1").status(1.0))
+    for raw in ("1e999", "-1e999", str(2**60), "9" * 400):
+        text = json.dumps(base).replace('"ts": 1.0', f'"ts": {raw}')
+        assert raw in text
+        verdict = check("status", "T1", text.encode())
+        assert verdict.message is None, raw
+        assert verdict.problem is not None
+        assert "out of range" in verdict.problem
