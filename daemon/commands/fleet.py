@@ -8,8 +8,8 @@ the last card, undelivered backlog, the game server's acknowledgement lag, open 
 severity. ``--json`` prints the same as JSON; ``--metrics`` as Prometheus text;
 ``--serve-metrics HOST:PORT`` keeps running as a Prometheus exporter. See daemon/fleet/README.md.
 
-Exit status: 0 when every table is ok, 1 when any is warning or critical, 2 on a usage or
-connection error.
+Exit status: 0 when every table is ok, 1 when any is warning or critical or none was
+found, 2 on a usage or connection error.
 """
 
 from __future__ import annotations
@@ -99,6 +99,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         colour = not args.no_color and sys.stdout.isatty()
         print(render_table(summaries, now, colour=colour, limit=args.limit))
+    if not summaries:
+        print(
+            "fleet: no table on this broker (or this account may not read baccarat/v1/+/status, "
+            "health, state)",
+            file=sys.stderr,
+        )
+        return 1
     return 0 if all(s.level == "ok" for s in summaries) else 1
 
 

@@ -133,3 +133,12 @@ def test_parse_address(text: str, expected: tuple[str, int]) -> None:
 def test_parse_address_refuses(text: str) -> None:
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_address(text)
+
+
+def test_an_empty_broker_is_not_an_all_clear(
+    mosquitto: MosquittoBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from daemon.cli import main
+
+    assert main(["fleet", "--broker", f"mqtt://127.0.0.1:{mosquitto.port}"]) == 1
+    assert "no table on this broker" in capsys.readouterr().err
