@@ -4,7 +4,7 @@ This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs
 :mod:`daemon.mqtt.consumer_client` wires it to paho). No I/O but its SQLite checkpoint
 (:mod:`daemon.mqtt.checkpoint`); time is passed in.
 
-* **Verify** each payload (:func:`daemon.mqtt.consumer.parse_event`): a rejected one changes
+* **Verify** each payload (:func:`daemon.mqtt.consumer.parse_signed_event`): a rejected one changes
   nothing.
 * **Deduplicate**: a ``seq`` already processed (or buffered) with the same ``event_id`` and
   content is a copy: dropped. Another ``event_id`` or other content at a processed ``seq`` is
@@ -29,13 +29,14 @@ This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.alerts import AlertCode
 from daemon.mqtt.checkpoint import Checkpoint
-from daemon.mqtt.consumer import ConsumerStats, Verdict, content_digest, parse_event
+from daemon.mqtt.consumer import ConsumerStats, Verdict, parse_signed_event
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import sign
 
@@ -79,12 +80,12 @@ class OrderedConsumer:
 
     def feed(self, payload: bytes | str | dict[str, Any], now: float) -> Fed:
         """Classify one ``events`` payload; process what is now in order."""
-        envelope, problem = parse_event(payload, self.table_id, self.key, self.key is not None)
+        envelope, problem, signed = parse_signed_event(payload, self.table_id, self.key, self.key is not None)
         if envelope is None:
             self.stats.rejected += 1
             return Fed(Verdict.REJECTED, problem)
         seq: int = envelope["seq"]
-        digest = content_digest(envelope)
+        digest = hashlib.sha256(signed).digest()
         self._note_rollback(envelope)
         if seq <= self.position:
             return self._seen(seq, envelope, digest, self.checkpoint.processed(seq))

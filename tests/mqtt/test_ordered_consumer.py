@@ -194,3 +194,27 @@ def test_the_ack_names_the_committed_position_and_the_table_believes_it(tmp_path
     assert check_ack(json.dumps(ack).encode(), "T1", keyring) == AckClaim(2, envelope(2)["event_id"], "gs-1")
     command = c.resend_command(3, 3, "gs-1", GS, 1.0)
     validate_payload("x/cmd", json.dumps(command).encode())
+
+
+def test_the_wire_shortcut_believes_only_the_signed_bytes() -> None:
+    from daemon.journal.records import JournaledEvent
+    from daemon.mqtt.consumer import parse_signed_event
+    from daemon.mqtt.envelope import event_payload
+
+    event = JournaledEvent(
+        seq=4, event_id=str(uuid.uuid4()), kind="card_dealt", at=1.5e9, shoe_id="S1", hand=1,
+        source="reader", data={"card": "8s", "slot": "P1"}, origin="engine", journaled_at=1.5e9,
+    )  # fmt: skip
+    wire = event_payload(event, "T1", 1.5e9 + 1, KEY)
+    fast, problem, signed = parse_signed_event(wire, "T1", KEY, True)
+    general, _, canonical = parse_signed_event(json.loads(wire), "T1", KEY, True)
+    assert fast is not None, problem
+    assert fast == general
+    assert signed == canonical
+    # a member smuggled after the signature (JSON keeps the last duplicate) is not believed
+    smuggled = wire[:-1] + b',"kind":"round_voided"}'
+    envelope, problem, _ = parse_signed_event(smuggled, "T1", KEY, True)
+    assert envelope is None
+    assert "signature" in problem
+    tampered = wire.replace(b'"8s"', b'"9s"')
+    assert parse_signed_event(tampered, "T1", KEY, True)[0] is None
