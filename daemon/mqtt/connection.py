@@ -31,7 +31,7 @@ import logging
 import ssl
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -82,6 +82,7 @@ class Connection:
         wake: Callable[[], None],
         on_connected: Callable[[], None],
         on_commands: Callable[[list[CommandMessage]], None],
+        identity: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.table_id = table_id
@@ -92,6 +93,8 @@ class Connection:
         self._wake = wake
         self._on_connected = on_connected
         self._on_commands = on_commands
+        self._identity = dict(identity or {})
+        """``version`` and ``config_digest`` carried by every status (the fleet view's columns)."""
         self._password: Secret | None = (
             settings.auth.password.load() if settings.auth and settings.auth.password else None
         )
@@ -222,7 +225,8 @@ class Connection:
 
     def _status_payload(self, status: str) -> dict[str, Any]:
         return signed_message(
-            {"table_id": self.table_id, "status": status, "ts": self._clock()}, self._events_key
+            {"table_id": self.table_id, "status": status, "ts": self._clock(), **self._identity},
+            self._events_key,
         )
 
     # -- network thread ---------------------------------------------------------------------

@@ -57,7 +57,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from daemon.journal.store import Journal
@@ -92,7 +92,9 @@ class Publisher:
         snapshot: SnapshotFn | None = None,
         health_extra: HealthExtraFn | None = None,
         clock: Callable[[], float] = time.time,
+        identity: Mapping[str, str] | None = None,
     ) -> None:
+        """``identity``: ``version`` and ``config_digest`` for the retained status."""
         self.table_id = table_id
         self.counters = Counters()
         signing = settings.signing
@@ -111,6 +113,7 @@ class Publisher:
             self._wake.set,
             self._on_connected,
             self._serve_commands,
+            identity,
         )
         """The broker connection (network thread, paho client)."""
         self._state = StatePublisher(self.connection, journal, snapshot, events_key, clock)
