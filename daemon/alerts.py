@@ -64,6 +64,8 @@ class AlertCode(StrEnum):
     JOURNAL_ROLLED_BACK = "journal_rolled_back"
     JOURNAL_CONTINUITY_UNPROVEN = "journal_continuity_unproven"
     ENGINE_ERROR = "engine_error"
+    # issue #13: the game server's acknowledgement (raised by the MQTT publisher)
+    SERVER_ACK_LAGGING = "server_ack_lagging"
 
 
 class Severity(StrEnum):
@@ -457,6 +459,17 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         raised_by=RaisedBy.SERVICE,
         id_scheme=IdScheme.ENGINE_ERROR,
         fields=("alert_id", "code", "message", "error"),
+    ),
+    # issue #13: the game server's acknowledgement
+    AlertCode.SERVER_ACK_LAGGING: AlertSpec(
+        Severity.WARNING,
+        "the game server's acknowledgement lags past delivery.server_ack.max_lag_events or max_lag_s: "
+        "it has not processed what the table published (the table keeps every such event and sends it "
+        "again after a reconnect or on a resend command)",
+        "both lags are back to half their limit (cleared by the publisher)",
+        raised_by=RaisedBy.PUBLISHER,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "acknowledged_seq", "last_seq", "lag_events", "lag_s"),
     ),
 }
 """Every alert code, in the order of ``AlertCode``."""

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from daemon.service.config import device_name, load_config
+    from daemon.service.config import config_digest, device_name, load_config
     from daemon.service.configfile import ConfigError
     from daemon.service.probes import (
         Finding,
@@ -72,6 +72,7 @@ def run(args: argparse.Namespace) -> int:
         + f", journal {cfg.journal.path}, broker {cfg.broker.host}:{cfg.broker.effective_port}"
         + f" ({'TLS' if cfg.broker.tls.enabled else 'no TLS'})"
     )
+    digest = config_digest(cfg, loaded.variant)
     findings: list[Finding] = [
         Finding("security", ok=bool(args.allow_insecure), detail=text, warning=True)
         for text in insecure_settings(cfg.broker)
@@ -95,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 {
                     "valid": True,
                     "summary": summary,
+                    "config_digest": digest,
                     "findings": [
                         {"subject": f.subject, "ok": f.ok, "warning": f.warning, "detail": f.detail}
                         for f in findings
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         print(summary)
+        print(f"  config digest {digest} (the fleet view's config column)")
         for finding in findings:
             print(f"  {finding}")
         if problems:

@@ -16,6 +16,7 @@ import json
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any, TextIO
 
 
@@ -37,6 +38,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", action="store_true", help="print each accepted event as one JSON line")
     parser.add_argument("--count", type=int, help="exit after this many new events")
     parser.add_argument("--timeout", type=float, help="exit after this many seconds")
+    parser.add_argument(
+        "--checkpoint",
+        type=Path,
+        help="run as the game server's reference consumer: durable SQLite checkpoint FILE, every event "
+        "once in seq order, signed acknowledgements on ack and resend requests for gaps "
+        "(needs --key-id and --command-key-file: a game_server key)",
+    )
+    parser.add_argument("--key-id", help="with --checkpoint: the game_server keyring key id")
+    parser.add_argument(
+        "--command-key-file", type=Path, help="with --checkpoint: file holding that key (never argv)"
+    )
+    parser.add_argument(
+        "--client-id",
+        help="with --checkpoint: the persistent session's client id (default baccarat-edge-consumer-TABLE)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -159,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
     if isinstance(conn, str):
         print(f"tail: {conn}", file=sys.stderr)
         return 2
+    if args.checkpoint is not None:
+        return run_consumer(args, conn)
     tail = Tail(conn.table, conn.events_key, args=args, out=sys.stdout)
     try:
         client = build_client(conn, "tail")
@@ -204,3 +222,79 @@ def run(args: argparse.Namespace) -> int:
         return 2
     print(f"tail: {tail.summary()}", file=sys.stderr)
     return 0 if tail.clean else 1
+
+
+def run_consumer(args: argparse.Namespace, conn: Any) -> int:
+    """``tail --checkpoint``: the reference consumer (:mod:`daemon.mqtt.consumer_client`)."""
+    from daemon.mqtt.checkpoint import Checkpoint
+    from daemon.mqtt.client_options import build_client
+    from daemon.mqtt.consumer import Verdict
+    from daemon.mqtt.consumer_client import ConsumerClient
+    from daemon.mqtt.ordered_consumer import Fed, OrderedConsumer
+    from daemon.mqtt.secrets import SecretError, SigningKeySource
+
+    if args.key_id is None or args.command_key_file is None:
+        print("tail: --checkpoint needs --key-id and --command-key-file (a game_server key)", file=sys.stderr)
+        return 2
+    if not conn.mqtt5:
+        print("tail: --checkpoint needs MQTT 5 (a persistent session with an expiry)", file=sys.stderr)
+        return 2
+    try:
+        key = SigningKeySource(file=args.command_key_file).load()
+    except SecretError as exc:
+        print(f"tail: {exc}", file=sys.stderr)
+        return 2
+    tail = Tail(conn.table, conn.events_key, args=args, out=sys.stdout)
+    consumer = OrderedConsumer(conn.table, Checkpoint(args.checkpoint, conn.table), conn.events_key)
+    processed = 0
+    done = threading.Event()
+    reported: list[str] = []
+
+    def on_fed(fed: Fed) -> None:
+        if fed.verdict in (Verdict.REJECTED, Verdict.CONFLICT):
+            tail._warn(f"{fed.verdict.value.upper()}: {fed.reason}")
+        for report in consumer.rollbacks[len(reported) :]:
+            tail._warn(f"ROLLBACK: {report}")
+            reported.append(report)
+
+    def on_processed(envelope: dict[str, Any]) -> None:
+        nonlocal processed
+        processed += 1
+        tail._print_event(envelope)
+        if args.count is not None and processed >= args.count:
+            done.set()
+
+    try:
+        client = build_client(
+            conn, "consumer", client_id=args.client_id or f"baccarat-edge-consumer-{conn.table}"
+        )
+    except (OSError, ValueError) as exc:
+        print(f"tail: TLS set-up failed: {exc}", file=sys.stderr)
+        return 2
+    runner = ConsumerClient(client, consumer, args.key_id, key, on_processed=on_processed, on_fed=on_fed)
+    try:
+        runner.connect(conn.host, conn.port)
+    except (OSError, ValueError) as exc:
+        print(f"tail: cannot connect to {conn.host}:{conn.port}: {exc}", file=sys.stderr)
+        return 2
+    if runner.subscribed.wait(10):
+        print(
+            f"tail: subscribed to {tail.topics.events} (checkpoint {args.checkpoint})",
+            file=sys.stderr,
+            flush=True,
+        )
+    try:
+        done.wait(args.timeout)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        runner.stop()
+        consumer.checkpoint.close()
+    stats = consumer.stats
+    print(
+        f"tail: {processed} events processed in order; position {consumer.position}; "
+        f"{stats.duplicates} duplicates dropped; {stats.rejected} rejected; {stats.conflicts} conflicts; "
+        f"{len(consumer.rollbacks)} rollbacks; missing: {_ranges(consumer.missing)}",
+        file=sys.stderr,
+    )
+    return 0 if not (stats.rejected or stats.conflicts or consumer.rollbacks or consumer.missing) else 1

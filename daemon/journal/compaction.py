@@ -2,9 +2,12 @@
 back to the file system.
 
 What may go: delivered (or dead-lettered) events journaled before the retention cutoff,
-below the first undelivered event, whose shoe is neither the current one (that of the
-newest engine event) nor a shoe that still has an event waiting; then inputs older than the
-cutoff and older than the input of every event kept.
+below the first undelivered event and, while the game server's acknowledgement is required
+(``delivery.server_ack.enabled``, :mod:`daemon.journal.server_ack`), at or below the ``seq``
+the server acknowledged, whose shoe is neither the current one (that of the newest engine
+event) nor a shoe that still has an event waiting; then inputs older than the cutoff and
+older than the input of every event kept. A PUBACK is only the broker's word: an event the
+server has not acknowledged may still have to be sent again.
 
 Cost when there is nothing to do: three index look-ups, no scan. When there is work, rows go
 in batches of :data:`BATCH_ROWS`, each its own short transaction, and free pages are returned
@@ -22,6 +25,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass
 
+from daemon.journal import server_ack
 from daemon.journal.records import ORIGIN_ENGINE
 from daemon.journal.transaction import Transaction
 
@@ -88,6 +92,9 @@ def _delete_events(db: sqlite3.Connection, lock: threading.RLock, cutoff: float)
             limit_seq = int(last[0])
         else:
             limit_seq = int(first_pending[0])
+        server_limit = server_ack.compaction_limit(db)
+        if server_limit is not None:
+            limit_seq = min(limit_seq, server_limit)
         kept_shoes = _shoes_kept(db, cutoff, limit_seq)
     kept = json.dumps(sorted(kept_shoes))
     deleted = 0

@@ -15,9 +15,9 @@ a marker ahead of the journal, or naming an epoch the journal does not have, mea
 lost events it had issued.
 
 What the marker cannot see: a revert of the whole disk (journal and marker together), or a
-rollback within its lag. The server's acknowledgement ahead of the journal would catch that
-(:meth:`Journal.check_acknowledged`) once the delivery side receives one: the acknowledgement
-topic is not built yet (issue #13 item 1).
+rollback within its lag. The game server's acknowledgement catches that: one ahead of the
+journal, or naming another event at that ``seq``, starts a new epoch
+(:meth:`Journal.check_acknowledged`, called by :mod:`daemon.mqtt.acknowledgement`).
 """
 
 from __future__ import annotations

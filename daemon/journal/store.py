@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from common.inputs import EngineInput
+from daemon.journal import server_ack
 from daemon.journal.codec import dumps_input, loads_input
 from daemon.journal.compaction import compact
 from daemon.journal.continuity import (
@@ -58,6 +59,7 @@ from daemon.journal.records import (
     JournaledEvent,
     event_from_row,
 )
+from daemon.journal.server_ack import ServerAck
 from daemon.journal.settings import FullPolicy, JournalSettings
 from daemon.journal.transaction import Transaction
 
@@ -168,17 +170,31 @@ class Journal:
                 "without it a rollback of the journal could not be detected"
             ) from None
 
-    def check_acknowledged(self, seq: int) -> Continuity | None:
-        """The server acknowledged ``seq``: if the journal never got that far, it was rolled back
-        (with its marker, e.g. a whole-disk snapshot revert). Then a new epoch starts, so the
-        events journaled from now on get ids the server has never seen, and the record is
-        returned (and kept in :attr:`continuity`) for a critical alert. None otherwise, and
-        None when :attr:`continuity` is critical already (found on open, or by an earlier
-        acknowledgement): that epoch's ids are fresh and the alert was raised; the server being
-        ahead is then expected."""
+    def check_acknowledged(self, seq: int, event_id: str | None = None) -> Continuity | None:
+        """The server acknowledged ``seq`` (as ``event_id``, when given): if the journal never
+        got that far, or holds another event at that ``seq`` (the server saw an epoch this
+        journal does not have), it was rolled back (with its marker, e.g. a whole-disk snapshot
+        revert). Then a new epoch starts, so the events journaled from now on get ids the
+        server has never seen, and the record is returned (and kept in :attr:`continuity`) for
+        a critical alert. None otherwise, and None when :attr:`continuity` is critical already
+        (found on open, or by an earlier acknowledgement): that epoch's ids are fresh and the
+        alert was raised; the server being ahead is then expected."""
         with self._lock:
-            if seq <= self._last_seq or self.continuity.critical:
+            if self.continuity.critical:
                 return None
+            if seq <= self._last_seq:
+                held = None if event_id is None else self.get(seq)
+                if held is None or held.event_id == event_id:
+                    return None
+                why = (
+                    f"the server acknowledged seq {seq} as event {event_id} but the journal holds "
+                    f"{held.event_id} at that seq: the journal was rolled back; a new epoch was started"
+                )
+            else:
+                why = (
+                    f"the server acknowledged seq {seq} but the journal ends at seq {self._last_seq}: "
+                    "the journal was rolled back; a new epoch was started"
+                )
             old_epoch, old_id, marker_seq = self.epoch, self.journal_id, self.marker.written_seq
             self.journal_id, self.epoch = start_epoch(self._db, self._lock)
             try:
@@ -193,13 +209,25 @@ class Journal:
                 new_epoch=self.epoch,
                 old_journal_id=old_id,
                 new_journal_id=self.journal_id,
-                detail=(
-                    f"the server acknowledged seq {seq} but the journal ends at seq {self._last_seq}: "
-                    "the journal was rolled back; a new epoch was started"
-                ),
+                detail=why,
                 acknowledged_seq=seq,
             )
             return self.continuity
+
+    # -- the game server's acknowledgement (daemon/journal/server_ack.py) --------------------
+
+    def server_ack(self) -> ServerAck:
+        """What the server acknowledged, and whether compaction must wait for it."""
+        with self._lock:
+            return server_ack.read(self._db)
+
+    def require_server_ack(self, required: bool) -> None:
+        """Whether events must wait for the server's acknowledgement (compaction keeps them)."""
+        server_ack.set_required(self._db, self._lock, required)
+
+    def record_server_ack(self, seq: int, event_id: str) -> None:
+        """Store the server's newer acknowledgement of ``seq`` (checked by the caller)."""
+        server_ack.write(self._db, self._lock, seq, event_id)
 
     def _transaction(self) -> Transaction:
         return Transaction(self._db, self._lock)
@@ -379,6 +407,19 @@ class Journal:
                 "FROM events WHERE seq > ? AND delivered_at IS NULL "
                 "AND dead_letter IS NULL ORDER BY seq LIMIT ?",
                 (after_seq, limit),
+            ).fetchall()
+        return [event_from_row(r) for r in rows]
+
+    def delivered_between(self, first: int, last: int, limit: int) -> list[JournaledEvent]:
+        """Events of ``first..last`` the broker acknowledged (not dead-lettered), in ``seq``
+        order: what is published again for the game server (:mod:`daemon.mqtt.resend`)."""
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
+                "delivered_at, dead_letter "
+                "FROM events WHERE seq BETWEEN ? AND ? AND delivered_at IS NOT NULL "
+                "AND dead_letter IS NULL ORDER BY seq LIMIT ?",
+                (first, last, limit),
             ).fetchall()
         return [event_from_row(r) for r in rows]
 

@@ -33,9 +33,11 @@ class ClientOptions:
     events_key: Secret | None
 
 
-def add_connection_arguments(parser: argparse.ArgumentParser, events_key: bool) -> None:
-    """The broker, TLS, login and table flags (and the events key flags when ``events_key``)."""
-    parser.add_argument("--table", help="table id (default: table_id of --config)")
+def add_connection_arguments(parser: argparse.ArgumentParser, events_key: bool, table: bool = True) -> None:
+    """The broker, TLS, login and table flags (and the events key flags when ``events_key``;
+    no ``--table`` for a tool that watches every table, ``table=False``)."""
+    if table:
+        parser.add_argument("--table", help="table id (default: table_id of --config)")
     parser.add_argument(
         "--broker",
         help="mqtt://host:port or mqtts://host:port (default: mqtt://localhost:1883, or --config's)",
@@ -61,8 +63,9 @@ def add_connection_arguments(parser: argparse.ArgumentParser, events_key: bool) 
     parser.add_argument("--mqtt", choices=["3.1.1", "5"], default="5", help="MQTT protocol version")
 
 
-def resolve(args: argparse.Namespace) -> ClientOptions | str:
-    """The options from the flags over ``--config``; an error text naming the problem."""
+def resolve(args: argparse.Namespace, table_required: bool = True) -> ClientOptions | str:
+    """The options from the flags over ``--config``; an error text naming the problem.
+    Without ``table_required`` the table may stay unset (``table`` is then "")."""
     host, port, use_tls, verify = "localhost", 1883, False, True
     ca_file: Path | None = args.ca_file
     cert_file: Path | None = args.cert_file
@@ -71,7 +74,7 @@ def resolve(args: argparse.Namespace) -> ClientOptions | str:
     password: Secret | None = None
     key: Secret | None = None
     mqtt5 = args.mqtt == "5"
-    table: str | None = args.table
+    table: str | None = getattr(args, "table", None)
     try:
         if args.config is not None:
             from daemon.service.config import load_config
@@ -115,12 +118,13 @@ def resolve(args: argparse.Namespace) -> ClientOptions | str:
             key = SigningKeySource(env=args.events_key_env).load()
     except SecretError as exc:
         return str(exc)
-    if not table:
+    if not table and table_required:
         return "give --table ID (or --config FILE with a table_id)"
     from daemon.mqtt.topics import TopicError, validate_table_id
 
     try:
-        validate_table_id(table)
+        if table or table_required:
+            validate_table_id(table or "")
     except TopicError as exc:
         return str(exc)
     try:
@@ -131,11 +135,11 @@ def resolve(args: argparse.Namespace) -> ClientOptions | str:
         )
     except ValueError as exc:
         return f"TLS options: {exc}"
-    return ClientOptions(host, port, tls, username, password, mqtt5, table, key)
+    return ClientOptions(host, port, tls, username, password, mqtt5, table or "", key)
 
 
-def build_client(options: ClientOptions, name: str) -> mqtt.Client:
-    """A paho client (random id ``baccarat-edge-<name>-xxxx``) with TLS and login set.
+def build_client(options: ClientOptions, name: str, client_id: str | None = None) -> mqtt.Client:
+    """A paho client (``client_id``, or a random ``baccarat-edge-<name>-xxxx``) with TLS and login set.
 
     Raises ``OSError``/``ValueError`` (``ssl.SSLError`` is an ``OSError``) when the TLS files
     cannot be used."""
@@ -146,7 +150,7 @@ def build_client(options: ClientOptions, name: str) -> mqtt.Client:
 
     client = mqtt.Client(
         CallbackAPIVersion.VERSION2,
-        client_id=f"baccarat-edge-{name}-{secrets.token_hex(4)}",
+        client_id=client_id or f"baccarat-edge-{name}-{secrets.token_hex(4)}",
         protocol=mqtt.MQTTv5 if options.mqtt5 else mqtt.MQTTv311,
     )
     if options.tls is not None:

@@ -21,6 +21,8 @@ from daemon.mqtt.connection import CommandMessage, Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.envelope import encode, signed_message
 from daemon.mqtt.refusal_limit import RefusalLimiter
+from daemon.mqtt.resend_command import ResendCommands
+from daemon.mqtt.roles import PUBLISHER_ACTIONS
 from daemon.mqtt.secrets import Secret
 
 log = logging.getLogger(__name__)
@@ -50,8 +52,10 @@ class CommandChannel:
         counters: Counters,
         clock: Callable[[], float],
         wake: Callable[[], None],
+        resend: ResendCommands | None = None,
     ) -> None:
         self._connection = connection
+        self._resend = resend
         self._verifier = verifier
         self._journal = journal
         self._handler = handler
@@ -75,6 +79,16 @@ class CommandChannel:
         except Exception as exc:  # e.g. the journal failing: refuse, never stop the channel
             log.exception("command verification failed")
             outcome = Refusal("internal_error", f"command could not be checked: {exc}")
+        if isinstance(outcome, Verified) and outcome.command.action in PUBLISHER_ACTIONS:
+            served = self._serve_publisher_action(outcome)
+            if isinstance(served, str):
+                self._counters.commands_accepted += 1
+                log.info("command %s accepted: %s", outcome.command.action, served)
+                self._send_reply(
+                    message, outcome.command.command_id, outcome.command.action, True, None, served, {}
+                )
+                return
+            outcome = served
         if isinstance(outcome, Refusal):
             self._counters.commands_refused += 1
             self._journal_summary_when_due()
@@ -88,6 +102,31 @@ class CommandChannel:
             )
             return
         self._dispatch(outcome, message)
+
+    def _serve_publisher_action(self, verified: Verified) -> Refusal | str:
+        """A command the publisher serves itself (``resend``): the reply's reason, or a refusal."""
+        request = verified.request
+        if self._resend is None:
+            return Refusal(
+                "unknown_action",
+                f"{request.action!r} is not served here",
+                request.command_id,
+                request.action,
+                verified.command.actor,
+                request.key_id,
+            )
+        try:
+            return self._resend.serve(verified)
+        except Exception as exc:  # e.g. the journal failing: refuse, never stop the channel
+            log.exception("resend command failed")
+            return Refusal(
+                "internal_error",
+                f"resend could not be served: {exc}",
+                request.command_id,
+                request.action,
+                verified.command.actor,
+                request.key_id,
+            )
 
     def _journal_refusal(self, refusal: Refusal) -> dict[str, Any]:
         """Record a command refused before the engine (bad signature, forbidden, replay, stale,

@@ -31,7 +31,7 @@ import logging
 import ssl
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -82,6 +82,7 @@ class Connection:
         wake: Callable[[], None],
         on_connected: Callable[[], None],
         on_commands: Callable[[list[CommandMessage]], None],
+        identity: Mapping[str, str] | None = None,
     ) -> None:
         self.settings = settings
         self.table_id = table_id
@@ -92,6 +93,8 @@ class Connection:
         self._wake = wake
         self._on_connected = on_connected
         self._on_commands = on_commands
+        self._identity = dict(identity or {})
+        """``version`` and ``config_digest`` carried by every status (the fleet view's columns)."""
         self._password: Secret | None = (
             settings.auth.password.load() if settings.auth and settings.auth.password else None
         )
@@ -107,6 +110,10 @@ class Connection:
         """The broker's Maximum Packet Size (MQTT 5 CONNACK), None when it gave none."""
         self._refusal: str | None = None
         self._cmd_sub_mid: int | None = None
+        self._ack_sub_mid: int | None = None
+        self.ack_subscribed = threading.Event()
+        """Set once the broker acknowledged the ``ack`` subscription (server acknowledgement on)."""
+        self._server_acks: deque[bytes] = deque()
         self._offline_mid: int | None = None
         self._offline_acked = threading.Event()
         self._acks: deque[Ack] = deque()
@@ -175,6 +182,10 @@ class Connection:
         """The PUBACKs received since the last call, in arrival order."""
         return _drain(self._acks)
 
+    def take_server_acks(self) -> list[bytes]:
+        """The game server's ``ack`` payloads received since the last call."""
+        return _drain(self._server_acks)
+
     # -- client set-up ----------------------------------------------------------------------
 
     def _build_client(self) -> mqtt.Client:
@@ -214,7 +225,8 @@ class Connection:
 
     def _status_payload(self, status: str) -> dict[str, Any]:
         return signed_message(
-            {"table_id": self.table_id, "status": status, "ts": self._clock()}, self._events_key
+            {"table_id": self.table_id, "status": status, "ts": self._clock(), **self._identity},
+            self._events_key,
         )
 
     # -- network thread ---------------------------------------------------------------------
@@ -264,6 +276,7 @@ class Connection:
     def _connection_failed(self, message: str) -> None:
         self.connected.clear()
         self.subscribed.clear()
+        self.ack_subscribed.clear()
         self.last_error = message
         self._counters.connection_failures += 1
         delay = self._backoff.next_delay()
@@ -301,6 +314,9 @@ class Connection:
             properties=self.json_properties(),
         )
         _, self._cmd_sub_mid = client.subscribe(self.topics.cmd, qos=1)
+        if self.settings.delivery.server_ack.enabled:
+            # Retained: the server's latest acknowledgement arrives at once on every connect.
+            _, self._ack_sub_mid = client.subscribe(self.topics.ack, qos=1)
         self._on_connected()
         self.connected.set()
         self._wake()
@@ -313,15 +329,16 @@ class Connection:
         reason_codes: list[ReasonCode],
         properties: Properties | None,
     ) -> None:
-        if mid != self._cmd_sub_mid:
+        if mid not in (self._cmd_sub_mid, self._ack_sub_mid):
             return
+        name = "cmd" if mid == self._cmd_sub_mid else "ack"
         if any(code.is_failure for code in reason_codes):
-            self.last_error = "broker refused the cmd subscription: " + ", ".join(
+            self.last_error = f"broker refused the {name} subscription: " + ", ".join(
                 reason_text(code) for code in reason_codes
             )
             log.error("%s", self.last_error)
             return
-        self.subscribed.set()
+        (self.subscribed if name == "cmd" else self.ack_subscribed).set()
 
     def _on_disconnect(
         self,
@@ -333,6 +350,7 @@ class Connection:
     ) -> None:
         self.connected.clear()
         self.subscribed.clear()
+        self.ack_subscribed.clear()
         if not self.stopping.is_set():
             self.last_error = f"disconnected: {reason_text(reason_code)}"
 
@@ -352,6 +370,10 @@ class Connection:
         self._wake()
 
     def _on_message(self, client: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
+        if message.topic == self.topics.ack:
+            self._server_acks.append(bytes(message.payload))
+            self._wake()
+            return
         if message.topic != self.topics.cmd:
             return
         props = message.properties

@@ -24,6 +24,7 @@ Rules (also in ``daemon/mqtt/README.md``):
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -33,7 +34,7 @@ from typing import Any
 from daemon.alerts import AlertCode
 from daemon.mqtt.envelope import SCHEMA_VERSION
 from daemon.mqtt.secrets import Secret
-from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, signing_bytes, verify
+from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, sign_bytes, signing_bytes
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema_version": int,
@@ -97,13 +98,15 @@ class EventConsumer:
 
     def feed(self, payload: bytes | str | dict[str, Any]) -> Received:
         """Classify one ``events`` payload and update the state."""
-        envelope, problem = self._parse(payload)
+        envelope, problem, signed = parse_signed_event(
+            payload, self.table_id, self.key, self.require_signature
+        )
         if envelope is None:
             self.stats.rejected += 1
             return Received(Verdict.REJECTED, reason=problem)
         event_id: str = envelope["event_id"]
         seq: int = envelope["seq"]
-        digest = hashlib.sha256(signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)).digest()
+        digest = hashlib.sha256(signed).digest()
         seen = self._ids.get(event_id)
         if seen is not None:
             if seen[1] != digest:
@@ -155,31 +158,103 @@ class EventConsumer:
             _, (old_seq, _digest) = self._ids.popitem(last=False)
             self._seqs.pop(old_seq, None)
 
-    def _parse(self, payload: bytes | str | dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-        if isinstance(payload, dict):
-            envelope: Any = payload
-        else:
-            try:
-                envelope = json.loads(payload)
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                return None, f"not JSON: {exc}"
-        if not isinstance(envelope, dict):
-            return None, "not a JSON object"
-        for name, kind in _REQUIRED.items():
-            value = envelope.get(name)
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-                return None, f"field {name!r} missing or of the wrong type"
-        if envelope["schema_version"] != SCHEMA_VERSION:
-            return None, f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}"
-        if envelope["seq"] < 1:
-            return None, "seq must be >= 1"
-        if envelope["table_id"] != self.table_id:
-            return None, f"event of table {envelope['table_id']!r}, expected {self.table_id!r}"
-        if self.key is None:
-            if self.require_signature:
-                return None, "signature required but no key configured"
-        elif "sig" not in envelope:
-            return None, "unsigned event (a key is configured: a signature is required)"
-        elif not verify(envelope, self.key, UNSIGNED_EVENT_FIELDS):
-            return None, "signature does not verify"
-        return envelope, ""
+
+def content_digest(envelope: dict[str, Any]) -> bytes:
+    """SHA-256 of an event's signed content (every member but ``published_at`` and ``sig``):
+    equal for two copies of one event, different for another event under the same id."""
+    return hashlib.sha256(signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)).digest()
+
+
+def parse_event(
+    payload: bytes | str | dict[str, Any], table_id: str, key: Secret | None, require_signature: bool
+) -> tuple[dict[str, Any] | None, str]:
+    """The envelope of one ``events`` payload, or None and why it is rejected (not JSON, a
+    field missing or mistyped, another table's, a signature missing or wrong)."""
+    envelope, problem, _ = parse_signed_event(payload, table_id, key, require_signature)
+    return envelope, problem
+
+
+def parse_signed_event(
+    payload: bytes | str | dict[str, Any], table_id: str, key: Secret | None, require_signature: bool
+) -> tuple[dict[str, Any] | None, str, bytes]:
+    """:func:`parse_event` plus the envelope's signing bytes (RFC 8785 form of its signed
+    members), computed once for the signature and for :func:`content_digest`'s value
+    (``hashlib.sha256`` of them)."""
+    if isinstance(payload, bytes) and key is not None:
+        fast = _wire_signed(payload, table_id, key)
+        if fast is not None:
+            return fast
+    if isinstance(payload, dict):
+        envelope: Any = payload
+    else:
+        try:
+            envelope = json.loads(payload)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return None, f"not JSON: {exc}", b""
+    if not isinstance(envelope, dict):
+        return None, "not a JSON object", b""
+    for name, kind in _REQUIRED.items():
+        value = envelope.get(name)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            return None, f"field {name!r} missing or of the wrong type", b""
+    if envelope["schema_version"] != SCHEMA_VERSION:
+        return None, f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}", b""
+    if envelope["seq"] < 1:
+        return None, "seq must be >= 1", b""
+    if envelope["table_id"] != table_id:
+        return None, f"event of table {envelope['table_id']!r}, expected {table_id!r}", b""
+    try:
+        signed = signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)
+    except ValueError as exc:  # a value without a canonical form: it cannot have been signed
+        return None, f"not canonicalisable: {exc}", b""
+    if key is None:
+        if require_signature:
+            return None, "signature required but no key configured", b""
+    elif "sig" not in envelope:
+        return None, "unsigned event (a key is configured: a signature is required)", b""
+    elif not isinstance(envelope["sig"], str) or not hmac.compare_digest(
+        sign_bytes(signed, key), envelope["sig"].lower()
+    ):
+        return None, "signature does not verify", b""
+    return envelope, "", signed
+
+
+_PUBLISHED_AT = b',"published_at":'
+
+
+def _wire_signed(payload: bytes, table_id: str, key: Secret) -> tuple[dict[str, Any], str, bytes] | None:
+    """The contract's shortcut for a signed event as the table lays it out (``README.md``,
+    "Signed events on the wire"): the bytes before ``,"published_at":`` plus ``}`` are the
+    signed form C itself. When their HMAC is the payload's ``sig``, the envelope is C parsed
+    (what was signed, nothing else) with ``published_at`` and ``sig`` from the tail: no
+    re-canonicalisation. None (take the general path) for any other layout or outcome."""
+    cut = payload.rfind(_PUBLISHED_AT)
+    if cut < 0:
+        return None
+    signed = payload[:cut] + b"}"
+    try:
+        tail = json.loads(b"{" + payload[cut + 1 :])
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(tail, dict) or set(tail) != {"published_at", "sig"} or not isinstance(tail["sig"], str):
+        return None
+    if not hmac.compare_digest(sign_bytes(signed, key), tail["sig"].lower()):
+        return None
+    try:
+        envelope = json.loads(signed)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    if not isinstance(envelope, dict) or "published_at" in envelope or "sig" in envelope:
+        return None
+    for name, kind in _REQUIRED.items():
+        value = envelope.get(name)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            return None
+    if (
+        envelope["schema_version"] != SCHEMA_VERSION
+        or envelope["seq"] < 1
+        or envelope["table_id"] != table_id
+    ):
+        return None  # the general path names the problem
+    envelope.update(tail)
+    return envelope, "", signed

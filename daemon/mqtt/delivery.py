@@ -5,6 +5,7 @@ Drain thread only. What to do is decided by :class:`daemon.mqtt.window.DeliveryW
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +18,7 @@ from daemon.alerts import AlertCode
 from daemon.engine.events import ROUND_BOUNDARY_KINDS
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
+from daemon.mqtt.acknowledgement import ServerAcknowledgement
 from daemon.mqtt.alerts import (
     ALERT_KIND_PREFIX,
     alert_cleared,
@@ -25,6 +27,8 @@ from daemon.mqtt.alerts import (
 from daemon.mqtt.connection import Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.envelope import event_payload
+from daemon.mqtt.keyring import Keyring
+from daemon.mqtt.resend import ResendQueue
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import DeliverySettings, Protocol
 from daemon.mqtt.window import (
@@ -41,6 +45,9 @@ from daemon.mqtt.window import (
 
 log = logging.getLogger(__name__)
 
+RESEND_QUEUE_FACTOR = 4
+"""``resend`` commands may queue this many times ``delivery.server_ack.resend_max_events``."""
+
 
 class Delivery:
     """The journal -> broker event stream of one table (drain thread)."""
@@ -54,6 +61,7 @@ class Delivery:
         clock: Callable[[], float],
         wake: Callable[[], None],
         on_boundary: Callable[[], None],
+        keyring: Keyring,
     ) -> None:
         settings: DeliverySettings = connection.settings.delivery
         self._connection = connection
@@ -77,6 +85,30 @@ class Delivery:
         # Never changed after this: every event PUBLISH carries these packed bytes.
         self._event_props_bytes = 0 if props is None else len(props.pack())  # type: ignore[no-untyped-call]
         self._event_topic_bytes = len(self._topics.events.encode("utf-8"))
+        self.resend = ResendQueue(RESEND_QUEUE_FACTOR * settings.server_ack.resend_max_events)
+        """Events to publish again for the game server (reconnects, ``resend`` commands)."""
+        self.server_ack = ServerAcknowledgement(
+            settings.server_ack,
+            journal,
+            keyring,
+            self._table_id,
+            self.resend,
+            counters,
+            clock,
+            self._journal_event,
+        )
+        self._reconnected = threading.Event()
+
+    def connected(self) -> None:
+        """A connection came up (network thread): with the server acknowledgement on, what
+        the server has not acknowledged goes out again before anything newer."""
+        self._reconnected.set()
+
+    def server_acks(self, payloads: list[bytes]) -> None:
+        """Apply the game server's acknowledgements received; keep the lag alert."""
+        if payloads:
+            self.server_ack.receive(payloads)
+        self.server_ack.check_lag()
 
     def settle(self, acks: list[Ack]) -> None:
         """Carry out what the PUBACKs mean (delivered, dead letters, retries, alerts)."""
@@ -91,7 +123,21 @@ class Delivery:
         if isinstance(plan, Resend):
             self._publish(plan.event)
             return
-        for event in self._journal.pending(after_seq=plan.after_seq, limit=plan.limit):
+        room = plan.limit
+        if self._reconnected.is_set():
+            self._reconnected.clear()
+            if self.server_ack.enabled:
+                self.resend.request(self.server_ack.seq + 1, self._journal.last_seq(), bounded=False)
+        if self.resend.waiting:
+            again = self.resend.take(self._journal, room)
+            for event in again:
+                if not self._connection.connected.is_set():
+                    return
+                self._publish(event, again=True)
+            room -= len(again)
+            if room <= 0 or self.resend.waiting:
+                return  # nothing newer before the range sent again is out, so it stays in order
+        for event in self._journal.pending(after_seq=plan.after_seq, limit=room):
             if not self._connection.connected.is_set():
                 break
             self._publish(event)
@@ -102,20 +148,26 @@ class Delivery:
             return None
         return {"alert_id": self.failing_alert, "events_waiting": self.window.refused_waiting}
 
-    def _publish(self, event: JournaledEvent) -> None:
+    def _publish(self, event: JournaledEvent, again: bool = False) -> None:
+        """Publish ``event``; ``again``: one the broker acknowledged before, sent again for the
+        game server (a refusal to send it again is logged: its first copy went out)."""
+        mid: int | None = None
         try:
             payload = event_payload(event, self._table_id, self._clock(), self._events_key)
-        except ValueError as exc:  # not encodable: it can never go out
-            self._carry_out(self.window.unsendable(event, f"cannot be published: {exc}"))
+            problem = self._too_large(len(payload))
+            if problem is None:
+                mid = self._connection.publish(self._topics.events, payload, properties=self._event_props)
+        except ValueError as exc:  # not encodable, or paho refuses it: it can never go out
+            problem = f"cannot be published: {exc}"
+        if mid is None:
+            if again:
+                log.error("event seq=%d cannot be sent again: %s", event.seq, problem)
+            else:
+                self._carry_out(self.window.unsendable(event, problem or "cannot be published"))
             return
-        too_large = self._too_large(len(payload))
-        if too_large is not None:
-            self._carry_out(self.window.unsendable(event, too_large))
-            return
-        try:
-            mid = self._connection.publish(self._topics.events, payload, properties=self._event_props)
-        except ValueError as exc:  # paho refuses it (e.g. payload too large): it can never go out
-            self._carry_out(self.window.unsendable(event, f"cannot be published: {exc}"))
+        if again:
+            self.window.republished(event, mid)
+            self._counters.resent += 1
             return
         self.window.published(event, mid)
         self._counters.published += 1

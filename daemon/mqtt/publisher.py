@@ -57,17 +57,19 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from daemon.journal.store import Journal
 from daemon.mqtt.command_channel import CommandChannel, CommandHandler
-from daemon.mqtt.commands import CommandVerifier
+from daemon.mqtt.commands import ENGINE_ACTIONS, CommandVerifier
 from daemon.mqtt.connection import CommandMessage, Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.delivery import Delivery
 from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.refusal_limit import RefusalLimiter
+from daemon.mqtt.resend_command import ResendCommands
+from daemon.mqtt.roles import PUBLISHER_ACTIONS
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.status import HealthExtraFn, HealthReporter, SnapshotFn, StatePublisher
@@ -90,7 +92,9 @@ class Publisher:
         snapshot: SnapshotFn | None = None,
         health_extra: HealthExtraFn | None = None,
         clock: Callable[[], float] = time.time,
+        identity: Mapping[str, str] | None = None,
     ) -> None:
+        """``identity``: ``version`` and ``config_digest`` for the retained status."""
         self.table_id = table_id
         self.counters = Counters()
         signing = settings.signing
@@ -109,6 +113,7 @@ class Publisher:
             self._wake.set,
             self._on_connected,
             self._serve_commands,
+            identity,
         )
         """The broker connection (network thread, paho client)."""
         self._state = StatePublisher(self.connection, journal, snapshot, events_key, clock)
@@ -120,10 +125,11 @@ class Publisher:
             clock,
             self._wake.set,
             self._state.boundary_published,
+            keyring,
         )
         self._commands = CommandChannel(
             self.connection,
-            CommandVerifier(table_id, keyring, signing, journal, clock),
+            CommandVerifier(table_id, keyring, signing, journal, clock, ENGINE_ACTIONS | PUBLISHER_ACTIONS),
             RefusalLimiter(signing.refusals_journaled_per_window, signing.refusal_window_s),
             journal,
             on_command,
@@ -131,6 +137,7 @@ class Publisher:
             self.counters,
             clock,
             self._wake.set,
+            ResendCommands(journal, self._delivery.resend, settings.delivery.server_ack, self._wake.set),
         )
         self._health = HealthReporter(
             self.connection, journal, self._delivery, self.counters, events_key, clock, health_extra
@@ -215,6 +222,7 @@ class Publisher:
         """Network thread, inside paho's ``on_connect``: the state goes out before the drain
         resumes."""
         self._state.request()
+        self._delivery.connected()
 
     def _serve_commands(self, messages: list[CommandMessage]) -> None:
         """Network thread, after ``loop()``: verify and dispatch the ``cmd`` messages."""
@@ -236,6 +244,7 @@ class Publisher:
 
     def _drain_step(self) -> None:
         self._delivery.settle(self.connection.take_acks())
+        self._delivery.server_acks(self.connection.take_server_acks())
         if self.connection.connected.is_set():
             self._state.publish_requested()
             self._delivery.fill()

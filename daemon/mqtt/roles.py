@@ -7,7 +7,8 @@ other action is refused with the code ``forbidden``. The legacy single ``command
 every role.
 
 - ``game_server``: the round flow the game server drives (a new shoe, the Super 98 die, the
-  betting window: ``open_betting``/``close_betting``).
+  betting window: ``open_betting``/``close_betting``), and ``resend`` (a gap fill: not an
+  engine action, the publisher serves it).
 - ``supervisor``: corrections and voids: what changes a recorded result or closes an alert; and
   ``cut_card`` (it decides which round is the shoe's last: seen on the floor, not by a device).
 - ``technician``: the reader itself: lock/unlock and closing a rescan-needed alert.
@@ -27,7 +28,7 @@ class Role(Enum):
 
 
 ROLE_ACTIONS: dict[Role, frozenset[str]] = {
-    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die", "open_betting", "close_betting"}),
+    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die", "open_betting", "close_betting", "resend"}),
     Role.SUPERVISOR: frozenset(
         {
             "void_round",
@@ -44,6 +45,10 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
     Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),
 }
 """The actions each role may send; every engine action is in exactly one."""
+
+PUBLISHER_ACTIONS: frozenset[str] = frozenset({"resend"})
+"""Actions the publisher serves itself, not the engine: ``resend`` (publish a range of events
+again for the game server, :mod:`daemon.mqtt.resend_command`)."""
 
 
 def roles_for(action: str) -> frozenset[Role]:

@@ -133,6 +133,46 @@ class SigningSettings(BaseModel):
         return SigningKeySource(file=value.file, env=value.env)
 
 
+class ServerAckSettings(BaseModel):
+    """The game server's acknowledgement (``baccarat/v1/{table_id}/ack``, issue #13).
+
+    Enabled, the table keeps every event until the *server* acknowledged it (a PUBACK is only
+    the broker's word): after every reconnect it publishes again what the broker acknowledged
+    but the server did not, compaction never deletes an event the server has not
+    acknowledged, and ``server_ack_lagging`` is raised while the acknowledgement lags past
+    ``max_lag_events`` or ``max_lag_s``. Disabled (a table without a game server, e.g. the
+    demo): delivery is PUBACK-based and nothing waits for the server."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = Field(
+        default=False,
+        description="Wait for the game server's signed acknowledgement. Turn on once the game server "
+        "acknowledges (daemon/mqtt/README.md, 'Server acknowledgement'); off keeps PUBACK-based delivery.",
+    )
+    max_lag_events: int = Field(
+        default=1000,
+        ge=10,
+        le=10_000_000,
+        description="server_ack_lagging is raised when more events than this are journaled but not "
+        "acknowledged by the server (cleared at half of it).",
+    )
+    max_lag_s: float = Field(
+        default=60.0,
+        ge=1.0,
+        le=30 * 86400.0,
+        description="server_ack_lagging is raised when the oldest event the server has not "
+        "acknowledged was journaled longer ago than this (cleared at half of it).",
+    )
+    resend_max_events: int = Field(
+        default=10_000,
+        ge=1,
+        le=1_000_000,
+        description="The largest range one resend command may ask for; a larger one is refused "
+        "(range_too_large).",
+    )
+
+
 class DeliverySettings(BaseModel):
     """How the journal is drained."""
 
@@ -154,6 +194,7 @@ class DeliverySettings(BaseModel):
         default=None, ge=1, description="MQTT 5 message expiry for events; unset = never expire."
     )
     compact_interval_s: float = Field(default=3600.0, gt=0)
+    server_ack: ServerAckSettings = ServerAckSettings()
     state_interval_s: float = Field(
         default=0.5,
         gt=0,
@@ -183,6 +224,18 @@ class BrokerSettings(BaseModel):
     auth: AuthSettings | None = None
     signing: SigningSettings = SigningSettings()
     delivery: DeliverySettings = DeliverySettings()
+
+    @model_validator(mode="after")
+    def _server_ack_has_a_key(self) -> BrokerSettings:
+        signing = self.signing
+        if self.delivery.server_ack.enabled and not (
+            signing.command_key is not None or any(k.role is Role.GAME_SERVER for k in signing.command_keys)
+        ):
+            raise ValueError(
+                "delivery.server_ack.enabled needs a key to verify the game server's acknowledgements: "
+                "a signing.command_keys entry with role game_server (or the legacy signing.command_key)"
+            )
+        return self
 
     @property
     def effective_port(self) -> int:

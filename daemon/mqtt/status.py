@@ -163,6 +163,7 @@ class HealthReporter:
                 "admits_new_round": self._journal.admits_new_round(),
             },
         }
+        report["delivery"] = {"server_ack": self._delivery.server_ack.report()}
         failing = self._delivery.failing_report()
         if failing is not None:
             report["delivery_failing"] = failing

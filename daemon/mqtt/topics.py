@@ -81,6 +81,11 @@ class TableTopics:
         return f"{self.base}/cmd/reply"
 
     @property
+    def ack(self) -> str:
+        """The game server's signed acknowledgement (inbound, retained, QoS 1)."""
+        return f"{self.base}/ack"
+
+    @property
     def all(self) -> str:
         """Wildcard subscription to every topic of the table."""
         return f"{self.base}/#"

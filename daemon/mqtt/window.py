@@ -151,9 +151,16 @@ class DeliveryWindow:
     def published(self, event: JournaledEvent, mid: int) -> None:
         """``event`` was handed to paho as message ``mid``."""
         self._inflight[mid] = event
-        self._sent_through = max(self._sent_through, event.seq)
         if self._waiting.pop(event.seq, None) is not None:
             self._resent.add(event.seq)
+        else:
+            self._sent_through = max(self._sent_through, event.seq)
+
+    def republished(self, event: JournaledEvent, mid: int) -> None:
+        """``event``, already acknowledged by the broker, went out again for the game server
+        (:mod:`daemon.mqtt.resend`) as message ``mid``: it takes a place in the window until its
+        PUBACK, but new events go on from where they were."""
+        self._inflight[mid] = event
 
     def unsendable(self, event: JournaledEvent, reason: str) -> list[Decision]:
         """``event`` cannot be published at all (e.g. larger than the broker accepts)."""

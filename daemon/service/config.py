@@ -487,3 +487,14 @@ def changed_sections(
     ):
         changed.append("broker")
     return changed
+
+
+def config_digest(config: DaemonConfig, variant: Variant) -> str:
+    """sha256 (hex) of what a table runs with: the RFC 8785 canonical JSON of the validated
+    config (defaults filled in, secrets named by where they live, never their values) and the
+    pay table's digest. Published in the retained status and printed by ``check-config``, so
+    ``fleet`` shows which tables run the same configuration."""
+    from daemon.mqtt.canonical import canonical_json
+
+    body = {"config": config.model_dump(mode="json"), "variant_digest": variant.digest}
+    return hashlib.sha256(canonical_json(body)).hexdigest()

@@ -39,6 +39,7 @@ from types import FrameType
 import structlog
 
 from common.inputs import EngineInput, SupervisorCommand
+from daemon import __version__
 from daemon.engine.table import Engine
 from daemon.journal.records import JournaledEvent
 from daemon.journal.store import Journal
@@ -48,6 +49,7 @@ from daemon.service.config import (
     RELOADABLE,
     LoadedConfig,
     changed_sections,
+    config_digest,
     device_name,
     load_config,
     rotated_secrets,
@@ -205,7 +207,12 @@ class Daemon:
             snapshot=self.snapshot.get,
             health_extra=self._devices_health,
             clock=self.clock,
+            identity={"version": __version__, "config_digest": self._config_digest(settings)},
         )
+
+    def _config_digest(self, broker: BrokerSettings) -> str:
+        """The digest of the config running once ``broker`` is in service (see config_digest)."""
+        return config_digest(self.config.model_copy(update={"broker": broker}), self.loaded.variant)
 
     def _notify_publisher(self) -> None:
         """Wake the publisher in service now (swapped on a broker reload): events are journaled."""

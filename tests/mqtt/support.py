@@ -30,6 +30,7 @@ SCHEMA_BY_SUFFIX = {
     "health": "health",
     "cmd/reply": "reply",
     "cmd": "command",
+    "ack": "ack",
 }
 
 

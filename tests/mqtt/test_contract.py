@@ -43,6 +43,7 @@ def test_asyncapi_channels_are_the_topics_the_code_uses() -> None:
         topics.health,
         topics.cmd,
         topics.cmd_reply,
+        topics.ack,
     }
     assert {a.replace("{table_id}", "TABLE") for a in addresses} == expected
     referenced = {

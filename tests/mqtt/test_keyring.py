@@ -18,7 +18,7 @@ from daemon.journal.nonces import NonceVerdict
 from daemon.mqtt.commands import CommandVerifier, Refusal, Verified
 from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.publisher import Publisher
-from daemon.mqtt.roles import ROLE_ACTIONS, Role
+from daemon.mqtt.roles import PUBLISHER_ACTIONS, ROLE_ACTIONS, Role
 from daemon.mqtt.secrets import SecretError, SecretSource
 from daemon.mqtt.settings import CommandKeySettings, SigningSettings
 from daemon.mqtt.signing import sign
@@ -34,7 +34,8 @@ def test_every_engine_action_belongs_to_exactly_one_role() -> None:
         holders = [role for role, actions in ROLE_ACTIONS.items() if action in actions]
         assert len(holders) == 1, f"{action} is held by {holders}"
     assigned = set().union(*ROLE_ACTIONS.values())
-    assert assigned == set(ACTIONS) | SERVICE_ACTIONS, "a role names an action the engine does not have"
+    assert assigned == set(ACTIONS) | SERVICE_ACTIONS | PUBLISHER_ACTIONS, "a role names an unknown action"
+    assert all(len([r for r in Role if a in ROLE_ACTIONS[r]]) == 1 for a in PUBLISHER_ACTIONS)
 
 
 @pytest.fixture

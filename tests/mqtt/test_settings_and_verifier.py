@@ -210,9 +210,10 @@ def test_oversized_payload(verifier: CommandVerifier) -> None:
 def test_command_schema_lists_exactly_the_accepted_actions() -> None:
     from daemon.mqtt.commands import ENGINE_ACTIONS
     from daemon.mqtt.contract import load_schema
+    from daemon.mqtt.roles import PUBLISHER_ACTIONS
 
     schema_actions = set(load_schema("command")["properties"]["action"]["enum"])
-    assert schema_actions == ENGINE_ACTIONS
+    assert schema_actions == ENGINE_ACTIONS | PUBLISHER_ACTIONS
 
 
 def test_a_lone_surrogate_is_malformed_not_an_internal_error(verifier: CommandVerifier) -> None:

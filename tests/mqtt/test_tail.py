@@ -177,3 +177,28 @@ def test_tail_human_output_with_all_topics(
     assert all("card_dealt [reader, signature verified]" in line for line in events)
     assert proc.returncode == 0
     assert "no unexplained gap" in err
+
+
+def test_tail_with_a_checkpoint_acknowledges_and_resumes_where_it_stopped(
+    mosquitto: MosquittoBroker, tmp_path: Path, journal: Journal, make_publisher: Callable[..., Publisher]
+) -> None:
+    from tests.mqtt.ack_support import ack_settings, key_files, wait_until
+
+    files = key_files(tmp_path)
+    keys = {"events": files["events"]}
+    checkpoint = tmp_path / "checkpoint.sqlite3"
+    consumer = ("--checkpoint", str(checkpoint), "--key-id", "gs-1", "--command-key-file", str(files["gs-1"]))
+    tail = start_tail(mosquitto.port, keys, *consumer, "--count", "8", "--timeout", "60")
+    journal.append([], [card_event(n) for n in range(8)])
+    make_publisher(ack_settings(mosquitto.port, files), TABLE, journal)
+    out, err = tail.communicate(timeout=60)
+    assert tail.returncode == 0, err
+    assert [json.loads(line)["seq"] for line in out.splitlines()] == list(range(1, 9))
+    assert "8 events processed in order; position 8" in err
+    wait_until(lambda: journal.server_ack().seq == 8, what="the acknowledgement it sent")
+    # a second run resumes from the checkpoint: nothing printed twice
+    journal.append([], [card_event(9)])
+    tail = start_tail(mosquitto.port, keys, *consumer, "--count", "1", "--timeout", "60")
+    out, err = tail.communicate(timeout=60)
+    assert tail.returncode == 0, err
+    assert [json.loads(line)["seq"] for line in out.splitlines()] == [9]

@@ -1,0 +1,175 @@
+"""The reference consumer's durable checkpoint: one SQLite file (WAL, ``synchronous=FULL``).
+
+Per table it holds the *position* — the journal epoch the consumer follows and the highest
+``seq`` it processed with every lower one (contiguous), with that event's ``event_id``: what
+it acknowledges to the table — and every processed event's ``seq``, ``event_id`` and content
+digest, so that after a restart a copy is still told from a conflict (the same ``seq`` or
+``event_id`` with other content). Events a table lost in a journal rollback are moved to
+``lost`` (reported, never deleted).
+
+Writes go into one open transaction; :meth:`Checkpoint.commit` makes them durable. Only a
+committed position is acknowledged: a consumer that dies before the commit has acknowledged
+nothing of what it had not committed, and the table sends it again.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS position(
+    table_id TEXT PRIMARY KEY,
+    epoch_id TEXT,
+    epoch INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    event_id TEXT
+);
+CREATE TABLE IF NOT EXISTS processed(
+    table_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    digest BLOB,
+    kind TEXT NOT NULL,
+    PRIMARY KEY (table_id, seq)
+);
+CREATE TABLE IF NOT EXISTS lost(
+    table_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    epoch_id TEXT,
+    noted_at REAL NOT NULL
+);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a consumer stands in one table's stream."""
+
+    epoch_id: str | None
+    """The epoch id (``new_journal_id``) of the last epoch change seen; None before any."""
+    epoch: int
+    seq: int
+    """Highest ``seq`` processed with every lower one (0: none)."""
+    event_id: str | None
+    """The ``event_id`` of ``seq`` (what the acknowledgement names)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Processed:
+    """One processed event as the checkpoint remembers it."""
+
+    event_id: str
+    digest: bytes | None
+    """None for a dead-lettered ``seq`` skipped on its alert's word."""
+    kind: str
+
+
+class Checkpoint:
+    """The durable position and processed events of one table."""
+
+    def __init__(self, path: Path, table_id: str) -> None:
+        self.path = path
+        self.table_id = table_id
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute(
+            "SELECT epoch_id, epoch, seq, event_id FROM position WHERE table_id = ?", (table_id,)
+        ).fetchone()
+        self.position = Position(None, 0, 0, None) if row is None else Position(*row)
+        """The position including what is not committed yet."""
+        self.committed = self.position
+        """The position as last committed (what may be acknowledged)."""
+
+    def processed(self, seq: int) -> Processed | None:
+        """What was processed at ``seq`` (committed or not)."""
+        row = self._db.execute(
+            "SELECT event_id, digest, kind FROM processed WHERE table_id = ? AND seq = ?",
+            (self.table_id, seq),
+        ).fetchone()
+        return None if row is None else Processed(row[0], row[1], row[2])
+
+    def add(self, seq: int, event_id: str, digest: bytes | None, kind: str) -> None:
+        """Record ``seq`` as processed; it must be ``position.seq + 1``."""
+        if seq != self.position.seq + 1:
+            raise ValueError(f"seq {seq} is not the next one after {self.position.seq}")
+        self._begin()
+        self._db.execute(
+            "INSERT OR REPLACE INTO processed(table_id, seq, event_id, digest, kind) VALUES (?, ?, ?, ?, ?)",
+            (self.table_id, seq, event_id, digest, kind),
+        )
+        p = self.position
+        self.position = Position(p.epoch_id, p.epoch, seq, event_id)
+
+    def rebase(self, journal_seq: int, epoch_id: str, epoch: int) -> list[tuple[int, str, str]]:
+        """The table's journal was rolled back to ``journal_seq`` and goes on in a new epoch:
+        every processed event above it is moved to ``lost`` (returned as ``(seq, event_id,
+        kind)``), and the position falls back to ``journal_seq`` at most."""
+        self._begin()
+        rows = self._db.execute(
+            "SELECT seq, event_id, kind FROM processed WHERE table_id = ? AND seq > ? ORDER BY seq",
+            (self.table_id, journal_seq),
+        ).fetchall()
+        now = time.time()
+        self._db.executemany(
+            "INSERT INTO lost(table_id, seq, event_id, kind, epoch_id, noted_at) VALUES (?, ?, ?, ?, ?, ?)",
+            [
+                (self.table_id, seq, event_id, kind, self.position.epoch_id, now)
+                for seq, event_id, kind in rows
+            ],
+        )
+        self._db.execute("DELETE FROM processed WHERE table_id = ? AND seq > ?", (self.table_id, journal_seq))
+        seq = min(self.position.seq, journal_seq)
+        held = self.processed(seq) if seq > 0 else None
+        self.position = Position(epoch_id, epoch, seq, None if held is None else held.event_id)
+        return [(int(s), str(e), str(k)) for s, e, k in rows]
+
+    def note_epoch(self, epoch_id: str, epoch: int) -> None:
+        """A new epoch without lost events (e.g. continuity unproven): remember its id."""
+        p = self.position
+        if p.epoch_id != epoch_id:
+            self._begin()
+            self.position = Position(epoch_id, epoch, p.seq, p.event_id)
+
+    def commit(self) -> Position:
+        """Make everything recorded durable; returns the committed position."""
+        if self._db.in_transaction:
+            p = self.position
+            self._db.execute(
+                "INSERT OR REPLACE INTO position(table_id, epoch_id, epoch, seq, event_id) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (self.table_id, p.epoch_id, p.epoch, p.seq, p.event_id),
+            )
+            self._db.execute("COMMIT")
+            self.committed = p
+        return self.committed
+
+    def lost(self) -> list[tuple[int, str, str]]:
+        """Every event recorded as lost by the table, ``(seq, event_id, kind)``."""
+        rows = self._db.execute(
+            "SELECT seq, event_id, kind FROM lost WHERE table_id = ? ORDER BY rowid", (self.table_id,)
+        ).fetchall()
+        return [(int(s), str(e), str(k)) for s, e, k in rows]
+
+    def processed_seqs(self) -> list[tuple[int, str]]:
+        """Every processed ``(seq, event_id)`` in order (committed or not)."""
+        rows = self._db.execute(
+            "SELECT seq, event_id FROM processed WHERE table_id = ? ORDER BY seq", (self.table_id,)
+        ).fetchall()
+        return [(int(s), str(e)) for s, e in rows]
+
+    def close(self) -> None:
+        """Commit and close."""
+        self.commit()
+        self._db.close()
+
+    def _begin(self) -> None:
+        if not self._db.in_transaction:
+            self._db.execute("BEGIN IMMEDIATE")

@@ -1,0 +1,234 @@
+"""The reference consumer with its durable checkpoint: once, in order, gap fills, acks, rollbacks."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daemon.alerts import AlertCode
+from daemon.mqtt.checkpoint import Checkpoint
+from daemon.mqtt.consumer import Verdict
+from daemon.mqtt.keyring import CommandKey, Keyring
+from daemon.mqtt.ordered_consumer import OrderedConsumer
+from daemon.mqtt.roles import Role
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.server_ack import AckClaim, check_ack
+from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, sign
+from tests.mqtt.support import validate_payload
+
+KEY = Secret(b"table-events-key-0123", "test")
+GS = Secret(b"game-server-key-0123", "test")
+
+
+def envelope(
+    seq: int, epoch: str = "e1", kind: str = "card_dealt", data: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "schema_version": 1,
+        "event_id": str(uuid.uuid5(uuid.NAMESPACE_OID, f"{epoch}/T1/{seq}")),
+        "seq": seq,
+        "table_id": "T1",
+        "shoe_id": "S1",
+        "hand": 1,
+        "kind": kind,
+        "ts": 1000.0 + seq,
+        "published_at": 2000.0,
+        "source": "system" if kind.startswith("alert") else "reader",
+        "data": data if data is not None else {"card": "8s", "slot": "P1"},
+    }
+    message["sig"] = sign(message, KEY, UNSIGNED_EVENT_FIELDS)
+    return message
+
+
+def consumer(path: Path) -> OrderedConsumer:
+    return OrderedConsumer("T1", Checkpoint(path, "T1"), KEY)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_every_event_once_in_order_whatever_the_arrival(tmp_path_factory: Any, data: st.DataObject) -> None:
+    n = data.draw(st.integers(1, 40))
+    arrivals = data.draw(st.lists(st.integers(1, n), max_size=3 * n))
+    order = data.draw(st.permutations([*range(1, n + 1), *arrivals]))
+    restart_at = data.draw(st.integers(0, len(order)))
+    path = tmp_path_factory.mktemp("c") / "checkpoint.sqlite3"
+    c = consumer(path)
+    processed: list[int] = []
+    queue = list(order)
+    i = 0
+    while queue:
+        if i == restart_at:
+            # a crash after a commit: the table sends again what was not acknowledged
+            committed = c.commit()
+            c.checkpoint.close()
+            c = consumer(path)
+            queue.extend(range(committed + 1, n + 1))
+        fed = c.feed(envelope(queue.pop(0)), now=float(i))
+        assert fed.verdict in (Verdict.NEW, Verdict.DUPLICATE)
+        processed.extend(e["seq"] for e in fed.processed)
+        i += 1
+    assert processed == list(range(1, n + 1))
+    assert c.position == n
+    assert c.missing == []
+    assert [s for s, _ in c.checkpoint.processed_seqs()] == list(range(1, n + 1))
+    c.checkpoint.close()
+
+
+def test_a_conflict_is_reported_and_never_processed(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    c.feed(envelope(1), 0.0)
+    c.feed(envelope(3), 0.0)
+    for payload, why in (
+        (envelope(1, epoch="other"), "processed as event"),
+        (envelope(3, epoch="other"), "arrived as"),
+        ({**envelope(1), "data": {"card": "9s", "slot": "P1"}}, "signature"),
+    ):
+        fed = c.feed(payload, 0.0)
+        assert fed.verdict in (Verdict.CONFLICT, Verdict.REJECTED)
+        assert fed.processed == ()
+        assert why in (fed.reason or "")
+    assert c.stats.conflicts == 2
+    changed = envelope(1)
+    changed["data"] = {"card": "9s", "slot": "P1"}
+    del changed["sig"]
+    changed["sig"] = sign(changed, KEY, UNSIGNED_EVENT_FIELDS)
+    fed = c.feed(changed, 0.0)
+    assert fed.verdict is Verdict.CONFLICT
+    assert "other content" in (fed.reason or "")
+
+
+def test_gaps_are_asked_for_after_a_grace_and_again_while_open(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    c.feed(envelope(1), 0.0)
+    c.feed(envelope(5), 0.0)
+    assert c.gaps(0.5) == []  # may only be late
+    assert c.gaps(1.0) == [(2, 4)]
+    assert c.gaps(2.0) == []
+    assert c.gaps(6.0) == [(2, 4)]
+    c.note_last_seq(9, 6.0)
+    for seq in (2, 3, 4):
+        c.feed(envelope(seq), 7.0)
+    assert c.position == 5
+    assert c.missing == [6, 7, 8, 9]
+    assert c.gaps(8.5) == [(6, 9)]
+
+
+def test_a_dead_lettered_seq_is_skipped_on_its_alerts_word(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    c.feed(envelope(1), 0.0)
+    lost_id = envelope(2)["event_id"]
+    alert = envelope(
+        3,
+        kind="alert_raised",
+        data={
+            "alert_id": "delivery-0123456789ab",
+            "code": AlertCode.MQTT_DEAD_LETTER.value,
+            "seq": 2,
+            "event_id": lost_id,
+            "event_kind": "card_dealt",
+            "message": "refused",
+            "severity": "critical",
+        },
+    )
+    fed = c.feed(alert, 0.0)
+    assert [e["seq"] for e in fed.processed] == [3]
+    assert c.position == 3
+    assert c.checkpoint.processed(2) is not None
+
+
+def test_a_rolled_back_journal_is_reported_and_followed(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    for seq in range(1, 11):
+        c.feed(envelope(seq), 0.0)
+    c.commit()
+    # the table was restored to seq 6 and goes on in a new epoch: its alert comes first
+    rolled = envelope(
+        7,
+        epoch="e2",
+        kind="alert_raised",
+        data={
+            "alert_id": "journal-0123456789ab",
+            "code": AlertCode.JOURNAL_ROLLED_BACK.value,
+            "severity": "critical",
+            "message": "restored",
+            "continuity": "rollback",
+            "journal_seq": 6,
+            "marker_seq": 10,
+            "acknowledged_seq": None,
+            "old_epoch": 1,
+            "new_epoch": 2,
+            "old_journal_id": "e1",
+            "new_journal_id": "e2-id",
+        },
+    )
+    fed = c.feed(envelope(8, epoch="e2"), 0.0)
+    assert fed.verdict is Verdict.CONFLICT  # before the alert: reported
+    fed = c.feed(rolled, 0.0)
+    assert [e["seq"] for e in fed.processed] == [7]
+    assert len(c.rollbacks) == 1
+    assert "rolled back to seq 6" in c.rollbacks[0]
+    assert "seq 7..10 (4 events)" in c.rollbacks[0]
+    assert [s for s, _, _ in c.checkpoint.lost()] == [7, 8, 9, 10]
+    fed = c.feed(envelope(8, epoch="e2"), 0.0)  # sent again on the gap fill
+    assert [e["seq"] for e in fed.processed] == [8]
+    assert c.feed(rolled, 0.0).verdict is Verdict.DUPLICATE  # a copy changes nothing
+    assert c.checkpoint.position.epoch_id == "e2-id"
+    # a later rollback (epoch 3), then an old copy of the first alert (a resend of that range):
+    # a copy of a processed event, never a second fall-back
+    c.feed(envelope(9, epoch="e2"), 0.0)
+    rolled_again = envelope(
+        10,
+        epoch="e3",
+        kind="alert_raised",
+        data={**rolled["data"], "journal_seq": 9, "new_epoch": 3, "new_journal_id": "e3-id"},
+    )
+    assert [e["seq"] for e in c.feed(rolled_again, 0.0).processed] == [10]
+    assert c.feed(rolled, 0.0).verdict is Verdict.DUPLICATE
+    assert c.position == 10
+    assert len(c.rollbacks) == 2
+    assert c.checkpoint.position.epoch_id == "e3-id"
+
+
+def test_the_ack_names_the_committed_position_and_the_table_believes_it(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    assert c.ack_message("gs-1", GS, 1.0) is None
+    for seq in (1, 2, 4):
+        c.feed(envelope(seq), 0.0)
+    assert c.ack_message("gs-1", GS, 1.0) is None  # nothing committed yet
+    c.commit()
+    ack = c.ack_message("gs-1", GS, 1.0)
+    assert ack is not None
+    validate_payload("x/ack", json.dumps(ack).encode())
+    keyring = Keyring([CommandKey("gs-1", frozenset({Role.GAME_SERVER}), GS)])
+    assert check_ack(json.dumps(ack).encode(), "T1", keyring) == AckClaim(2, envelope(2)["event_id"], "gs-1")
+    command = c.resend_command(3, 3, "gs-1", GS, 1.0)
+    validate_payload("x/cmd", json.dumps(command).encode())
+
+
+def test_the_wire_shortcut_believes_only_the_signed_bytes() -> None:
+    from daemon.journal.records import JournaledEvent
+    from daemon.mqtt.consumer import parse_signed_event
+    from daemon.mqtt.envelope import event_payload
+
+    event = JournaledEvent(
+        seq=4, event_id=str(uuid.uuid4()), kind="card_dealt", at=1.5e9, shoe_id="S1", hand=1,
+        source="reader", data={"card": "8s", "slot": "P1"}, origin="engine", journaled_at=1.5e9,
+    )  # fmt: skip
+    wire = event_payload(event, "T1", 1.5e9 + 1, KEY)
+    fast, problem, signed = parse_signed_event(wire, "T1", KEY, True)
+    general, _, canonical = parse_signed_event(json.loads(wire), "T1", KEY, True)
+    assert fast is not None, problem
+    assert fast == general
+    assert signed == canonical
+    # a member smuggled after the signature (JSON keeps the last duplicate) is not believed
+    smuggled = wire[:-1] + b',"kind":"round_voided"}'
+    envelope, problem, _ = parse_signed_event(smuggled, "T1", KEY, True)
+    assert envelope is None
+    assert "signature" in problem
+    tampered = wire.replace(b'"8s"', b'"9s"')
+    assert parse_signed_event(tampered, "T1", KEY, True)[0] is None
