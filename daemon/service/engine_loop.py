@@ -42,6 +42,7 @@ from daemon.engine.table import Engine
 from daemon.journal.records import JournaledEvent
 from daemon.journal.store import Journal
 from daemon.rules.variants import Variant, load_variant_by_name
+from daemon.service.engine_restore import SnapshotTaker
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, log_event
 from daemon.service.reader_commands import CommandAnswer, ReaderCommandWorker, ReaderRequest, ReplyFn
@@ -141,6 +142,7 @@ class EngineLoop:
         tick_interval_s: float,
         done: threading.Event,
         on_events: Callable[[list[JournaledEvent]], None] | None = None,
+        snapshots: SnapshotTaker | None = None,
     ) -> None:
         """``restore`` rebuilds the engine from the journal after an engine failure; ``notify``
         wakes the publisher; ``done`` is set when the thread ends; ``housekeeping`` (compaction,
@@ -159,6 +161,7 @@ class EngineLoop:
         self._tick = tick_interval_s
         self.done = done
         self._on_events = on_events
+        self._snapshots = snapshots  # stores engine-state snapshots (shoe ends) for quick restarts
         self._beat: Callable[[], None] = lambda: None
         self._thread: threading.Thread | None = None
         self.storage_full = bool(engine.state.storage_full)
@@ -229,6 +232,8 @@ class EngineLoop:
             if isinstance(item, Command):
                 item.reply(False, "the journal could not store the command (daemon stopping)")
             return
+        if self._snapshots is not None:
+            self._snapshots.after_append(self.engine, journaled)
         self.stats.inputs += 1
         self.stats.events += len(journaled)
         for event in journaled:

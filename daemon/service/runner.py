@@ -58,9 +58,8 @@ from daemon.service.engine_loop import (
     Command,
     EngineLoop,
     InputQueue,
-    journal_history,
-    restore_engine,
 )
+from daemon.service.engine_restore import SnapshotTaker, restore_from_journal
 from daemon.service.health import (
     DaemonHealth,
     EngineHealth,
@@ -146,15 +145,8 @@ class Daemon:
         if alert is not None:
             log.error("journal_continuity", **alert.data)
             journal.append_delivery_event(alert)
-        history = journal_history(journal)
-        engine = restore_engine(history, cfg.table, self.loaded.variant)
+        engine = restore_from_journal(journal, cfg.table, self.loaded.variant).engine
         self.snapshot.reset(engine)
-        log.info(
-            "engine_restored",
-            table_id=cfg.table_id,
-            events=len(history),
-            last_seq=journal.last_seq(),
-        )
         self._warn_if_insecure(cfg.broker)
         publisher = self._make_publisher(cfg.broker)
         self._publisher = publisher
@@ -172,7 +164,8 @@ class Daemon:
             JournalHousekeeping(
                 journal, lambda: self.config.broker.delivery, self.clock, self._notify_publisher
             ),
-            restore=lambda: restore_engine(journal_history(journal), cfg.table, self.loaded.variant),
+            restore=lambda: restore_from_journal(journal, cfg.table, self.loaded.variant).engine,
+            snapshots=SnapshotTaker(journal),
             notify=self._notify_publisher,
             clock=self.clock,
             tick_interval_s=cfg.service.tick_interval_s,
