@@ -109,6 +109,7 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._out = []
             return out
         self._now = inp.at
+        self._settle_refusals(inp)  # an absorbed refusals' summary before anything else happens
         if self._settings_notice:
             self._settings_notice = False
             differs = self._shoe_differs()

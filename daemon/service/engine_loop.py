@@ -195,6 +195,7 @@ class EngineLoop:
                 except queue.Empty:
                     item = Tick(at=self._clock())
                 if isinstance(item, Stop):
+                    self._store_refusal_summary()
                     break
                 if isinstance(item, Barrier):
                     item.reached.set()
@@ -209,6 +210,13 @@ class EngineLoop:
         finally:
             self.snapshot.refresh_if_stale(self.engine)  # the publisher's final state on stop
             self.done.set()
+
+    def _store_refusal_summary(self) -> None:
+        """Before a clean stop: journal the engine's pending cards_refused summary (with an idle
+        tick as its input), so no refused card it absorbed is lost."""
+        events = self.engine.summarise_refusals()
+        if events and not self.writer.abandoned and self.writer.store(Tick(at=self._clock()), events):
+            self._notify()
 
     def _step(self, item: EngineInput | Command) -> None:
         inp: EngineInput = item.command if isinstance(item, Command) else item
@@ -225,8 +233,10 @@ class EngineLoop:
             if isinstance(item, Command):
                 item.reply(False, f"the engine failed on this command: {exc}")
             return
-        if isinstance(inp, Tick) and not events:
-            return  # idle ticks are not worth a journal row
+        if not events and (isinstance(inp, Tick) or self.engine.absorbed):
+            # idle ticks are not worth a journal row, nor a refused card the engine tallied into
+            # its episode's next cards_refused summary (daemon/engine/aggregate.py)
+            return
         journaled = self.writer.store(inp, events)
         if journaled is None:
             if isinstance(item, Command):
