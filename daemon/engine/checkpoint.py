@@ -55,14 +55,8 @@ def _fold_source_digest() -> str:
     return digest.hexdigest()[:16]
 
 
-_FOLD_DIGEST: str | None = None
-
-
 def fold_key(settings: TableSettings) -> str:
     """What a checkpoint is valid for: the fold's code and the table settings it ran under."""
-    global _FOLD_DIGEST
-    if _FOLD_DIGEST is None:
-        _FOLD_DIGEST = _fold_source_digest()
     settings_text = json.dumps(settings.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return f"fold={_FOLD_DIGEST} settings={hashlib.sha256(settings_text.encode()).hexdigest()[:16]}"
 
@@ -263,3 +257,8 @@ def capture(engine: EngineCore, at: float) -> EngineCheckpoint:
     if differs:
         raise CheckpointError(f"fields {differs} do not survive the checkpoint")
     return checkpoint
+
+
+# Read when the engine is imported (at process start): the source on disk is then the code
+# running, even if a package upgrade replaces the files before the process restarts.
+_FOLD_DIGEST = _fold_source_digest()
