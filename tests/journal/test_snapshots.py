@@ -34,6 +34,7 @@ from daemon.service.engine_restore import (
     verify_snapshots,
 )
 from tests.engine.reference import deal_shoe, shuffled_shoe
+from tests.support.broker import free_port
 
 TABLE = "T-SNAP"
 SETTINGS = TableSettings(decks=1)
@@ -199,3 +200,35 @@ def test_verify_after_compaction_checks_each_snapshot_against_the_one_before(tmp
     assert report.problems == []
     assert report.checked == [s for (s,) in sql(path, "SELECT seq FROM snapshots ORDER BY seq")]
     assert any("were compacted" in note for note in report.notes)
+
+
+def test_check_config_can_verify_the_snapshots(tmp_path: Path, capsys: Any) -> None:
+    config = tmp_path / "table.yaml"
+    config.write_text(
+        f"table_id: {TABLE}\nstate_dir: {tmp_path / 'state'}\ntable: {{decks: 1}}\n"
+        "readers:\n  - driver: angel_eye\n    settings: {url: /dev/null}\n"
+        f"broker:\n  host: 127.0.0.1\n  port: {free_port()}\n  tls: {{enabled: false}}\n"
+    )
+    path = tmp_path / "state" / "journal.sqlite3"
+    deal_into(path, dealt_inputs(2))
+
+    def finding() -> dict[str, Any]:
+        argv = ["check-config", str(config), "--json", "--timeout", "1", "--allow-insecure"]
+        cli_main([*argv, "--verify-snapshots"])
+        findings = json.loads(capsys.readouterr().out)["findings"]
+        (found,) = [f for f in findings if f["subject"] == "journal snapshots"]
+        return dict(found)
+
+    assert finding() == {
+        "subject": "journal snapshots",
+        "ok": True,
+        "warning": False,
+        "detail": "2 equal to the fold of the events",
+    }
+    (body,) = sql(path, "SELECT body FROM snapshots ORDER BY seq DESC LIMIT 1")[0]
+    data = json.loads(body)
+    data["state"]["hand"] += 1
+    sql(path, "UPDATE snapshots SET body = ? WHERE seq = (SELECT max(seq) FROM snapshots)", json.dumps(data))
+    wrong = finding()
+    assert wrong["ok"] is False
+    assert "differs from the fold of the events in hand" in str(wrong["detail"])
