@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,9 @@ from daemon.rules.variants import Variant, load_variant_by_name
 
 log = structlog.get_logger("baccarat_edge.runner")
 
+PROGRESS_EVERY_EVENTS = 50_000
+"""A full fold reports its progress this often (the runner extends systemd's start timeout:
+after an upgrade or a settings change, a large journal is folded whole once)."""
 SNAPSHOT_EVERY_EVENTS = 2000
 """A snapshot is also stored after this many engine events without one (a clean 8-deck shoe
 is ~730 events, and ends with one): restart folds at most about this many events."""
@@ -65,8 +69,16 @@ class Restored:
     """Why each snapshot found was not used."""
 
 
-def restore_from_journal(journal: Journal, table: TableSettings, variant: Variant) -> Restored:
-    """The engine as the journal's engine events leave it, from the newest usable snapshot."""
+def restore_from_journal(
+    journal: Journal,
+    table: TableSettings,
+    variant: Variant,
+    progress: Callable[[int], None] | None = None,
+    progress_every: int = PROGRESS_EVERY_EVENTS,
+) -> Restored:
+    """The engine as the journal's engine events leave it, from the newest usable snapshot.
+
+    ``progress(events_read)`` is called every ``progress_every`` events read."""
     started = time.perf_counter()
     wanted = fold_key(table)
     unusable: list[str] = []
@@ -76,14 +88,14 @@ def restore_from_journal(journal: Journal, table: TableSettings, variant: Varian
         if why is None:
             try:
                 checkpoint = EngineCheckpoint.from_json(stored.body)
-                restored = _fold(journal, table, variant, checkpoint, stored.seq)
+                restored = _fold(journal, table, variant, checkpoint, stored.seq, progress, progress_every)
             except CheckpointError as exc:
                 why = f"it cannot be read: {exc}"
             else:
                 _log_restored(journal, restored, started)
                 return restored
         unusable.append(f"snapshot at seq {stored.seq}: {why}")
-    restored = _fold(journal, table, variant, None, 0)
+    restored = _fold(journal, table, variant, None, 0, progress, progress_every)
     restored = Restored(
         restored.engine, None, restored.events_folded, restored.last_seq, restored.last_at, unusable
     )
@@ -111,12 +123,16 @@ def _fold(
     variant: Variant,
     checkpoint: EngineCheckpoint | None,
     after_seq: int,
+    progress: Callable[[int], None] | None,
+    progress_every: int,
 ) -> Restored:
     tail: list[Event] = []
     last_seq, last_at = after_seq, 0.0 if checkpoint is None else checkpoint.at
     for journaled in journal.events(after_seq=after_seq):
         tail.append(Event.from_dict(journaled.body))
         last_seq, last_at = journaled.seq, journaled.at
+        if progress is not None and len(tail) % progress_every == 0:
+            progress(len(tail))
     engine = Engine.restore(table, variant, tail, load_variant_by_name, start=checkpoint)
     return Restored(engine, None if checkpoint is None else after_seq, len(tail), last_seq, last_at)
 

@@ -145,7 +145,12 @@ class Daemon:
         if alert is not None:
             log.error("journal_continuity", **alert.data)
             journal.append_delivery_event(alert)
-        engine = restore_from_journal(journal, cfg.table, self.loaded.variant).engine
+        engine = restore_from_journal(
+            journal,
+            cfg.table,
+            self.loaded.variant,
+            progress=self._folding,
+        ).engine
         self.snapshot.reset(engine)
         self._warn_if_insecure(cfg.broker)
         publisher = self._make_publisher(cfg.broker)
@@ -178,6 +183,11 @@ class Daemon:
         self._start_devices()
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
+
+    def _folding(self, events_read: int) -> None:
+        """A whole-journal fold at start (no usable snapshot) is still reading: ask systemd
+        for another minute rather than be killed at ``TimeoutStartSec``."""
+        self.notifier.extend_timeout(60, f"folding the whole journal: {events_read} events read")
 
     def _warn_if_insecure(self, settings: BrokerSettings) -> None:
         """Log (and keep for health) every insecure broker setting check-config refuses by default.

@@ -166,6 +166,22 @@ def test_no_snapshot_is_a_full_fold_then_one_is_stored(tmp_path: Path) -> None:
     assert sql(path, "SELECT seq FROM snapshots") == [(restored.last_seq,)]
 
 
+def test_a_full_fold_reports_its_progress(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    deal_into(path, dealt_inputs(2))
+    drop_snapshots(path)
+    journal = Journal(JournalSettings(path=path), TABLE)
+    read: list[int] = []
+    try:
+        restored = restore_from_journal(journal, SETTINGS, VARIANT, progress=read.append, progress_every=100)
+        assert read == list(range(100, restored.events_folded + 1, 100))
+        again = restore_from_journal(journal, SETTINGS, VARIANT, progress=read.append, progress_every=100)
+    finally:
+        journal.close()
+    assert again.events_folded == 0  # from the snapshot the full fold stored
+    assert read == list(range(100, restored.events_folded + 1, 100))
+
+
 def test_verify_refolds_and_finds_a_snapshot_that_disagrees(tmp_path: Path, capsys: Any) -> None:
     path = tmp_path / "journal.sqlite3"
     deal_into(path, dealt_inputs(3))
