@@ -92,6 +92,28 @@ def _copy(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
+_PAIRS = "__pairs__"
+"""A dict whose keys are not all text (hand numbers, (device, transmission id, card) tuples) is
+kept as ``{"__pairs__": [[key, value], ...]}`` in its order (``recent``'s order is its eviction
+order); a tuple key as a list."""
+
+
+def _pairs_to_json(value: dict[Any, Any]) -> dict[str, Any]:
+    return {_PAIRS: [[list(k) if isinstance(k, tuple) else k, v] for k, v in value.items()]}
+
+
+def _plain_from_json(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {_PAIRS}:
+        return {tuple(k) if isinstance(k, list) else k: v for k, v in value[_PAIRS]}
+    return value
+
+
+def _plain_to_json(value: Any) -> Any:
+    if isinstance(value, dict) and any(not isinstance(k, str) for k in value):
+        return _pairs_to_json(value)
+    return value
+
+
 _SPECIAL: dict[str, tuple[Any, Any]] = {
     "phase": (str, Phase),
     "round": (
@@ -102,16 +124,8 @@ _SPECIAL: dict[str, tuple[Any, Any]] = {
         lambda held: [[hand, _round_to_json(r)] for hand, r in held.items()],
         lambda rows: {int(hand): _round_from_json(r) for hand, r in rows},
     ),
-    "dies": (
-        lambda dies: [[hand, value] for hand, value in dies.items()],
-        lambda rows: {int(hand): int(value) for hand, value in rows},
-    ),
-    # (device, transmission id, card) -> read time, oldest first: the order is the eviction order
-    "recent": (
-        lambda recent: [[*key, at] for key, at in recent.items()],
-        lambda rows: {(str(d), str(t), str(c)): at for d, t, c, at in rows},
-    ),
 }
+"""Fields that are not plain data; every other field is kept as it is (:func:`_plain_to_json`)."""
 
 
 def encode_state(state: TableState) -> dict[str, Any]:
@@ -122,7 +136,7 @@ def encode_state(state: TableState) -> dict[str, Any]:
             continue
         value = getattr(state, f.name)
         special = _SPECIAL.get(f.name)
-        out[f.name] = special[0](value) if special is not None else value
+        out[f.name] = special[0](value) if special is not None else _plain_to_json(value)
     return out
 
 
@@ -136,7 +150,7 @@ def decode_state(data: dict[str, Any], settings: TableSettings) -> TableState:
     try:
         for name, value in data.items():
             special = _SPECIAL.get(name)
-            setattr(state, name, special[1](value) if special is not None else value)
+            setattr(state, name, special[1](value) if special is not None else _plain_from_json(value))
     except (TypeError, ValueError, KeyError) as exc:
         raise CheckpointError(f"state field {name!r} cannot be read: {exc}") from None
     return state

@@ -110,3 +110,14 @@ def test_a_malformed_checkpoint_text_is_a_checkpoint_error() -> None:
     del data["state"]["cards_out"]
     with pytest.raises(CheckpointError, match="missing"):
         EngineCheckpoint.from_json(json.dumps(data)).table_state(TableSettings())
+
+
+def test_dicts_keyed_by_numbers_or_tuples_keep_their_keys_and_order() -> None:
+    eng = Engine(TableSettings(), variant())
+    start_shoe(eng)
+    eng.handle(read("9s", 50, transmission_id="3"))
+    eng.handle(read("8h", 51, transmission_id="4"))
+    eng.state.dies = {3: 5, 1: 2}  # a field keyed by hand numbers, in this order
+    restored = EngineCheckpoint.from_json(capture(eng, 51.0).to_json()).table_state(TableSettings())
+    assert list(restored.recent) == [("reader", "3", "9s"), ("reader", "4", "8h")]
+    assert list(restored.dies.items()) == [(3, 5), (1, 2)]
