@@ -91,7 +91,15 @@ def restore_from_journal(
                 restored = _fold(journal, table, variant, checkpoint, stored.seq, progress, progress_every)
             except CheckpointError as exc:
                 why = f"it cannot be read: {exc}"
+            except Exception as exc:  # a snapshot that decodes but cannot be folded on: never fatal
+                why = f"folding the events after it failed ({type(exc).__name__}: {exc})"
             else:
+                if unusable:
+                    log.warning(
+                        "engine_snapshot_unusable",
+                        reasons=unusable,
+                        action=f"the snapshot at seq {stored.seq} was used instead",
+                    )
                 _log_restored(journal, restored, started)
                 return restored
         unusable.append(f"snapshot at seq {stored.seq}: {why}")
@@ -256,7 +264,13 @@ def _verify(db: sqlite3.Connection, report: SnapshotReport) -> None:
         report.checked.append(first.seq)
         parsed = parsed[1:]
     for snap, checkpoint in parsed:
-        state = _fold_state(db, state, after, snap.seq)
+        try:
+            state = _fold_state(db, state, after, snap.seq)
+        except (ValueError, KeyError, TypeError, AssertionError) as exc:
+            report.problems.append(
+                f"re-folding the engine events up to seq {snap.seq} failed ({type(exc).__name__}: {exc})"
+            )
+            return
         after = snap.seq
         if checkpoint.table_settings() != settings:
             report.notes.append(

@@ -142,6 +142,22 @@ def test_a_corrupt_snapshot_falls_back_to_the_full_fold(tmp_path: Path) -> None:
     _fell_back(restored, logs, "cannot be read")
 
 
+def test_a_snapshot_the_events_cannot_be_folded_onto_falls_back(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    deal_into(path, dealt_inputs(2))
+    (body,) = sql(path, "SELECT body FROM snapshots ORDER BY seq DESC LIMIT 1")[0]
+    data = json.loads(body)
+    data["state"]["reader_devices"] = 5  # decodes, but the next read cannot be noted in it
+    sql(path, "UPDATE snapshots SET body = ? WHERE seq = (SELECT max(seq) FROM snapshots)", json.dumps(data))
+    restored, logs = restore(path)
+    assert restored.snapshot_seq is not None  # the older snapshot was used
+    (warning,) = [entry for entry in logs if entry["event"] == "engine_snapshot_unusable"]
+    assert "folding the events after it failed (TypeError" in warning["reasons"][0]
+    assert "the snapshot at seq" in warning["action"]
+    report = verify_snapshots(path)
+    assert any("differs from the fold of the events in reader_devices" in p for p in report.problems)
+
+
 def test_a_snapshot_of_other_events_is_never_used(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     deal_into(path, dealt_inputs(2))
