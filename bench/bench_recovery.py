@@ -1,22 +1,31 @@
-"""Crash recovery: time from (re)start to READY with a journal holding 100 shoes.
+"""Crash recovery: time from (re)start to READY with journals of 25, 400 and 2,000 shoes.
 
-The journal is made by the production pieces run fast in this process: the Angel Eye
-decoder and the engine over ``--shoes`` clean 8-deck shoes, committed with ``Journal.append``
-(a few dozen inputs per transaction, to write it quickly; the rows are the same ones the
-daemon writes one input at a time), every event then marked delivered, as after a normal
-day. Then the real daemon (``python -m daemon.cli run``) is started again and again with
-``NOTIFY_SOCKET`` pointing at a socket this script binds: the figure is Popen → ``READY=1``.
+The journals are made by the production pieces run fast in this process: the Angel Eye
+decoder and the engine over clean 8-deck shoes (a 25-shoe template stream, repeated with its
+times shifted), committed with ``Journal.append`` one shoe per transaction (the rows are the
+ones the daemon writes one input at a time; only ``input_id`` names the shoe's last input),
+with the daemon's own :class:`~daemon.service.engine_restore.SnapshotTaker` storing a snapshot
+at every shoe's end, then half a shoe more (a restart mid-shoe), every event marked delivered as
+after a normal day. They are cached under ``$TMPDIR/bench-recovery-cache`` (keyed by shoes and
+seed) and copied for each run of this script.
 
-Baseline in the same run (interleaved): the same daemon starting on an empty journal. The
-restart cost is split in-process too: reading the journal's events and ``Engine.restore``,
-beside reading and folding the current shoe only (a proposed fix; same snapshot checked).
+Then the real daemon (``python -m daemon.cli run``) is started again and again with
+``NOTIFY_SOCKET`` pointing at a socket this script binds: the figure is Popen -> ``READY=1``,
+interleaved over the sizes and a *baseline* (the same daemon on an empty journal). The
+``ratio_2000_to_25`` (READY medians) must be <= 1.5.
 
-    .venv/bin/python -m bench.bench_recovery [--shoes 100] [--runs 5] [--json]
+In process, per size: opening the journal, the start path (newest snapshot + the events after
+it), and what start-up did before snapshots (reading and folding every event; for the sizes up
+to ``--full-fold-max``), and ``journal verify``'s whole-file check (O(size), on demand only).
+
+    .venv/bin/python -m bench.bench_recovery [--shoes 25,400,2000] [--runs 5] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import shutil
 import sys
 import tempfile
@@ -24,57 +33,165 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import ms, report
+from bench.common import machine, ms, report
 from bench.rig import Broker, DaemonProcess, NotifySocket, TimedPty, forwarded, shoe_stream, write_config
 from common.inputs import EngineInput
-from daemon.engine.events import Event
+from daemon.engine.checkpoint import EngineCheckpoint, capture, fold_key
+from daemon.engine.events import Event, EventKind
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
+from daemon.journal.integrity import verify_journal
 from daemon.journal.settings import JournalSettings
 from daemon.journal.store import Journal
 from daemon.rules.variants import load_variant_by_name
+from daemon.service.engine_restore import (
+    SnapshotTaker,
+    drop_snapshots,
+    restore_from_journal,
+    verify_snapshots,
+)
 from drivers.protocols.angel_eye import AngelEyeDecoder
 
 TABLE_ID = "RECOVER-1"
-BATCH_INPUTS = 50
+TEMPLATE_SHOES = 25
+CACHE_FORMAT = 1
+T0 = 1_700_000_000.0
 
 
 def _settings() -> TableSettings:
     return TableSettings(device_starts_shoe=True, unneeded_card_window_s=0)
 
 
-def build_journal(path: Path, shoes: int, seed: int) -> tuple[int, int, float]:
-    """Write ``shoes`` dealt shoes into a journal at ``path``; (events, inputs, seconds)."""
+def template_inputs(seed: int) -> tuple[list[EngineInput], float]:
+    """The decoded inputs of a ``TEMPLATE_SHOES``-shoe stream, and its span in seconds."""
+    decoder = AngelEyeDecoder()
+    inputs: list[EngineInput] = []
+    steps = shoe_stream(TEMPLATE_SHOES, seed).steps
+    for step in steps:
+        assert step.data is not None
+        inputs.extend(forwarded(decoder.feed(step.data, T0 + step.t)))
+    return inputs, steps[-1].t + 60.0
+
+
+def build_journal(path: Path, shoes: int, seed: int) -> dict[str, Any]:
+    """Write ``shoes`` dealt shoes and half a shoe into a journal at ``path``."""
     started = time.monotonic()
     settings = _settings()
     engine = Engine(settings, load_variant_by_name(settings.variant))
-    decoder = AngelEyeDecoder()
+    template, span = template_inputs(seed)
     journal = Journal(JournalSettings(path=path), TABLE_ID)
-    inputs: list[EngineInput] = []
+    taker = SnapshotTaker(journal)
+    batch: list[EngineInput] = []
     events: list[Event] = []
+    ended = 0
     count_inputs = 0
     try:
-        for step in shoe_stream(shoes, seed).steps:
-            assert step.data is not None
-            for inp in forwarded(decoder.feed(step.data, 1_700_000_000.0 + step.t)):
-                inputs.append(inp)
-                events.extend(engine.handle(inp))
-            if len(inputs) >= BATCH_INPUTS:
-                journal.append(inputs, events)
-                count_inputs += len(inputs)
-                inputs, events = [], []
-        if inputs:
-            journal.append(inputs, events)
-            count_inputs += len(inputs)
+        repeat = 0
+        while ended < shoes:
+            for inp in template:
+                if ended >= shoes:
+                    break
+                shifted = dataclasses.replace(inp, at=inp.at + repeat * span)
+                batch.append(shifted)
+                out = engine.handle(shifted)
+                events.extend(out)
+                if any(e.kind == EventKind.SHOE_ENDED for e in out):
+                    ended += 1
+                    taker.after_append(engine, journal.append(batch, events))
+                    count_inputs += len(batch)
+                    batch, events = [], []
+            repeat += 1
+        # half a shoe more: the restart comes mid-shoe
+        shoe_inputs = next_shoe_half(template, ended % TEMPLATE_SHOES, engine)
+        for inp in shoe_inputs:
+            shifted = dataclasses.replace(inp, at=inp.at + repeat * span + span)
+            batch.append(shifted)
+            events.extend(engine.handle(shifted))
+        taker.after_append(engine, journal.append(batch, events))
+        count_inputs += len(batch)
         last = journal.last_seq()
-        for first in range(1, last + 1, 5000):
-            journal.mark_delivered(range(first, min(last, first + 4999) + 1))
+        for first in range(1, last + 1, 20000):
+            journal.mark_delivered(range(first, min(last, first + 19999) + 1))
+        snapshots = len(journal.snapshots.newest_first())
     finally:
         journal.close()
-    return last, count_inputs, time.monotonic() - started
+    return {
+        "events": last,
+        "inputs": count_inputs,
+        "snapshots_taken": taker.taken,
+        "snapshots_kept": snapshots,
+        "build_s": round(time.monotonic() - started, 1),
+    }
 
 
-def time_to_ready(workdir: Path, config: Path, timeout: float = 120.0) -> float:
+def next_shoe_half(template: list[EngineInput], shoe: int, engine: Engine) -> list[EngineInput]:
+    """About half of template shoe ``shoe``'s inputs (from its first card)."""
+    probe = Engine(engine.configured_settings, engine.configured_variant)
+    starts: list[int] = []
+    for i, inp in enumerate(template):
+        if any(e.kind == EventKind.SHOE_STARTED for e in probe.handle(inp)):
+            starts.append(i)
+    first = starts[shoe]
+    end = starts[shoe + 1] if shoe + 1 < len(starts) else len(template)
+    return template[first : first + (end - first) // 2]
+
+
+def cached_journal(shoes: int, seed: int) -> tuple[Path, dict[str, Any]]:
+    """The journal for ``shoes`` (built once, kept under the temp dir) and its build figures.
+
+    Its newest snapshot is brought up to date first: when the engine's fold code changed since
+    it was built, the start path folds it whole once and stores a new one (as the daemon does)."""
+    folder = Path(tempfile.gettempdir()) / "bench-recovery-cache" / f"v{CACHE_FORMAT}-{shoes}-{seed}"
+    path = folder / "journal.sqlite3"
+    facts = folder / "facts.json"
+    if not facts.exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        built = build_journal(path, shoes, seed)
+        facts.write_text(json.dumps(built))
+    refresh_snapshot(path)
+    return path, dict(json.loads(facts.read_text()))
+
+
+def refresh_snapshot(path: Path) -> None:
+    """When the engine's fold code changed since the journal was built (its snapshots' key is
+    stale), store the snapshot the daemon would have stored: at the last shoe's end (the half
+    shoe after it is the tail a restart folds). One pass over the events."""
+    settings = _settings()
+    variant = load_variant_by_name(settings.variant)
+    journal = Journal(JournalSettings(path=path), TABLE_ID)
+    try:
+        newest = journal.snapshots.newest_first()
+        if newest and newest[0].key == fold_key(settings):
+            return
+        engine = Engine(settings, variant)
+        last_end: tuple[int, EngineCheckpoint] | None = None
+        for journaled in journal.events():
+            engine.apply(Event.from_dict(journaled.body))
+            if journaled.kind == EventKind.SHOE_ENDED:
+                last_end = (journaled.seq, capture(engine, journaled.at))
+    finally:
+        journal.close()
+    drop_snapshots(path)
+    if last_end is not None:
+        journal = Journal(JournalSettings(path=path), TABLE_ID)
+        try:
+            seq, checkpoint = last_end
+            journal.snapshots.save(seq, checkpoint.key, checkpoint.to_json(), time.time())
+        finally:
+            journal.close()
+
+
+def copy_journal(source: Path, target_dir: Path) -> Path:
+    target_dir.mkdir(parents=True, exist_ok=True)
+    for suffix in ("", "-wal", ".marker"):
+        src = Path(f"{source}{suffix}")
+        if src.exists():
+            shutil.copyfile(src, target_dir / f"journal.sqlite3{suffix}")
+    return target_dir / "journal.sqlite3"
+
+
+def time_to_ready(workdir: Path, config: Path, timeout: float = 180.0) -> float:
     """Seconds from Popen of the daemon to its READY=1; the daemon is then stopped."""
     notify = NotifySocket(workdir / "notify.sock")
     daemon = DaemonProcess(config, workdir / "daemon.log", notify_socket=notify.path)
@@ -88,86 +205,114 @@ def time_to_ready(workdir: Path, config: Path, timeout: float = 120.0) -> float:
         notify.close()
 
 
-def restore_split(path: Path) -> dict[str, Any]:
-    """In-process: reading every engine event and folding them (what the runner does now),
-    against reading and folding from the current shoe's ``shoe_started`` only (which
-    ``Engine.restore`` supports); both must give the same engine snapshot."""
+def in_process(path: Path, full_fold: bool) -> dict[str, Any]:
+    """Where start-up time goes, measured in this process on a copy of the journal."""
     settings = _settings()
     variant = load_variant_by_name(settings.variant)
+    out: dict[str, Any] = {}
+    start = time.perf_counter()
     journal = Journal(JournalSettings(path=path), TABLE_ID)
+    out["open_journal_ms"] = round((time.perf_counter() - start) * 1000, 1)
     try:
         start = time.perf_counter()
-        history = [Event.from_dict(e.body) for e in journal.events()]
-        read_s = time.perf_counter() - start
-        start = time.perf_counter()
-        full = Engine.restore(settings, variant, history)
-        fold_s = time.perf_counter() - start
-        start = time.perf_counter()
-        row = journal._db.execute(
-            "SELECT max(seq) FROM events WHERE kind = 'shoe_started' AND origin = 'engine'"
-        ).fetchone()
-        after = 0 if row[0] is None else int(row[0]) - 1
-        shoe = [Event.from_dict(e.body) for e in journal.events(after_seq=after)]
-        current = Engine.restore(settings, variant, shoe)
-        shoe_s = time.perf_counter() - start
+        restored = restore_from_journal(journal, settings, variant)
+        out["start_path_snapshot_plus_tail_ms"] = round((time.perf_counter() - start) * 1000, 1)
+        out["events_folded_at_start"] = restored.events_folded
+        out["from_snapshot_seq"] = restored.snapshot_seq
+        if full_fold:
+            start = time.perf_counter()
+            history = [Event.from_dict(e.body) for e in journal.events()]
+            read_s = time.perf_counter() - start
+            start = time.perf_counter()
+            full = Engine.restore(settings, variant, history)
+            out["before_read_all_events_ms"] = round(read_s * 1000, 1)
+            out["before_fold_all_events_ms"] = round((time.perf_counter() - start) * 1000, 1)
+            out["same_state_as_full_fold"] = full.state.comparable() == restored.engine.state.comparable()
     finally:
         journal.close()
-    return {
-        "events_folded_now": len(history),
-        "read_events_ms": round(read_s * 1000, 1),
-        "engine_restore_ms": round(fold_s * 1000, 1),
-        "current_shoe_only_events": len(shoe),
-        "current_shoe_only_read_and_fold_ms": round(shoe_s * 1000, 1),
-        "current_shoe_only_same_snapshot": current.snapshot() == full.snapshot(),
-    }
+    if full_fold:
+        start = time.perf_counter()
+        verified = verify_journal(path)
+        out["on_demand_verify_journal_ms"] = round((time.perf_counter() - start) * 1000, 1)
+        start = time.perf_counter()
+        snaps = verify_snapshots(path)
+        out["on_demand_verify_snapshots_ms"] = round((time.perf_counter() - start) * 1000, 1)
+        out["verify_ok"] = verified.ok and not snaps.problems
+    return out
 
 
-def run(shoes: int, runs: int, seed: int) -> dict[str, Any]:
+def run(sizes: list[int], runs: int, seed: int, full_fold_max: int) -> dict[str, Any]:
+    built: dict[int, dict[str, Any]] = {}
+    sources: dict[int, Path] = {}
+    for shoes in sizes:
+        sources[shoes], built[shoes] = cached_journal(shoes, seed)
     with tempfile.TemporaryDirectory(prefix="bench-recovery-") as tmp_name:
         tmp = Path(tmp_name)
         with Broker(tmp / "broker") as broker:
             pty = TimedPty(tmp / "shoe")
             try:
-                full = write_config(tmp / "full", TABLE_ID, pty.path, broker.port)
+                configs: dict[int, Path] = {}
+                sizes_mb: dict[int, float] = {}
+                for shoes in sizes:
+                    configs[shoes] = write_config(tmp / f"s{shoes}", TABLE_ID, pty.path, broker.port)
+                    copied = copy_journal(sources[shoes], tmp / f"s{shoes}" / "state")
+                    sizes_mb[shoes] = round(copied.stat().st_size / 1e6, 1)
                 empty = write_config(tmp / "empty", TABLE_ID, pty.path, broker.port)
-                journal_path = tmp / "full" / "state" / "journal.sqlite3"
-                journal_path.parent.mkdir(parents=True)
-                events, inputs, build_s = build_journal(journal_path, shoes, seed)
-                size_mb = journal_path.stat().st_size / 1e6
-                full_times: list[float] = []
+                times: dict[int, list[float]] = {s: [] for s in sizes}
                 empty_times: list[float] = []
-                for _ in range(runs):  # interleaved, same load for both
+                for _ in range(runs):  # interleaved, same load for all
                     shutil.rmtree(tmp / "empty" / "state", ignore_errors=True)
                     empty_times.append(time_to_ready(tmp / "empty", empty))
-                    full_times.append(time_to_ready(tmp / "full", full))
-                split = restore_split(journal_path)
+                    for shoes in sizes:
+                        times[shoes].append(time_to_ready(tmp / f"s{shoes}", configs[shoes]))
+                split = {
+                    shoes: in_process(tmp / f"s{shoes}" / "state" / "journal.sqlite3", shoes <= full_fold_max)
+                    for shoes in sizes
+                }
             finally:
                 pty.close()
-    full_ms, empty_ms = ms(full_times), ms(empty_times)
-    return {
-        "shoes": shoes,
-        "journal_events": events,
-        "journal_inputs": inputs,
-        "journal_mb": round(size_mb, 1),
-        "journal_build_s": round(build_s, 1),
-        "start_to_ready_100_shoes": full_ms.text(),
+    empty_ms = ms(empty_times)
+    rows: dict[str, Any] = {}
+    for shoes in sizes:
+        ready = ms(times[shoes])
+        rows[f"{shoes}_shoes"] = {
+            "journal_mb": sizes_mb[shoes],
+            **built[shoes],
+            "start_to_ready": ready.text(),
+            "ready_median_ms": round(ready.median, 1),
+            "ready_p99_ms": round(ready.p99, 1),
+            "in_process": split[shoes],
+        }
+    out: dict[str, Any] = {
         "baseline_start_to_ready_empty_journal": empty_ms.text(),
-        "added_by_journal_median_ms": round(full_ms.median - empty_ms.median, 1),
-        "ratio_median": round(full_ms.median / empty_ms.median, 2),
-        "in_process_split": split,
+        **rows,
+        "machine": machine(),
     }
+    if 25 in times and 2000 in times:
+        ratio = ms(times[2000]).median / ms(times[25]).median
+        out["ratio_2000_to_25"] = round(ratio, 3)
+        out["target_ratio_at_most_1.5"] = "met" if ratio <= 1.5 else "NOT met"
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--shoes", type=int, default=100)
-    parser.add_argument("--runs", type=int, default=5, help="starts of each kind (interleaved)")
+    parser.add_argument("--shoes", default="25,400,2000", help="comma-separated journal sizes in shoes")
+    parser.add_argument("--runs", type=int, default=5, help="starts of each size (interleaved)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--full-fold-max", type=int, default=2000, help="measure the full fold up to this many shoes"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report("restart to READY with a full journal", run(args.shoes, args.runs, args.seed), args.json)
+    sizes = sorted({int(s) for s in args.shoes.split(",")})
+    report(
+        "restart to READY by journal size",
+        run(sizes, args.runs, args.seed, args.full_fold_max),
+        args.json,
+    )
     return 0
 
 

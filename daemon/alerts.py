@@ -193,12 +193,18 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         details=("card", "already_seen", "decks"),
     ),
     AlertCode.CARD_AFTER_LAST_ROUND: AlertSpec(
-        Severity.WARNING, "a card came out after the shoe's last round: refused", "acknowledge_alert"
+        Severity.WARNING,
+        "a card came out after the shoe's last round: refused (later cards are counted in this alert, "
+        "details.refused, by cards_refused summaries)",
+        "acknowledge_alert",
+        details=("refused",),
     ),
     AlertCode.NO_SHOE: AlertSpec(
         Severity.WARNING,
-        "a card came out while no shoe is running: refused (start a new shoe)",
+        "a card came out while no shoe is running: refused (start a new shoe; later cards are counted in "
+        "this alert, details.refused, by cards_refused summaries)",
         "acknowledge_alert",
+        details=("refused",),
     ),
     AlertCode.DEVICE_DISAGREEMENT: AlertSpec(
         Severity.CRITICAL,

@@ -40,6 +40,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="accept insecure broker settings (still listed); never for a production table",
     )
+    parser.add_argument(
+        "--verify-snapshots",
+        action="store_true",
+        help="also re-fold the journal's events and compare its engine snapshots (reads the whole "
+        "journal, like `journal verify`)",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -87,6 +93,8 @@ def run(args: argparse.Namespace) -> int:
         findings.append(probe_state_dir(cfg.state_dir))
         if cfg.journal.path.exists():
             findings.append(_journal_finding(cfg.journal.path, cfg.table_id))
+            if args.verify_snapshots:
+                findings.append(_snapshots_finding(cfg.journal.path))
         findings.extend(probe_secrets(cfg.broker))
         findings.extend(probe_broker(cfg.broker, cfg.table_id, timeout=args.timeout))
     problems = [f for f in findings if not f.ok]
@@ -134,3 +142,15 @@ def _journal_finding(path: Path, table_id: str) -> Finding:
     if report.table_id != table_id:
         return Finding("journal", False, f"{path} belongs to table {report.table_id!r}, not {table_id!r}")
     return Finding("journal", True, f"{path} is whole: {report.events} event(s), last seq {report.last_seq}")
+
+
+def _snapshots_finding(path: Path) -> Finding:
+    """The journal's engine snapshots, each compared with the fold of its events (read-only)."""
+    from daemon.service.engine_restore import verify_snapshots
+    from daemon.service.probes import Finding
+
+    report = verify_snapshots(path)
+    if report.problems:
+        return Finding("journal snapshots", False, "; ".join(report.problems))
+    notes = f" ({'; '.join(report.notes)})" if report.notes else ""
+    return Finding("journal snapshots", True, f"{len(report.checked)} equal to the fold of the events{notes}")

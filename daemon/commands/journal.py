@@ -1,9 +1,15 @@
-"""``baccarat-edge journal verify|export FILE``: check a journal file, or export its events.
+"""``baccarat-edge journal verify|export|drop-snapshots FILE``: check a journal file, export its
+events, or remove its engine snapshots.
 
 ``verify`` reads the whole file (read-only; the daemon may be running): SQLite's integrity
 check, the meta, every ``seq`` (a missing one must have been removed by compaction), the
-event bodies and the inputs events name. Exit status: 0 whole, 1 damaged (each problem is
-printed, then the way out), 2 unreadable (missing, empty, not an SQLite file).
+event bodies and the inputs events name; then it re-folds the engine events and compares every
+stored engine snapshot with the fold (what a start would restore). Exit status: 0 whole, 1
+damaged or a snapshot that disagrees (each problem is printed, then the way out), 2 unreadable
+(missing, empty, not an SQLite file).
+
+``drop-snapshots`` (daemon stopped) deletes the engine snapshots: the next start folds the
+whole journal and stores a new one.
 
 ``export`` writes the events as JSON lines in ``seq`` order (the stored body with ``seq``,
 ``event_id``, ``table_id``, ``origin``, ``journaled_at``, ``delivered_at``, ``dead_letter``),
@@ -31,6 +37,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     verify.add_argument("file", type=Path, help="the journal (SQLite) file")
     verify.add_argument("--json", action="store_true", help="one JSON object instead of text")
     verify.set_defaults(handler=_verify)
+    drop = actions.add_parser(
+        "drop-snapshots",
+        help="delete the engine snapshots (daemon stopped): the next start folds every event",
+    )
+    drop.add_argument("file", type=Path, help="the journal (SQLite) file")
+    drop.set_defaults(handler=_drop_snapshots)
     export = actions.add_parser("export", help="print the events as JSON lines, in seq order")
     export.add_argument("file", type=Path, help="the journal (SQLite) file")
     export.add_argument("--from-seq", type=int, default=1, metavar="N", help="first seq (default 1)")
@@ -41,9 +53,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _verify(args: argparse.Namespace) -> int:
     from daemon.journal.integrity import verify_journal, way_out
+    from daemon.service.engine_restore import verify_snapshots
 
     report = verify_journal(args.file)
-    status = 0 if report.ok else 1 if report.readable else 2
+    snapshots = verify_snapshots(args.file) if report.readable else None
+    snapshot_problems = [] if snapshots is None else snapshots.problems
+    status = 0 if report.ok and not snapshot_problems else 1 if report.readable else 2
     if args.json:
         print(
             json.dumps(
@@ -59,6 +74,9 @@ def _verify(args: argparse.Namespace) -> int:
                     "events": report.events,
                     "undelivered": report.undelivered,
                     "delivered_through": report.delivered_through,
+                    "snapshots_checked": [] if snapshots is None else snapshots.checked,
+                    "snapshot_problems": snapshot_problems,
+                    "snapshot_notes": [] if snapshots is None else snapshots.notes,
                 },
                 sort_keys=True,
             )
@@ -73,13 +91,37 @@ def _verify(args: argparse.Namespace) -> int:
         f"last seq {report.last_seq}, {report.undelivered} undelivered, delivered through seq "
         f"{report.delivered_through}"
     )
+    if snapshots is not None:
+        for note in snapshots.notes:
+            print(f"  note: {note}")
+        if snapshots.checked:
+            print(f"{len(snapshots.checked)} engine snapshot(s) equal to the fold of the events")
+        for problem in snapshot_problems:
+            print(f"  SNAPSHOT WRONG: {problem}")
     if report.ok:
         print("ok: the journal is whole")
-        return 0
+        return status
     for problem in report.problems:
         print(f"  DAMAGED: {problem}")
     print(f"{len(report.problems)} problem(s): {way_out(report.path, report.delivered_through)}")
     return status
+
+
+def _drop_snapshots(args: argparse.Namespace) -> int:
+    import sqlite3
+
+    from daemon.service.engine_restore import drop_snapshots
+
+    if not args.file.is_file():
+        print(f"error: {args.file}: no such file", file=sys.stderr)
+        return 2
+    try:
+        dropped = drop_snapshots(args.file)
+    except sqlite3.Error as exc:
+        print(f"error: {args.file}: {exc}", file=sys.stderr)
+        return 2
+    print(f"{dropped} engine snapshot(s) deleted: the next start folds the whole journal")
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from typing import Any
 
 from common.inputs import DeviceTarget, SupervisorCommand
 from daemon.alerts import AlertCode
-from daemon.engine.core import EngineCore
+from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, RefusalAggregation
 from daemon.engine.events import EventKind
 from daemon.engine.rounds import ROUND_SLOTS, RoundState
 from daemon.engine.settings import GameFlow
@@ -67,15 +67,18 @@ _FLOW_BETTING = FlowPhase.BETTING
 _FLOW_DEALING = FlowPhase.DEALING
 
 
-class Dealing(EngineCore):
+class Dealing(RefusalAggregation):
     """Placing cards by the shoe procedure and draw order; deciding rounds; shoe start and end."""
 
     def _refuse_outside_shoe(self, at: float, source: str, fields: dict[str, Any]) -> None:
         st = self.state
-        if st.phase == Phase.OVER and st.shoe_end_reason == "cut_card":
-            self._alert(AlertCode.CARD_AFTER_LAST_ROUND, at, source, device=fields["device"], read=fields)
-        else:
-            self._alert(AlertCode.NO_SHOE, at, source, device=fields["device"], read=fields)
+        after_last = st.phase == Phase.OVER and st.shoe_end_reason == "cut_card"
+        code = AlertCode.CARD_AFTER_LAST_ROUND if after_last else AlertCode.NO_SHOE
+        episode = st.open_alert_ids(code, fields["device"])  # one open alert per episode
+        reason = AFTER_LAST_ROUND if after_last else NO_SHOE
+        if episode and self._absorb_refusal(reason, episode[-1], fields["card"], fields):
+            return
+        self._alert(code, at, source, device=fields["device"], read=fields, refused=1)
 
     def _refuse_for_storage(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
         """The journal is full and this card would open a round: refuse it, never place it.
@@ -84,6 +87,8 @@ class Dealing(EngineCore):
         already over it: a misread or foreign card); one alert counts every refused card.
         """
         st = self.state
+        if self._absorb_refusal(JOURNAL_FULL, st.storage_alert, code, fields):
+            return  # past the episode's listed cards: tallied into a cards_refused summary
         seen = st.counts.get(code, 0)
         counted = seen < self.settings.decks
         refused = st.storage_refused + 1 if st.storage_alert is not None else 1

@@ -34,6 +34,7 @@ class EventKind(StrEnum):
     CARD_CONFIRMED = "card_confirmed"
     CARD_OUTSIDE_GAME = "card_outside_game"
     CARD_REFUSED = "card_refused"
+    CARDS_REFUSED = "cards_refused"  # issue 16: a summary of absorbed refused cards
     STORAGE_STATE = "storage_state"
     READ_HELD = "read_held"
     PULL_RELEASED = "pull_released"

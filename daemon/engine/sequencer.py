@@ -421,6 +421,7 @@ class ReadSequencer(GameFlowSignals):
         if plan.opens_round and st.storage_full:
             self._refuse_for_storage(fields["card"], read.at, source, fields)
             return
+        self._flush_refusals()  # the composition check and placing need every refused card counted
         if st.counts.get(fields["card"], 0) >= self.settings.decks:
             self._refuse_over_composition(fields["card"], read.at, source, fields)
             return

@@ -255,6 +255,18 @@ class TableState:
         if alert is not None:  # a fresh copy: the raised event's own data stays as published
             self.alerts[d["alert_id"]] = {**alert, "details": {**alert["details"], "refused": d["refused"]}}
 
+    def _cards_refused(self, e: Event) -> None:
+        """A summary of refused cards absorbed into their episode (``aggregate.py``)."""
+        d = e.data
+        for code, k in d["counted"].items():
+            self.counts[code] = self.counts.get(code, 0) + k
+            self.cards_out += k
+        if d["alert_id"] == self.storage_alert:
+            self.storage_refused = d["refused"]
+        alert = self.alerts.get(d["alert_id"])
+        if alert is not None:  # a fresh copy, as for card_refused
+            self.alerts[d["alert_id"]] = {**alert, "details": {**alert["details"], "refused": d["refused"]}}
+
     def _storage_state(self, e: Event) -> None:
         self.storage_full = e.data["full"]
         self.storage_detail = e.data["detail"]
@@ -495,6 +507,7 @@ _APPLY: dict[str, Callable[[TableState, Event], None]] = {
     EventKind.CARD_DEALT: TableState._card_dealt,
     EventKind.CARD_OUTSIDE_GAME: TableState._card_outside_game,
     EventKind.CARD_REFUSED: TableState._card_refused,
+    EventKind.CARDS_REFUSED: TableState._cards_refused,
     EventKind.STORAGE_STATE: TableState._storage_state,
     EventKind.ROUND_OPENED: TableState._round_opened,
     EventKind.ROUND_HELD: TableState._round_held,

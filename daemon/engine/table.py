@@ -31,6 +31,7 @@ from common.inputs import (
     Tick,
 )
 from daemon.alerts import AlertCode
+from daemon.engine.checkpoint import CheckpointError, EngineCheckpoint, fold_key
 from daemon.engine.core import VariantResolver
 from daemon.engine.events import Event, EventKind
 from daemon.engine.sequencer import ReadSequencer
@@ -54,6 +55,7 @@ class Engine(ReadSequencer, SupervisorCommands):
         variant: Variant,
         events: Iterable[Event],
         resolve_variant: VariantResolver | None = None,
+        start: EngineCheckpoint | None = None,
     ) -> Engine:
         """An engine whose state is the fold of ``events`` (its own earlier output).
 
@@ -63,8 +65,18 @@ class Engine(ReadSequencer, SupervisorCommands):
         rounds are held, never settled under another pay table). The configuration takes
         effect at the next shoe. If they differ, the first input handled raises
         ``shoe_settings_differ`` (once per shoe).
+
+        ``start``: a checkpoint (:mod:`daemon.engine.checkpoint`) taken under these settings;
+        ``events`` are then the ones after the last event it covers.
         """
         engine = cls(settings, variant, resolve_variant)
+        if start is not None:
+            if start.key != fold_key(settings):
+                raise CheckpointError(f"taken under other fold code or settings: {start.key}")
+            engine.state = start.table_state(settings)
+            if start.shoe is not None:
+                engine._use_shoe(start.shoe)
+            engine._now = start.at
         for event in events:
             engine.apply(event)
         engine._note_restart()
@@ -109,6 +121,7 @@ class Engine(ReadSequencer, SupervisorCommands):
             self._out = []
             return out
         self._now = inp.at
+        self._settle_refusals(inp)  # an absorbed refusals' summary before anything else happens
         if self._settings_notice:
             self._settings_notice = False
             differs = self._shoe_differs()

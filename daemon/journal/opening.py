@@ -20,6 +20,7 @@ from daemon.journal.errors import JournalError
 from daemon.journal.faults import FaultKind, classify_storage_error
 from daemon.journal.integrity import check_tail, damaged, meta_problem
 from daemon.journal.settings import JournalSettings
+from daemon.journal.snapshots import SNAPSHOT_SCHEMA
 from daemon.journal.transaction import Transaction
 
 SCHEMA_VERSION = 1
@@ -95,6 +96,7 @@ def set_up(
     db.execute("PRAGMA foreign_keys=ON")
     db.executescript(_SCHEMA)
     db.executescript(COMPACTION_SCHEMA)
+    db.executescript(SNAPSHOT_SCHEMA)
     with Transaction(db, lock):
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         if not meta and not fresh:

@@ -61,6 +61,7 @@ from daemon.journal.records import (
 )
 from daemon.journal.server_ack import ServerAck
 from daemon.journal.settings import FullPolicy, JournalSettings
+from daemon.journal.snapshots import SnapshotStore
 from daemon.journal.transaction import Transaction
 
 EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
@@ -103,6 +104,8 @@ class Journal:
         settings.path.parent.mkdir(parents=True, exist_ok=True)
         created = check_file(settings.path)
         self._db = sqlite3.connect(settings.path, isolation_level=None, check_same_thread=False, timeout=5.0)
+        self.snapshots = SnapshotStore(self._db, self._lock)
+        """The engine-state snapshots kept in this file (:mod:`daemon.journal.snapshots`)."""
         try:
             fresh = self._init_db()
             self.continuity: Continuity = self._check_continuity(created or fresh)

@@ -35,13 +35,11 @@ import structlog
 
 from common.inputs import CardRead, EngineInput, StorageState, SupervisorCommand, Tick
 from daemon.alerts import AlertCode
-from daemon.engine.events import ROUND_BOUNDARY_KINDS, Event
-from daemon.engine.settings import TableSettings
+from daemon.engine.events import ROUND_BOUNDARY_KINDS
 from daemon.engine.state import GAME_FLOW_ACTOR, Phase
 from daemon.engine.table import Engine
 from daemon.journal.records import JournaledEvent
-from daemon.journal.store import Journal
-from daemon.rules.variants import Variant, load_variant_by_name
+from daemon.service.engine_restore import SnapshotTaker
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, log_event
 from daemon.service.reader_commands import CommandAnswer, ReaderCommandWorker, ReaderRequest, ReplyFn
@@ -118,16 +116,6 @@ class InputQueue:
             return sum(1 for item in self._queue.queue if not isinstance(item, Barrier | Stop))
 
 
-def journal_history(journal: Journal) -> list[Event]:
-    """The engine's events the journal holds, in order (what :func:`restore_engine` folds)."""
-    return [Event.from_dict(e.body) for e in journal.events()]
-
-
-def restore_engine(history: list[Event], table: TableSettings, variant: Variant) -> Engine:
-    """A fresh engine folded from its journaled events: a restart resumes the shoe and the round."""
-    return Engine.restore(table, variant, history, load_variant_by_name)
-
-
 class EngineLoop:
     """The engine thread: takes inputs off the queue, steps the engine, stores, publishes."""
 
@@ -146,6 +134,7 @@ class EngineLoop:
         tick_interval_s: float,
         done: threading.Event,
         on_events: Callable[[list[JournaledEvent]], None] | None = None,
+        snapshots: SnapshotTaker | None = None,
     ) -> None:
         """``restore`` rebuilds the engine from the journal after an engine failure; ``notify``
         wakes the publisher; ``done`` is set when the thread ends; ``housekeeping`` (compaction,
@@ -164,6 +153,7 @@ class EngineLoop:
         self._tick = tick_interval_s
         self.done = done
         self._on_events = on_events
+        self._snapshots = snapshots  # stores engine-state snapshots (shoe ends) for quick restarts
         self._beat: Callable[[], None] = lambda: None
         self._thread: threading.Thread | None = None
         self.storage_full = bool(engine.state.storage_full)
@@ -197,6 +187,7 @@ class EngineLoop:
                 except queue.Empty:
                     item = Tick(at=self._clock())
                 if isinstance(item, Stop):
+                    self._store_refusal_summary()
                     break
                 if isinstance(item, Barrier):
                     item.reached.set()
@@ -211,6 +202,13 @@ class EngineLoop:
         finally:
             self.snapshot.refresh_if_stale(self.engine)  # the publisher's final state on stop
             self.done.set()
+
+    def _store_refusal_summary(self) -> None:
+        """Before a clean stop: journal the engine's pending cards_refused summary (with an idle
+        tick as its input), so no refused card it absorbed is lost."""
+        events = self.engine.summarise_refusals()
+        if events and not self.writer.abandoned and self.writer.store(Tick(at=self._clock()), events):
+            self._notify()
 
     def _step(self, item: EngineInput | Command) -> None:
         inp: EngineInput = item.command if isinstance(item, Command) else item
@@ -227,13 +225,17 @@ class EngineLoop:
             if isinstance(item, Command):
                 item.reply(False, f"the engine failed on this command: {exc}")
             return
-        if isinstance(inp, Tick) and not events:
-            return  # idle ticks are not worth a journal row
+        if not events and (isinstance(inp, Tick) or self.engine.absorbed):
+            # idle ticks are not worth a journal row, nor a refused card the engine tallied into
+            # its episode's next cards_refused summary (daemon/engine/aggregate.py)
+            return
         journaled = self.writer.store(inp, events)
         if journaled is None:
             if isinstance(item, Command):
                 item.reply(False, "the journal could not store the command (daemon stopping)")
             return
+        if self._snapshots is not None:
+            self._snapshots.after_append(self.engine, journaled)
         self.stats.inputs += 1
         self.stats.events += len(journaled)
         for event in journaled:

@@ -60,9 +60,8 @@ from daemon.service.engine_loop import (
     Command,
     EngineLoop,
     InputQueue,
-    journal_history,
-    restore_engine,
 )
+from daemon.service.engine_restore import SnapshotTaker, restore_from_journal
 from daemon.service.health import (
     DaemonHealth,
     EngineHealth,
@@ -148,15 +147,13 @@ class Daemon:
         if alert is not None:
             log.error("journal_continuity", **alert.data)
             journal.append_delivery_event(alert)
-        history = journal_history(journal)
-        engine = restore_engine(history, cfg.table, self.loaded.variant)
+        engine = restore_from_journal(
+            journal,
+            cfg.table,
+            self.loaded.variant,
+            progress=self._folding,
+        ).engine
         self.snapshot.reset(engine)
-        log.info(
-            "engine_restored",
-            table_id=cfg.table_id,
-            events=len(history),
-            last_seq=journal.last_seq(),
-        )
         self._warn_if_insecure(cfg.broker)
         publisher = self._make_publisher(cfg.broker)
         self._publisher = publisher
@@ -174,7 +171,8 @@ class Daemon:
             JournalHousekeeping(
                 journal, lambda: self.config.broker.delivery, self.clock, self._notify_publisher
             ),
-            restore=lambda: restore_engine(journal_history(journal), cfg.table, self.loaded.variant),
+            restore=lambda: restore_from_journal(journal, cfg.table, self.loaded.variant).engine,
+            snapshots=SnapshotTaker(journal),
             notify=self._notify_publisher,
             clock=self.clock,
             tick_interval_s=cfg.service.tick_interval_s,
@@ -187,6 +185,11 @@ class Daemon:
         self._start_devices()
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
+
+    def _folding(self, events_read: int) -> None:
+        """A whole-journal fold at start (no usable snapshot) is still reading: ask systemd
+        for another minute rather than be killed at ``TimeoutStartSec``."""
+        self.notifier.extend_timeout(60, f"folding the whole journal: {events_read} events read")
 
     def _warn_if_insecure(self, settings: BrokerSettings) -> None:
         """Log (and keep for health) every insecure broker setting check-config refuses by default.

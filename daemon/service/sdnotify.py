@@ -73,6 +73,11 @@ class SystemdNotifier:
     def status(self, text: str) -> bool:
         return self.notify(STATUS=text)
 
+    def extend_timeout(self, seconds: float, status: str) -> bool:
+        """Start-up is making progress but needs longer (``EXTEND_TIMEOUT_USEC``: systemd then
+        waits ``seconds`` more from now instead of killing it at ``TimeoutStartSec``)."""
+        return self.notify(EXTEND_TIMEOUT_USEC=str(int(seconds * 1_000_000)), STATUS=status)
+
     def close(self) -> None:
         with self._lock:
             if self._sock is not None:

@@ -133,6 +133,13 @@ class SyntheticTable:
             "disconnected_devices": list(self.disconnected),
             "storage": {"full": False, "detail": None, "refused_cards": 0},
             "reads_waiting_in_pull": 0,
+            "game_flow": {
+                "phase": "waiting",
+                "round_id": None,
+                "closes_at": None,
+                "last_round_id": None,
+                "burn_signalled": False,
+            },
             "results": [],
         }
         body = {"table_id": self.table_id, "ts": ts, "last_seq": self.seq, "state": snapshot}

@@ -45,6 +45,17 @@ def test_ready_watchdog_and_stopping_reach_the_socket(notify_socket: tuple[socke
     notifier.close()
 
 
+def test_a_long_start_asks_for_more_time(notify_socket: tuple[socket.socket, str]) -> None:
+    sock, path = notify_socket
+    notifier = SystemdNotifier({"NOTIFY_SOCKET": path})
+    assert notifier.extend_timeout(60, "folding the whole journal: 50000 events read")
+    assert _fields(sock) == {
+        "EXTEND_TIMEOUT_USEC": "60000000",
+        "STATUS": "folding the whole journal: 50000 events read",
+    }
+    notifier.close()
+
+
 def test_abstract_namespace_socket() -> None:
     name = f"baccarat-edge-test-{os.getpid()}"
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
