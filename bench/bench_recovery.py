@@ -24,7 +24,6 @@ to ``--full-fold-max``), and ``journal verify``'s whole-file check (O(size), on 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import shutil
 import sys
@@ -91,7 +90,7 @@ def build_journal(path: Path, shoes: int, seed: int) -> dict[str, Any]:
             for inp in template:
                 if ended >= shoes:
                     break
-                shifted = dataclasses.replace(inp, at=inp.at + repeat * span)
+                shifted = inp._replace(at=inp.at + repeat * span)
                 batch.append(shifted)
                 out = engine.handle(shifted)
                 events.extend(out)
@@ -104,7 +103,7 @@ def build_journal(path: Path, shoes: int, seed: int) -> dict[str, Any]:
         # half a shoe more: the restart comes mid-shoe
         shoe_inputs = next_shoe_half(template, ended % TEMPLATE_SHOES, engine)
         for inp in shoe_inputs:
-            shifted = dataclasses.replace(inp, at=inp.at + repeat * span + span)
+            shifted = inp._replace(at=inp.at + repeat * span + span)
             batch.append(shifted)
             events.extend(engine.handle(shifted))
         taker.after_append(engine, journal.append(batch, events))

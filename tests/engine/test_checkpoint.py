@@ -64,7 +64,7 @@ def test_a_checkpoint_and_the_events_after_it_give_the_full_fold(
     decks: int, start: bool, inputs: list[EngineInput], split: float
 ) -> None:
     cfg = TableSettings(decks=decks, unneeded_card_window_s=2.0, device_starts_shoe=True)
-    prefix: list[EngineInput] = [SupervisorCommand("new_shoe", 0.0, "t", "start")] if start else []
+    prefix: list[EngineInput] = [SupervisorCommand("new_shoe", 0.0, "t", "start", {})] if start else []
     ordered = prefix + sorted(inputs, key=lambda x: x.at if math.isfinite(x.at) else 25.0)
     _check_split(cfg, "standard", ordered, round(split * len(ordered)))
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import random
 import sqlite3
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +48,7 @@ def dealt_inputs(shoes: int, seed: int = 7) -> list[EngineInput]:
     for n in range(shoes + 1):
         cards = shuffled_shoe(1, rng)
         inputs = deal_shoe(SETTINGS, VARIANT, cards, len(cards) - 12, shoe_id=f"S{n + 1}").inputs
-        shifted: list[EngineInput] = [replace(i, at=i.at + n * 10_000.0) for i in inputs]
+        shifted: list[EngineInput] = [i._replace(at=i.at + n * 10_000.0) for i in inputs]
         if n == 1:
             shifted.insert(5, DeviceConnection(connected=False, at=shifted[4].at + 0.5, device="cam-x"))
         out += shifted if n < shoes else shifted[: len(shifted) // 2]
