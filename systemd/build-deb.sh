@@ -64,6 +64,10 @@ fill_wheelhouse() {
 # WHEELS_OFFLINE_FIRST=1 (the test suite): use the cached wheels when they satisfy every
 # requirement, asking PyPI only when they do not; by default pip resolves against PyPI, as
 # `make venv` does, and downloads only what the cache lacks.
+# Two builds at once (a test run and make deb) take turns on the shared cache, until the venv
+# is made from it in step 3.
+exec 9>"$WHEELHOUSE/.lock"
+flock 9
 if [ "${WHEELS_OFFLINE_FIRST:-0}" = 1 ] && fill_wheelhouse --no-index >/dev/null 2>&1; then
     :
 else
@@ -75,6 +79,7 @@ rm -f "$WHEELHOUSE"/baccarat_edge-*.whl
 (cd "$STAGE" && WHEELHOUSE="$WHEELHOUSE" PROJECT_WHEELS="$OUT/wheels" \
     dpkg-buildpackage -b -us -uc --no-sign >"$OUT/build.log" 2>&1) ||
     { tail -40 "$OUT/build.log" >&2; die "dpkg-buildpackage failed: $OUT/build.log"; }
+exec 9>&-
 ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 DEB=$OUT/baccarat-edge_${VERSION}_${ARCH}.deb
 [ -f "$DEB" ] || die "dpkg-buildpackage did not produce $DEB"
