@@ -103,31 +103,34 @@ def keep_apt_archives(root: Path) -> None:
             os.replace(partial, target)
 
 
-def run_in_root(
-    root: Path, argv: Sequence[str], *, user: str | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` inside ``root`` (as ``user`` with its groups, when given)."""
+def root_argv(
+    root: Path, argv: Sequence[str], *, user: str | None = None, own_pids: bool = True
+) -> list[str]:
+    """The command line that runs ``argv`` inside ``root`` (as ``user`` with its groups, when
+    given). ``own_pids=False`` keeps the host's pid namespace: without ``--fork`` every step
+    execs the next, so the process started is the program itself and can be signalled."""
     as_user = (
         ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"] if user is not None else []
     )
-    return subprocess.run(
-        [
-            "unshare",
-            "--mount",
-            "--pid",
-            "--fork",
-            f"--mount-proc={root / 'proc'}",
-            "chroot",
-            str(root),
-            "env",
-            "-i",
-            f"PATH={PATH_IN_ROOT}",
-            "LANG=C.UTF-8",
-            "DEBIAN_FRONTEND=noninteractive",
-            *as_user,
-            *argv,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    namespaces = ["--mount", "--pid", "--fork"] if own_pids else ["--mount"]
+    return [
+        "unshare",
+        *namespaces,
+        f"--mount-proc={root / 'proc'}",
+        "chroot",
+        str(root),
+        "env",
+        "-i",
+        f"PATH={PATH_IN_ROOT}",
+        "LANG=C.UTF-8",
+        "DEBIAN_FRONTEND=noninteractive",
+        *as_user,
+        *argv,
+    ]
+
+
+def run_in_root(
+    root: Path, argv: Sequence[str], *, user: str | None = None, timeout: float = 600
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` inside ``root`` to its end, its own pid namespace taking every child with it."""
+    return subprocess.run(root_argv(root, argv, user=user), capture_output=True, text=True, timeout=timeout)

@@ -10,21 +10,26 @@ real broker and a real TCP reader, ``systemd-analyze verify`` of the installed u
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import socket
 import subprocess
+import threading
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
+import paho.mqtt.client as mqtt
 import pytest
+from paho.mqtt.enums import CallbackAPIVersion
 
 from tests.packaging.debian_root import (
     cache_dir,
     keep_apt_archives,
     require_tools,
+    root_argv,
     run_in_root,
     unpack_root,
 )
@@ -128,6 +133,48 @@ def _table_config(broker_port: int, reader_port: int) -> str:
     )
 
 
+def _daemon_goes_online_and_offline(root: Path, broker_port: int) -> list[str]:
+    """Run the installed daemon with the unit's command line and user; the status it publishes."""
+    statuses: list[str] = []
+    changed = threading.Condition()
+
+    def on_message(_client: mqtt.Client, _userdata: object, message: mqtt.MQTTMessage) -> None:
+        with changed:
+            statuses.append(json.loads(message.payload)["status"])
+            changed.notify_all()
+
+    client = mqtt.Client(CallbackAPIVersion.VERSION2)
+    client.on_message = on_message
+    client.connect("127.0.0.1", broker_port)
+    client.subscribe("baccarat/v1/T07/status", qos=1)
+    client.loop_start()
+    argv = ["/opt/baccarat-edge/venv/bin/baccarat-edge", "run", "--config", "/etc/baccarat-edge/table.yaml"]
+    daemon = subprocess.Popen(
+        root_argv(root, argv, user=USER, own_pids=False),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        with changed:
+            online = changed.wait_for(lambda: "online" in statuses or daemon.poll() is not None, 60)
+        still_running = daemon.poll() is None
+        daemon.terminate()
+        log, _ = daemon.communicate(timeout=60)
+        assert online, f"the daemon published no status within 60 s:\n{log[-4000:]}"
+        assert still_running, f"the daemon exited by itself:\n{log[-4000:]}"
+        assert daemon.returncode == 0, log[-4000:]
+        with changed:
+            changed.wait_for(lambda: statuses[-1:] == ["offline"], 30)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.communicate(timeout=30)
+        client.loop_stop()
+        client.disconnect()
+    return statuses
+
+
 @pytest.fixture
 def debian12_root(tmp_path: Path) -> Iterator[Path]:
     """A fresh minbase bookworm root, deleted afterwards (about 600 MB once installed)."""
@@ -203,6 +250,11 @@ def test_fresh_debian12_root_installs_checks_removes_and_purges(
     report = _ok(checked)
     assert "/etc/baccarat-edge/table.yaml: valid — table T07" in report
     assert "everything it points at was found" in report
+
+    # And the daemon runs from the install as the unit runs it: online on the broker, then a
+    # clean stop on SIGTERM that publishes offline.
+    statuses = _daemon_goes_online_and_offline(root, mosquitto.port)
+    assert (statuses[:1], statuses[-1:]) == (["online"], ["offline"]), statuses
 
     # Remove: the program goes, the table's config and journal directory stay.
     listed = _ok(run_in_root(root, ["dpkg-query", "-L", "baccarat-edge"])).splitlines()
