@@ -8,7 +8,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: demo test lint venv system-deps deb
+.PHONY: demo test lint venv system-deps
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -35,5 +35,6 @@ test: $(STAMP) system-deps lint
 	$(BIN)/python -m pytest -q
 
 # The Debian package build/deb/baccarat-edge_<version>_<arch>.deb (systemd/README.md).
+.PHONY: deb
 deb: system-deps
 	bash systemd/build-deb.sh
