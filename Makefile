@@ -37,3 +37,8 @@ lint: $(STAMP)
 
 test: $(STAMP) system-deps lint
 	$(BIN)/python -m pytest -q
+
+# The Debian package build/deb/baccarat-edge_<version>_<arch>.deb (systemd/README.md).
+.PHONY: deb
+deb: system-deps
+	bash systemd/build-deb.sh
