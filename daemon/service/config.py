@@ -225,6 +225,8 @@ def validate_raw(
         found.extend(problems_from_validation(raw, exc))
     reader_settings, camera_settings = _validate_device_settings(raw, found)
     _check_unique_names(raw, reader_settings, camera_settings, found)
+    if config is not None:
+        _check_camera_devices(raw, config, reader_settings, camera_settings, found)
     variant = _load_variant(raw, _variant_name(raw, config), found)
     if check_secrets:
         broker = config.broker if config is not None else None
@@ -259,13 +261,53 @@ def _check_unique_names(
     for index, name in enumerate(names):
         if name in names[:index]:
             path: KeyPath = (
-                ("camera", "settings", "device_name")
+                ("camera", "settings", "device")
                 if camera is not None and index == len(names) - 1
                 else ("readers", index, "settings", "device_name")
             )
             source, line = raw.describe(path)
             found.append(
                 ConfigProblem(source, path, f"device name {name!r} is used twice; give each its own", line)
+            )
+
+
+def _check_camera_devices(
+    raw: RawConfig,
+    config: DaemonConfig,
+    readers: list[BaseModel],
+    camera: BaseModel | None,
+    found: list[ConfigProblem],
+) -> None:
+    """``table.camera.devices`` names exactly the camera: a camera missing from it would count as a
+    reader (its unplugging a reader failure, its reads never arbitrated), a reader in it would
+    count as a camera (its unplugging no reader failure, disabling the camera's fallback)."""
+    cameras = config.table.camera.devices
+    where: KeyPath = ("table", "camera", "devices")
+    if camera is not None:
+        name = device_name(camera, "camera")
+        if name not in cameras:
+            source, line = raw.describe(("camera", "settings", "device"))
+            found.append(
+                ConfigProblem(
+                    source,
+                    ("camera", "settings", "device"),
+                    f"the camera's device name {name!r} is not in table.camera.devices {list(cameras)}; "
+                    "name it there too, or the engine takes the camera for a card reader",
+                    line,
+                )
+            )
+    for reader in readers:
+        name = device_name(reader, "reader")
+        if name in cameras:
+            source, line = raw.describe(where)
+            found.append(
+                ConfigProblem(
+                    source,
+                    where,
+                    f"reader {name!r} is named in table.camera.devices: the engine would take "
+                    "it for a camera and never see it fail; rename the reader or the camera device",
+                    line,
+                )
             )
 
 

@@ -394,3 +394,47 @@ def test_check_config_probes_every_keyring_key(tmp_path: Path) -> None:
     assert not findings["command key tech-bo (technician)"].ok
     assert "gone.key" in findings["command key tech-bo (technician)"].detail
     assert "anna, long" not in repr(findings)
+
+
+CAMERA = "source: /tmp, templates: /tmp/deck.npz, layout: {" + ", ".join(
+    f"{slot}: {{x0: {0.1 * i:.1f}, y0: 0.1, x1: {0.1 * i + 0.05:.2f}, y1: 0.9}}"
+    for i, slot in enumerate(("P1", "P2", "P3", "B1", "B2", "B3", "shoe_mouth"), start=1)
+) + "}"
+
+
+def test_a_camera_renamed_without_table_camera_devices_is_refused(tmp_path: Path) -> None:
+    """Issue #12: a camera named other than in table.camera.devices would count as a reader."""
+    path = tmp_path / "table.yaml"
+    base = "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a}\n"
+    camera = f"camera:\n  settings: {{{CAMERA}, device: overhead}}\n"
+    path.write_text(base + camera)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    [problem] = info.value.problems
+    assert format_key_path(problem.path) == "camera.settings.device"
+    assert "'overhead' is not in table.camera.devices ['camera']" in problem.message
+    assert problem.line == 6
+    path.write_text(base + camera + "table:\n  camera:\n    devices: [overhead]\n")
+    assert load_config(path, environ={}).config.table.camera.devices == ("overhead",)
+
+
+def test_a_reader_named_as_a_camera_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a, device_name: camera}\n"
+    )
+    with pytest.raises(ConfigError, match=r"table\.camera\.devices: reader 'camera' is named in"):
+        load_config(path, environ={})
+
+
+def test_a_camera_with_a_reader_s_name_is_refused_at_its_own_key(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a}\n"
+        f"camera:\n  settings: {{{CAMERA}, device: reader}}\n"
+        "table:\n  camera:\n    devices: [reader]\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    paths = sorted(format_key_path(problem.path) for problem in info.value.problems)
+    assert paths == ["camera.settings.device", "table.camera.devices"]
