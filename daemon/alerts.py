@@ -45,6 +45,14 @@ class AlertCode(StrEnum):
     READER_COMMAND_REFUSED = "reader_command_refused"
     SHOE_SETTINGS_DIFFER = "shoe_settings_differ"
     JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
+    # issue #12: game flow (betting window, round ids, slotless readers, outages)
+    CARD_EXPOSED_DURING_BETTING = "card_exposed_during_betting"
+    ROUND_ID_OUT_OF_SEQUENCE = "round_id_out_of_sequence"
+    BETTING_OUT_OF_ORDER = "betting_out_of_order"
+    SHOE_NOT_LOCKED = "shoe_not_locked"
+    RESCAN_UNCONFIRMED = "rescan_unconfirmed"
+    SHOE_SIGNAL_UNEXPECTED = "shoe_signal_unexpected"
+    RESTART_GAP = "restart_gap"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -297,6 +305,66 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "the shoe); stop dealing until it has room (details.refused counts them)",
         "the journal has room again (StorageState(full=False); cleared by the engine), acknowledge_alert",
         details=("detail", "refused"),
+    ),
+    # issue #12: game flow (betting window, round ids, slotless readers, outages)
+    AlertCode.CARD_EXPOSED_DURING_BETTING: AlertSpec(
+        Severity.CRITICAL,
+        "a card came out of the shoe while betting was open (RULES.md dealing mistake 7, a card exposed "
+        "during betting): not dealt, counted against the shoe; the next round is held: void it (or the "
+        "shoe), or resolve_hold if the round may stand",
+        "resolve_hold, void_round, void_shoe",
+        holds=True,
+        details=("card", "round_id", "counted", "rule", "(not_counted_because)"),
+    ),
+    AlertCode.ROUND_ID_OUT_OF_SEQUENCE: AlertSpec(
+        Severity.CRITICAL,
+        "the game server's round id does not follow the last one: a repeated or earlier id is refused; "
+        "a skipped id (rounds the edge never saw, e.g. dealt while it was down) or a new id prefix is "
+        "taken, and its round is held until a supervisor confirms it",
+        "resolve_hold, void_round (a refused id, which holds nothing: acknowledge_alert)",
+        holds=True,
+        details=("round_id", "last_round_id", "reason", "accepted"),
+    ),
+    AlertCode.BETTING_OUT_OF_ORDER: AlertSpec(
+        Severity.WARNING,
+        "a betting open/close that does not fit the game flow (a close with no open betting, a close for "
+        "another round, an open while a round is dealt, or from a source the table does not use): refused, "
+        "nothing changed",
+        "acknowledge_alert",
+        details=("action", "betting_source", "round_id", "reason"),
+    ),
+    AlertCode.SHOE_NOT_LOCKED: AlertSpec(
+        Severity.WARNING,
+        "the shoe did not confirm the lock (or unlock) the engine asked for with the betting window: it may "
+        "let cards out during betting (the engine still treats them as exposed cards)",
+        "acknowledge_alert",
+        details=("action", "command_id", "reason", "(reader_code)"),
+    ),
+    AlertCode.RESCAN_UNCONFIRMED: AlertSpec(
+        Severity.CRITICAL,
+        "after a misread, a reader that names no slot sent a card: the rescan of the unread card, or the "
+        "next card dealt on? taken as the rescan, and its round is held until a supervisor confirms "
+        "(resolve_hold) or corrects it",
+        "resolve_hold, a correction of the round, void_round",
+        holds=True,
+        details=("card", "slot", "misread_alert"),
+    ),
+    AlertCode.SHOE_SIGNAL_UNEXPECTED: AlertSpec(
+        Severity.WARNING,
+        "a reader's shoe mark (shoe start/end, burn start/end) that does not fit the shoe procedure: "
+        "nothing changed",
+        "acknowledge_alert",
+        details=("signal", "reason"),
+    ),
+    AlertCode.RESTART_GAP: AlertSpec(
+        Severity.CRITICAL,
+        "after a restart, the reader's frames do not follow on from the last one the edge journaled, or a "
+        "round in progress at the restart goes on from a reader that cannot show no card was dealt "
+        "meanwhile: cards or rounds may have been dealt while the edge was down; the round is held "
+        "(hands are never renumbered silently)",
+        "resolve_hold, void_round, void_shoe",
+        holds=True,
+        details=("reason", "last_transmission_id", "transmission_id", "(marks_skipped)"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

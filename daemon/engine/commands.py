@@ -7,6 +7,7 @@ naming the argument. The engine then checks the command against the table state.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 
@@ -34,6 +35,11 @@ ACTIONS: dict[str, str] = {
     "super_round_die": "record the Super 98 die; args: value (1..faces), hand (optional)",
     "lock": "lock the shoe (betting time): the service sends it to the reader; no args",
     "unlock": "unlock the shoe: the service sends it to the reader; no args",
+    "open_betting": "betting opens for the game server's next round (game_flow betting_window); args: "
+    "round_id (the server's id: digits, optionally after a prefix, e.g. '1042' or 'T01-1042'), closes_at "
+    "(optional: the announced close time, seconds since the Unix epoch)",
+    "close_betting": "betting closes: the next cards are that round's; args: round_id (the open round's)",
+    "cut_card": "the cut card came out (for a reader that cannot signal it): marks the last round; no args",
 }
 """Every supervisor action the engine accepts, with its arguments."""
 
@@ -41,6 +47,11 @@ SERVICE_ACTIONS = frozenset({"lock", "unlock"})
 """Actions carried out on the reader itself: the engine accepts them (journaled, audited) and
 emits ``reader_command_requested``; the service performs the I/O and feeds the reader's answer
 back as a ``ReaderSignal`` (LOCKED/UNLOCKED, or COMMAND_REFUSED)."""
+
+ROUND_ID = re.compile(r"^(?P<prefix>[A-Za-z0-9._:-]{0,46}?)(?P<number>[0-9]{1,18})$")
+"""The accepted form of a game server round id: 1-64 characters of A-Z a-z 0-9 . _ : -, ending in
+a decimal number (the round's sequence number); what precedes it is the id's prefix. The next
+round's id has the same prefix and the next number (``T01-1042`` after ``T01-1041``)."""
 
 _SHOE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 
@@ -139,3 +150,32 @@ def req_slot_cards(args: Mapping[str, object], key: str) -> dict[str, str]:
         except CardParseError as exc:
             raise ArgError(f"argument {key!r}.{slot}: {exc}") from None
     return out
+
+
+def req_round_id(args: Mapping[str, object]) -> str:
+    """The required ``round_id`` argument, in the accepted form (:data:`ROUND_ID`)."""
+    value = args.get("round_id")
+    if not isinstance(value, str) or not ROUND_ID.match(value):
+        raise ArgError(
+            "argument 'round_id' is required: 1-64 of A-Z a-z 0-9 . _ : - ending in the round's number, "
+            f"e.g. '1042' or 'T01-1042'; got {value!r}"
+        )
+    return value
+
+
+def round_id_parts(round_id: str) -> tuple[str, int] | None:
+    """``(prefix, number)`` of a round id in the accepted form, else None."""
+    match = ROUND_ID.match(round_id)
+    if match is None:
+        return None
+    return match["prefix"], int(match["number"])
+
+
+def opt_time(args: Mapping[str, object], key: str) -> float | None:
+    """An optional time argument: a finite number of seconds since the Unix epoch."""
+    value = args.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ArgError(f"argument {key!r} must be a time: seconds since the Unix epoch, got {value!r}")
+    return float(value)

@@ -20,6 +20,9 @@ from daemon.engine.settle import Settler
 from daemon.engine.state import Phase, TableState
 from daemon.rules.variants import Variant
 
+_NO_ROUND_ID = frozenset({EventKind.ALERT_RAISED, EventKind.ALERT_CLEARED})
+"""Event kinds whose data is fixed by a catalogue (alerts): no ``round_id`` added."""
+
 VariantResolver = Callable[[str], Variant]
 """Loads a variant by the name a ``shoe_started`` event recorded (the caller's I/O, not the engine's)."""
 
@@ -32,6 +35,10 @@ class EngineCore:
     (e.g. when restored under a changed configuration); ``configured_settings`` /
     ``configured_variant`` (the arguments) start every new shoe.
     """
+
+    # Set by a command handler that refuses: an alert the floor must see too, raised after the
+    # refusal (game flow: a round id out of sequence).
+    _refusal_alert: Callable[[], None] | None = None
 
     def __init__(
         self, settings: TableSettings, variant: Variant, resolve_variant: VariantResolver | None = None
@@ -135,6 +142,10 @@ class EngineCore:
         hand: int | None = None,
         shoe_id: str | None = None,
     ) -> Event:
+        round_ids = self.state.round_ids
+        if round_ids and hand is not None and hand in round_ids and kind not in _NO_ROUND_ID:
+            # game_flow betting_window: every event of a round carries the server's round id
+            data = {**data, "round_id": round_ids[hand]}
         event = Event(kind, at, shoe_id or self.state.shoe_id, hand, source, data)
         self.state.apply(event)
         self._out.append(event)

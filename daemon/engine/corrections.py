@@ -61,6 +61,8 @@ class RoundCorrections(Dealing):
             plan = Placement(needed)
         else:
             plan = self._plan(cmd.at, detect_unneeded=False)
+        if plan.slot == "exposed":
+            return "betting is open: a card drawn now is exposed during betting, never dealt"
         if slot is not None and slot != plan.slot:
             return f"the next card goes to {plan.slot}, not {slot}"
         if plan.opens_round and st.storage_full:

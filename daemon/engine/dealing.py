@@ -14,8 +14,9 @@ from daemon.alerts import AlertCode
 from daemon.engine.core import EngineCore
 from daemon.engine.events import EventKind
 from daemon.engine.rounds import ROUND_SLOTS, RoundState
+from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
-from daemon.engine.state import OUTSIDE_SHOE, Phase
+from daemon.engine.state import OUTSIDE_SHOE, FlowPhase, Phase
 
 # Which device targets agree with which engine slot.
 TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
@@ -33,6 +34,7 @@ class Placement:
     burn: str | None = None  # opening / round / unneeded, for burn cards
     opens_round: bool = False
     unneeded: int = 0  # 1 or 2: daemon/rules/RULES.md dealing mistakes 1 and 2
+    flow: bool = False  # told by the betting window (game_flow betting_window), not by time
 
 
 Effect = Callable[[], None]
@@ -43,6 +45,11 @@ _ROUND_BURN = Placement("burn", burn="round")
 _UNNEEDED_BURN = Placement("burn", burn="unneeded", unneeded=1)
 _UNNEEDED_P1 = Placement("P1", opens_round=True, unneeded=2)
 _NEW_ROUND = Placement("P1", opens_round=True)
+# game_flow betting_window (issue #12): before betting closes, a card is never a round's card
+EXPOSED = Placement("exposed")  # betting is open: RULES.md mistake 7, never placed (sequencer)
+_FLOW_UNNEEDED = Placement("burn", burn="unneeded", unneeded=1, flow=True)
+_FLOW_UNNEEDED_MORE = Placement("burn", burn="unneeded", unneeded=2, flow=True)
+_SIGNALLED_BURN = Placement("burn", burn="signalled")  # a slotless reader's BURN_STARTED mark
 _IN_ROUND = {slot: Placement(slot) for slot in ROUND_SLOTS}
 
 # Bound once: ``Phase.X`` / ``EventKind.X`` go through the enum metaclass's ``__getattr__``
@@ -55,6 +62,9 @@ _CARD_DEALT = EventKind.CARD_DEALT
 _ROUND_OPENED = EventKind.ROUND_OPENED
 _BETS_OFFERED = EventKind.BETS_OFFERED
 _ROUND_COMPLETED = EventKind.ROUND_COMPLETED
+_BETTING_WINDOW = GameFlow.BETTING_WINDOW
+_FLOW_BETTING = FlowPhase.BETTING
+_FLOW_DEALING = FlowPhase.DEALING
 
 
 class Dealing(EngineCore):
@@ -168,6 +178,10 @@ class Dealing(EngineCore):
             return _INDICATOR
         if phase == _PHASE_BURNING:
             return _OPENING_BURN
+        if st.burn_signalled:
+            return _SIGNALLED_BURN
+        if self.settings.game_flow is _BETTING_WINDOW:
+            return self._plan_by_betting_window()
         window = self.settings.unneeded_card_window_s
         recent = detect_unneeded and window > 0 and st.decided_at is not None and at - st.decided_at <= window
         if recent and st.unneeded_count == 0:
@@ -177,6 +191,19 @@ class Dealing(EngineCore):
         if st.round_burn_remaining > 0:
             return _ROUND_BURN
         return _NEW_ROUND
+
+    def _plan_by_betting_window(self) -> Placement:
+        """Between rounds, with ``game_flow: betting_window``: the betting window, not the time since
+        the last decision, says what the next card is (``README.md``, "Game flow")."""
+        st = self.state
+        flow = st.flow_phase
+        if flow == _FLOW_BETTING:
+            return EXPOSED
+        if st.round_burn_remaining > 0:
+            return _ROUND_BURN  # (an unneeded card counts as the next round's burn: RULES.md mistake 1)
+        if flow == _FLOW_DEALING:
+            return _NEW_ROUND
+        return _FLOW_UNNEEDED if st.unneeded_count == 0 else _FLOW_UNNEEDED_MORE
 
     def _place(
         self,
@@ -194,13 +221,10 @@ class Dealing(EngineCore):
         st = self.state
         if plan.opens_round:
             next_hand = st.hand + 1
-            self._emit(
-                _ROUND_OPENED,
-                at,
-                source,
-                {"hand": next_hand, "bets": self._settler.offered(next_hand)},
-                hand=next_hand,
-            )
+            opened: dict[str, Any] = {"hand": next_hand, "bets": self._settler.offered(next_hand)}
+            if st.flow_round_id is not None and st.flow_phase == _FLOW_DEALING:
+                opened["round_id"] = st.flow_round_id
+            self._emit(_ROUND_OPENED, at, source, opened, hand=next_hand)
         data: dict[str, Any] = {"card": code, "slot": plan.slot, "source": source}
         round_hand: int | None = None
         if plan.slot == "indicator":
@@ -220,7 +244,23 @@ class Dealing(EngineCore):
             data.update(actor=cmd.actor, command_id=cmd.command_id)
         self._emit(_CARD_DEALT, at, source, data, hand=round_hand)
         device = None if read is None else read["device"]
-        if plan.unneeded:
+        if plan.flow:
+            # Betting had not closed: this card is no round's card, whatever its timing. A first one
+            # is the next round's burn (RULES.md mistake 1: nothing to decide); after it, the dealer
+            # may have made it the next round's Player 1 (mistake 2): that round is held.
+            self._alert(
+                AlertCode.UNNEEDED_CARD,
+                at,
+                source,
+                hand=st.hand or None,
+                holds="next_round" if plan.unneeded == 2 else None,
+                device=device,
+                card=code,
+                became="a burn card: betting for the next round had not closed, so it is never that round's "
+                "Player 1 (if the dealer used it so, correct the held round)",
+                rule=f"RULES.md dealing mistake {plan.unneeded}",
+            )
+        elif plan.unneeded:
             became = "the next round's burn card" if plan.unneeded == 1 else "the next round's Player 1"
             # Told from the next round's Player 1 by time only: the round it opens (or, for a
             # burn, the next one) is held until a supervisor accepts or corrects the reading.

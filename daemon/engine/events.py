@@ -43,6 +43,10 @@ class EventKind(StrEnum):
     SUPER_ROUND_DIE = "super_round_die"
     COMMAND_ACCEPTED = "command_accepted"
     COMMAND_REFUSED = "command_refused"
+    # game flow (issue #12): the betting window and shoe procedure marks of slotless readers
+    BETTING_OPENED = "betting_opened"
+    BETTING_CLOSED = "betting_closed"
+    SHOE_SIGNAL = "shoe_signal"
 
 
 class Event(NamedTuple):

@@ -13,16 +13,19 @@ from common.inputs import (
     Source,
 )
 from daemon.alerts import AlertCode
-from daemon.engine.dealing import Dealing, Placement
+from daemon.engine.dealing import EXPOSED, Placement
 from daemon.engine.events import EventKind
+from daemon.engine.game_flow import GameFlowSignals
 from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.rounds import ROUND_SLOTS
+from daemon.engine.settings import GameFlow
 from daemon.engine.state import DEALING, OUTSIDE_SHOE, Phase
 
 _DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
 # Bound once: ``Source.CAMERA`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
 # Python 3.11), and every read is checked.
 _CAMERA = Source.CAMERA
+_BETTING_WINDOW = GameFlow.BETTING_WINDOW
 
 
 def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
@@ -31,7 +34,7 @@ def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
     return (0 if position is None else position, held["read_at"], held["hold_id"])
 
 
-class ReadSequencer(Dealing):
+class ReadSequencer(GameFlowSignals):
     """Turns reader and camera reads into placed cards, in dealing order."""
 
     def _held_devices(self) -> list[str]:
@@ -412,12 +415,17 @@ class ReadSequencer(Dealing):
                 return
         if plan is None:
             plan = self._plan(read.at)
+        if plan is EXPOSED:
+            self._exposed_card(fields["card"], read.at, source, fields)
+            return
         if plan.opens_round and st.storage_full:
             self._refuse_for_storage(fields["card"], read.at, source, fields)
             return
         if st.counts.get(fields["card"], 0) >= self.settings.decks:
             self._refuse_over_composition(fields["card"], read.at, source, fields)
             return
+        if read.target is None and self.settings.game_flow is _BETTING_WINDOW:
+            self._hold_unconfirmed_rescan(plan, fields)
         self._place(plan, fields["card"], read.at, source, read=fields, target=read.target)
 
     def _already_disputed(self, hand: int | None, slot: str, code: str) -> bool:

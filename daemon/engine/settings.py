@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from common.inputs import GameFlowSource
 
 
 class CutCardPolicy(StrEnum):
@@ -63,6 +65,64 @@ class CameraArbitration(BaseModel):
         le=120.0,
         description="After the camera filled in a misread card, a reader read of the same card within "
         "this window is taken as the dealer's rescan of it, never as a new card.",
+    )
+
+
+class GameFlow(StrEnum):
+    """How the engine learns where a round starts (``README.md``, "Game flow").
+
+    ``cards_only``: from the cards alone (their timing tells an unneeded card from the next
+    round's Player 1; see the README's known limits). ``betting_window``: from the betting
+    window (``open_betting``/``close_betting`` from the game server, or a dealer button, or the
+    shoe's lock state): only cards drawn after betting closed are the round's cards.
+    """
+
+    CARDS_ONLY = "cards_only"
+    BETTING_WINDOW = "betting_window"
+
+
+class BettingSettings(BaseModel):
+    """Where the betting window comes from (``game_flow: betting_window``), and the shoe lock."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: GameFlowSource = Field(
+        default=GameFlowSource.SERVER,
+        description="Who opens and closes betting: 'server' (signed open_betting/close_betting commands, "
+        "with the server's round id), 'button' (a dealer button of a reader) or 'shoe_lock' (the Angel "
+        "Eye shoe's own lock state). Betting inputs from another source are refused with an alert.",
+    )
+    lock_shoe: bool = Field(
+        default=False,
+        description="Lock the shoe (Angel Eye LK) when betting opens and unlock it when betting closes; "
+        "a shoe that does not confirm the lock raises shoe_not_locked. Not with source 'shoe_lock'.",
+    )
+
+    @model_validator(mode="after")
+    def _lock_needs_another_source(self) -> BettingSettings:
+        if self.lock_shoe and self.source is GameFlowSource.SHOE_LOCK:
+            raise ValueError("lock_shoe cannot be used when the shoe's own lock state is the betting source")
+        return self
+
+
+class RestartCheck(BaseModel):
+    """How the first reader frames after a restart are checked against the last ones journaled."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sequence_marks: str = Field(
+        default="123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+        max_length=94,
+        description="The reader's frame sequence-mark cycle (Angel Eye SEQ; the same as the driver's "
+        "sequence_marks); '' turns the check off.",
+    )
+    max_mark_step: int = Field(
+        default=4,
+        ge=1,
+        le=93,
+        description="After a restart, a device's first card may be at most this many marks after the last "
+        "one journaled (a round boundary sends the verdict and status frames in between); further is a "
+        "restart_gap that holds the round.",
     )
 
 
@@ -122,6 +182,14 @@ class TableSettings(BaseModel):
         "when none is running.",
     )
     camera: CameraArbitration = CameraArbitration()
+    game_flow: GameFlow = Field(
+        default=GameFlow.CARDS_ONLY,
+        description="'cards_only' (rounds told apart by the cards and their timing) or 'betting_window' "
+        "(only cards drawn after betting closed are a round's cards; cards between a decided round "
+        "and the next close are unneeded cards, cards while betting is open are exposed cards).",
+    )
+    betting: BettingSettings = BettingSettings()
+    restart_check: RestartCheck = RestartCheck()
 
     def burn_count(self, indicator_points_rank: int) -> int:
         """Further cards to burn after an indicator of rank ``indicator_points_rank`` (1..13)."""

@@ -21,8 +21,9 @@ from daemon.engine.dealing import Dealing
 from daemon.engine.events import EventKind
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.rounds import side_codes
+from daemon.engine.settings import GameFlow
 from daemon.engine.settle import verdict_facts
-from daemon.engine.state import OUTSIDE_SHOE, Phase
+from daemon.engine.state import OUTSIDE_SHOE, FlowPhase, Phase
 
 # Bound once: ``Source.READER`` etc. go through the enum metaclass's ``__getattr__`` (~0.1 µs
 # in Python 3.11), and a reader sends a verdict after every round.
@@ -72,6 +73,19 @@ class DeviceSignals(Dealing):
         }
         if not_counted is not None:
             details["not_counted_because"] = not_counted
+        if (
+            self.settings.game_flow is GameFlow.BETTING_WINDOW
+            and st.flow_phase == FlowPhase.BETTING
+            and st.phase == Phase.READY
+        ):
+            # the shoe itself says so, during the betting window: the round bet on is held
+            details["round_id"] = st.flow_round_id
+            del details["mode"]
+            self._alert(
+                AlertCode.CARD_EXPOSED_DURING_BETTING, inp.at, source, holds="next_round", device=inp.device,
+                **details,
+            )  # fmt: skip
+            return
         self._alert(AlertCode.CARD_OUTSIDE_GAME, inp.at, source, hand=hand, device=inp.device, **details)
 
     def _on_cut_card(self, inp: CutCardDrawn) -> None:

@@ -29,10 +29,10 @@ def snapshot(
         },
         "variant": variant,
         "hand": st.hand,
-        "round": None if rnd is None else _round_view(rnd, blockers),
+        "round": None if rnd is None else _round_view(rnd, blockers, st.round_ids),
         "offered_bets": {"hand": st.offered_hand, "bets": list(st.offered_bets)},
         "alerts": [dict(a) for a in st.alerts.values()],
-        "held_rounds": [_round_view(r, blockers) for _, r in sorted(st.held.items())],
+        "held_rounds": [_round_view(r, blockers, st.round_ids) for _, r in sorted(st.held.items())],
         "rescan_needed": st.rescan_alert is not None,
         "disconnected_devices": list(st.disconnected),
         "storage": {
@@ -41,6 +41,13 @@ def snapshot(
             "refused_cards": st.storage_refused,
         },
         "reads_waiting_in_pull": len(st.held_reads),
+        "game_flow": {
+            "phase": st.flow_phase,
+            "round_id": st.flow_round_id,
+            "closes_at": st.flow_closes_at,
+            "last_round_id": st.last_round_id,
+            "burn_signalled": st.burn_signalled,
+        },
         "results": [
             {
                 "hand": r["hand"],
@@ -54,8 +61,11 @@ def snapshot(
     }
 
 
-def _round_view(rnd: RoundState, blockers: Callable[[RoundState], list[str]]) -> dict[str, Any]:
+def _round_view(
+    rnd: RoundState, blockers: Callable[[RoundState], list[str]], round_ids: dict[int, str]
+) -> dict[str, Any]:
     view = rnd.to_dict()
+    view["round_id"] = round_ids.get(rnd.hand)
     player, banker = rnd.sides()
     view["player_total"] = sum(c.points for c in player) % 10
     view["banker_total"] = sum(c.points for c in banker) % 10

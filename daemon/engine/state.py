@@ -30,6 +30,14 @@ class Phase(StrEnum):
     OVER = "over"  # the shoe ended
 
 
+class FlowPhase(StrEnum):
+    """Where the betting window is (``game_flow: betting_window``; ``README.md``, "Game flow")."""
+
+    WAITING = "waiting"  # no betting window since the last round was decided: cards are unneeded
+    BETTING = "betting"  # betting is open: a card drawn now is exposed (RULES.md mistake 7)
+    DEALING = "dealing"  # betting closed: the next cards are the round's (after its burn cards)
+
+
 OUTSIDE_SHOE: frozenset[Phase] = frozenset({Phase.NO_SHOE, Phase.OVER})
 """The phases in which no shoe is being dealt."""
 DEALING: frozenset[Phase] = frozenset({Phase.READY, Phase.ROUND})
@@ -42,6 +50,9 @@ _READY = Phase.READY
 _ROUND = Phase.ROUND
 _READ_HELD = EventKind.READ_HELD
 _OVER_COMPOSITION = AlertCode.OVER_COMPOSITION
+
+GAME_FLOW_ACTOR = "game_flow"
+"""The ``actor`` of the shoe lock/unlock the engine itself requests with the betting window."""
 
 
 @dataclass
@@ -91,6 +102,17 @@ class TableState:
     storage_refused: int = 0  # cards refused under the open journal-full alert
     # the shoe for which a restart under other decks/variant was alerted (once per shoe)
     settings_notice_shoe: str | None = None
+    # game flow (``game_flow: betting_window``, issue #12): where the betting window is (a
+    # ``FlowPhase``), the round id it is for, the last round id opened (kept across shoes: the
+    # server's sequence), each of this shoe's rounds' round id, the engine's pending shoe lock
+    flow_phase: str = "waiting"
+    flow_round_id: str | None = None
+    flow_closes_at: float | None = None
+    flow_windows: int = 0  # betting windows opened (numbers the engine's lock requests)
+    last_round_id: str | None = None
+    round_ids: dict[int, str] = field(default_factory=dict)
+    lock_request: dict[str, Any] | None = None
+    burn_signalled: bool = False  # a slotless reader's BURN_STARTED, until BURN_ENDED
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
@@ -170,6 +192,14 @@ class TableState:
         self.next_round_holds = []
         self.camera_fill = None
         self.results = []
+        self._flow_waiting()
+        self.round_ids = {}
+        self.burn_signalled = False
+
+    def _flow_waiting(self) -> None:
+        self.flow_phase = FlowPhase.WAITING
+        self.flow_round_id = None
+        self.flow_closes_at = None
 
     def _card_dealt(self, e: Event) -> None:
         d = e.data
@@ -190,6 +220,8 @@ class TableState:
                     self._ready_for_next_round(None)
             elif reason == "round":
                 self.round_burn_remaining -= 1
+            elif reason == "signalled":  # a slotless reader's marked burn (BURN_STARTED)
+                self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
             else:  # unneeded: the next round's burn (daemon/rules/RULES.md dealing mistake 1)
                 self.unneeded_count += 1
                 self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
@@ -240,11 +272,16 @@ class TableState:
         self.round.holds = holds
         self.next_round_holds = []
         self.phase = _ROUND
+        round_id = e.data.get("round_id")
+        if round_id is not None:
+            self.round_ids[hand] = round_id
 
     def _round_decided(self, rnd: RoundState, decided_at: float) -> None:
         self.last_decided = {"hand": rnd.hand, "cards": dict(rnd.cards), "at": decided_at}
         self.round = None
         self._ready_for_next_round(decided_at)
+        if self.flow_phase != FlowPhase.WAITING:
+            self._flow_waiting()
 
     def _round_held(self, e: Event) -> None:
         rnd = self.round
@@ -276,6 +313,8 @@ class TableState:
         if self.round is not None and self.round.hand == hand:
             self.round = None
             self._ready_for_next_round(None)
+            if self.flow_phase != FlowPhase.WAITING:
+                self._flow_waiting()
         else:
             self.held.pop(hand, None)
         if e.data.get("opening_burn"):
@@ -326,6 +365,8 @@ class TableState:
         self.phase = Phase.OVER
         self.shoe_end_reason = e.data["reason"]
         self.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
+        self._flow_waiting()
+        self.burn_signalled = False
         if e.data["reason"] != "cut_card":
             self.round = None
             self.held = {}
@@ -395,6 +436,36 @@ class TableState:
         else:
             self.dies[hand] = value
 
+    def _betting_opened(self, e: Event) -> None:
+        self.flow_phase = FlowPhase.BETTING
+        self.flow_round_id = e.data["round_id"]
+        self.flow_closes_at = e.data.get("closes_at")
+        self.flow_windows += 1
+        if e.data["round_id"] is not None:
+            self.last_round_id = e.data["round_id"]
+
+    def _betting_closed(self, e: Event) -> None:
+        self.flow_phase = FlowPhase.DEALING
+        self.flow_closes_at = None
+
+    def _shoe_signal(self, e: Event) -> None:
+        kind = e.data["signal"]
+        if not e.data["applied"]:
+            return
+        if kind == "burn_started":
+            self.burn_signalled = True
+        elif kind == "burn_ended":
+            self.burn_signalled = False
+
+    def _reader_command_requested(self, e: Event) -> None:
+        if e.data.get("actor") == GAME_FLOW_ACTOR:
+            self.lock_request = {"action": e.data["action"], "command_id": e.data["command_id"]}
+
+    def _reader_status(self, e: Event) -> None:
+        request = self.lock_request
+        if request is not None and e.data.get("command_id") == request["command_id"]:
+            self.lock_request = None  # answered (confirmed, or refused: alerted)
+
     # ------------------------------------------------------------------ views
     def open_alert_ids(self, code: str, device: str | None = None) -> list[str]:
         """Ids of open alerts with this code (and device, when given)."""
@@ -443,4 +514,9 @@ _APPLY: dict[str, Callable[[TableState, Event], None]] = {
     EventKind.CARD_CONFIRMED: TableState._card_confirmed,
     EventKind.DEVICE_CONNECTION: TableState._device_connection,
     EventKind.SUPER_ROUND_DIE: TableState._super_round_die,
+    EventKind.BETTING_OPENED: TableState._betting_opened,
+    EventKind.BETTING_CLOSED: TableState._betting_closed,
+    EventKind.SHOE_SIGNAL: TableState._shoe_signal,
+    EventKind.READER_COMMAND_REQUESTED: TableState._reader_command_requested,
+    EventKind.READER_STATUS: TableState._reader_status,
 }

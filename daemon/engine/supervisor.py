@@ -19,6 +19,7 @@ class SupervisorCommands(RoundCorrections):
     """Every action of ``commands.ACTIONS``: ``_cmd_<action>`` returns a refusal or an effect."""
 
     def _on_command(self, cmd: SupervisorCommand) -> None:
+        self._refusal_alert = None
         handler = getattr(self, f"_cmd_{cmd.action}", None) if cmd.action in args_.ACTIONS else None
         if handler is None:
             self._refuse(cmd, f"unknown action {cmd.action!r}; accepted: {', '.join(args_.ACTIONS)}")
@@ -33,6 +34,9 @@ class SupervisorCommands(RoundCorrections):
             return
         if isinstance(outcome, str):
             self._refuse(cmd, outcome)
+            alert, self._refusal_alert = self._refusal_alert, None
+            if alert is not None:
+                alert()  # a refusal the floor must see too (game flow: a round id out of sequence)
             return
         self._emit(
             EventKind.COMMAND_ACCEPTED,

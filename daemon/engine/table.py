@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from common.inputs import (
+    BettingClosed,
+    BettingOpened,
     CardRead,
     CutCardDrawn,
     DeviceConnection,
@@ -21,6 +23,7 @@ from common.inputs import (
     OutsideGameCard,
     ReaderSignal,
     ReadFailed,
+    ShoeSignal,
     ShoeVerdict,
     Source,
     StorageState,
@@ -32,7 +35,6 @@ from daemon.engine.core import VariantResolver
 from daemon.engine.events import Event, EventKind
 from daemon.engine.sequencer import ReadSequencer
 from daemon.engine.settings import TableSettings
-from daemon.engine.signals import DeviceSignals
 from daemon.engine.snapshot import snapshot
 from daemon.engine.supervisor import SupervisorCommands
 from daemon.rules.variants import Variant
@@ -40,7 +42,7 @@ from daemon.rules.variants import Variant
 __all__ = ["Engine", "VariantResolver"]
 
 
-class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
+class Engine(ReadSequencer, SupervisorCommands):
     """One table's engine. Feed inputs to ``handle``; publish the events it returns."""
 
     _settings_notice = False  # restored under another configuration: alert on the next input
@@ -65,9 +67,19 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         engine = cls(settings, variant, resolve_variant)
         for event in events:
             engine.apply(event)
+        engine._note_restart()
         if engine._shoe_differs() is not None and engine.state.settings_notice_shoe != engine.state.shoe_id:
             engine._settings_notice = True
         return engine
+
+    def _first_after_restart(self, inp: EngineInput) -> bool:
+        """Whether ``inp`` is a reader card the restart check looks at (``game_flow._check_restart``)."""
+        if not isinstance(inp, CardRead | OutsideGameCard):
+            return False
+        if isinstance(inp, CardRead) and self._is_camera(inp):
+            return False
+        marks = self._restart_marks
+        return self._restart_round is not None or (marks is not None and inp.device in marks)
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready current state (the publisher retains it)."""
@@ -107,6 +119,11 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
         self._pull_gap_raised = False
         if st.held_reads:
             self._expire_pulls(inp.at)
+        if (self._restart_marks is not None or self._restart_round is not None) and self._first_after_restart(
+            inp
+        ):
+            assert isinstance(inp, CardRead | OutsideGameCard)
+            self._check_restart(inp)
         if isinstance(inp, CardRead):
             self._on_card_read(inp)
         elif isinstance(inp, ReadFailed):
@@ -126,11 +143,21 @@ class Engine(ReadSequencer, DeviceSignals, SupervisorCommands):
             self._on_outside_game_card(inp)
         elif isinstance(inp, ReaderSignal):
             self._release_all(inp.device, "interleaved")
-            self._on_reader_signal(inp)
+            if self._is_lock_answer(inp):
+                self._on_lock_answer(inp)
+            else:
+                self._on_reader_signal(inp)
         elif isinstance(inp, DeviceConnection):
             self._on_connection(inp)
         elif isinstance(inp, StorageState):
             self._on_storage(inp)
+        elif isinstance(inp, BettingOpened):
+            self._on_betting_opened(inp)
+        elif isinstance(inp, BettingClosed):
+            self._on_betting_closed(inp)
+        elif isinstance(inp, ShoeSignal):
+            self._release_all(inp.device, "interleaved")
+            self._on_shoe_signal(inp)
         elif isinstance(inp, Tick):
             pass  # expiry above is all a tick does
         # A rescan open before this input, or raised by it for a pull's gap, and now closed:

@@ -6,8 +6,10 @@ Every engine action (:data:`daemon.engine.commands.ACTIONS`) belongs to exactly 
 other action is refused with the code ``forbidden``. The legacy single ``command_key`` holds
 every role.
 
-- ``game_server``: the round flow the game server drives (a new shoe, the Super 98 die).
-- ``supervisor``: corrections and voids: what changes a recorded result or closes an alert.
+- ``game_server``: the round flow the game server drives (a new shoe, the Super 98 die, the
+  betting window: ``open_betting``/``close_betting``).
+- ``supervisor``: corrections and voids: what changes a recorded result or closes an alert; and
+  ``cut_card`` (it decides which round is the shoe's last: seen on the floor, not by a device).
 - ``technician``: the reader itself: lock/unlock and closing a rescan-needed alert.
 """
 
@@ -25,7 +27,7 @@ class Role(Enum):
 
 
 ROLE_ACTIONS: dict[Role, frozenset[str]] = {
-    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die"}),
+    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die", "open_betting", "close_betting"}),
     Role.SUPERVISOR: frozenset(
         {
             "void_round",
@@ -36,6 +38,7 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
             "rearrange",
             "acknowledge_alert",
             "resolve_hold",
+            "cut_card",
         }
     ),
     Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),

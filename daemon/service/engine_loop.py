@@ -37,7 +37,7 @@ from common.inputs import CardRead, EngineInput, StorageState, SupervisorCommand
 from daemon.alerts import AlertCode
 from daemon.engine.events import ROUND_BOUNDARY_KINDS, Event
 from daemon.engine.settings import TableSettings
-from daemon.engine.state import Phase
+from daemon.engine.state import GAME_FLOW_ACTOR, Phase
 from daemon.engine.table import Engine
 from daemon.journal.records import JournaledEvent
 from daemon.journal.store import Journal
@@ -49,6 +49,11 @@ from daemon.service.state_snapshot import StateSnapshot
 from daemon.service.stats import RunnerStats
 
 log = structlog.get_logger("baccarat_edge.runner")
+
+
+def _nobody_waits(*_answer: object, **_fields: object) -> None:
+    """The reply of a request nobody sent as a command (the engine's own betting-window lock)."""
+
 
 STORAGE_CHECK_INTERVAL_S = 1.0
 """How often an idle engine thread re-checks the journal's capacity (a card checks at once)."""
@@ -242,6 +247,7 @@ class EngineLoop:
         if isinstance(item, Command):
             self.stats.commands += 1
             self._answer(item, journaled)
+        self._request_betting_locks(journaled)
         if self._on_events is not None and journaled:
             self._on_events(journaled)
 
@@ -256,6 +262,22 @@ class EngineLoop:
             self.reader_commands.request(ReaderRequest(item.command, item.reply, answer))
         else:
             item.reply(answer)
+
+    def _request_betting_locks(self, journaled: list[JournaledEvent]) -> None:
+        """The shoe lock/unlock the engine asks for itself with the betting window
+        (``table.betting.lock_shoe``): journaled, then performed by the reader worker like a
+        supervisor's; the shoe's answer comes back as an input (nobody waits for a reply)."""
+        for event in journaled:
+            if event.kind == "reader_command_requested" and event.data.get("actor") == GAME_FLOW_ACTOR:
+                request = SupervisorCommand(
+                    action=event.data["action"],
+                    at=event.at,
+                    actor=GAME_FLOW_ACTOR,
+                    command_id=event.data["command_id"],
+                )
+                self.reader_commands.request(
+                    ReaderRequest(request, _nobody_waits, CommandAnswer(accepted=True))
+                )
 
     def _update_storage_state(self, item: QueueItem) -> None:
         """Tell the engine when the journal filled up or has room again.

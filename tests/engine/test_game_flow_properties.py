@@ -1,0 +1,247 @@
+"""Issue #12's promise, as a property: with ``game_flow: betting_window`` a round never settles
+with cards other than the ones physically dealt, and every fault raises its alert before the
+round it touches settles.
+
+Shoes are dealt by the rules with the game server's betting window
+(``daemon.simulation.flow_dealer``), encoded in each reader protocol
+(``drivers.simulate.encode_plan``), decoded by the real decoders (``drivers.protocols``) and
+fed with the server's commands, in time order, to the engine; an outage restarts the engine
+from its own events (``Engine.restore``) with a fresh decoder, after dropping everything sent
+meanwhile. Faults: a late unneeded card (0.1 s to 60 s after the decision), a card exposed
+during betting, a misread then dealt on, the cut card (an Angel Eye signal, a ``cut_card``
+command for a line or HID reader), an outage of one or two rounds. Bounded: 20 examples per
+protocol, shoes of at most 9 rounds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from common.cards import ALL_CARDS
+from common.inputs import (
+    BettingClosed,
+    BettingOpened,
+    CardRead,
+    CutCardDrawn,
+    DeviceTarget,
+    GameFlowSource,
+    OutsideGameCard,
+    OutsideGameMode,
+    ReaderSignal,
+    ReaderSignalKind,
+    ReadFailed,
+    ShoeSignal,
+    ShoeSignalKind,
+    SupervisorCommand,
+    Tick,
+)
+from daemon.engine.events import Event
+from daemon.engine.settings import TableSettings
+from daemon.engine.table import Engine
+from daemon.simulation.flow_dealer import FlowFault, FlowGame, plan_flow_game
+from drivers.protocols import make_decoder
+from drivers.simulate import encode_plan
+from tests.engine.support import assert_legal, assert_restores, roundtrip, variant
+
+# The alerts that may answer each fault (the reader decides which: an Angel Eye shoe names slots
+# and reports cards drawn while locked; a line or HID reader does neither).
+FAULT_ALERTS = {
+    "late_unneeded": {"unneeded_card"},
+    "exposed": {"card_exposed_during_betting"},
+    "misread_deal_on": {"rescan_unconfirmed", "device_disagreement", "missing_card"},
+    "outage": {"round_id_out_of_sequence", "restart_gap"},
+}
+SETTINGS = TableSettings.model_validate({"game_flow": "betting_window"})
+
+
+def run(game: FlowGame, protocol: str) -> list[Event]:
+    """Every event the engine published, feeding the game as the daemon would."""
+    engine = Engine(SETTINGS, variant())
+    decoder = make_decoder(protocol)
+    events: list[Event] = []
+    outages = list(game.outages)
+    for step in encode_plan(game.plan, protocol, seed=3):
+        if outages and outages[0][0] <= step.t < outages[0][1]:
+            continue  # the edge is down: nothing reaches it
+        if outages and step.t >= outages[0][1]:
+            outages.pop(0)  # the edge restarts: the engine from its journal, a fresh decoder
+            engine = Engine.restore(SETTINGS, variant(), roundtrip(events), lambda name: variant(name))
+            decoder = make_decoder(protocol)
+        raw = step.data if step.data is not None else step.report
+        if raw is not None:
+            for frame in decoder.feed(raw, step.t):
+                if frame.input is not None and not frame.duplicate:
+                    events += engine.handle(frame.input)
+        elif step.event == "unplug":
+            decoder.reset()
+        elif step.supervisor is not None:
+            sup = step.supervisor
+            command_id = sup.command_id or "c"
+            events += engine.handle(
+                SupervisorCommand(sup.action, step.t, "game_server:gs", command_id, sup.args)
+            )
+        elif step.tick:
+            events += engine.handle(Tick(step.t))
+    events += engine.handle(Tick(10_000.0))  # let every waiting read go
+    return events
+
+
+def check(game: FlowGame, events: list[Event]) -> None:
+    assert_legal(events, 8)
+    decided_at: dict[str, int] = {}
+    for i, e in enumerate(events):
+        if e.kind == "round_completed":
+            round_id = e.data.get("round_id")
+            assert round_id is not None, f"hand {e.hand} settled without the server's round id"
+            assert e.data["cards"] == game.rounds[round_id], (
+                f"round {round_id} settled with {e.data['cards']}, physically {game.rounds[round_id]}"
+            )
+        if e.kind in ("round_completed", "round_held") and "round_id" in e.data:
+            decided_at.setdefault(e.data["round_id"], i)
+    for kind, round_id in game.touched:
+        settles = decided_at.get(round_id, len(events))
+        codes = {e.data["code"] for e in events[:settles] if e.kind == "alert_raised"}
+        assert codes & FAULT_ALERTS[kind], f"{kind} touching {round_id}: no alert before it settled ({codes})"
+        # a round a fault touched settles only when its cards are the physical ones (checked above)
+    if game.last_round_id is not None:
+        (last,) = [e for e in events if e.kind == "last_round"]
+        opened = [
+            e
+            for e in events
+            if e.kind == "round_opened" and e.hand is not None and e.hand > last.data["hand"]
+        ]
+        assert opened == [], "a round was opened after the last one"
+
+
+def faults_strategy(rounds: int) -> st.SearchStrategy[tuple[FlowFault, ...]]:
+    """Up to three faults in distinct rounds; an outage's missed rounds carry none."""
+
+    @st.composite
+    def build(draw: Any) -> tuple[FlowFault, ...]:
+        chosen: list[FlowFault] = []
+        busy: set[int] = set()
+        for _ in range(draw(st.integers(1, 3))):
+            kind = draw(
+                st.sampled_from(["late_unneeded", "exposed", "misread_deal_on", "cut_card", "outage"])
+            )
+            round_no = draw(st.integers(1, rounds - 1))
+            missed = draw(st.integers(1, 2))
+            span = set(range(round_no, round_no + (missed + 2 if kind == "outage" else 2)))
+            if span & busy:
+                continue
+            busy |= span
+            chosen.append(
+                FlowFault(
+                    kind,
+                    round_no,
+                    delay=draw(st.floats(0.1, 60.0)),
+                    card_index=draw(st.integers(0, 3)),
+                    rounds_missed=missed,
+                )
+            )
+        return tuple(chosen)
+
+    return build()
+
+
+def _property(protocol: str) -> Any:
+    @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(seed=st.integers(0, 10_000), faults=faults_strategy(9))
+    def prop(seed: int, faults: tuple[FlowFault, ...]) -> None:
+        game = plan_flow_game(seed, protocol, 9, faults)
+        check(game, run(game, protocol))
+
+    return prop
+
+
+test_angel_eye = _property("angel_eye")
+test_ascii_lines = _property("ascii_lines")
+test_usb_hid = _property("usb_hid")
+
+
+def test_every_fault_on_every_protocol_at_the_extreme_delays() -> None:
+    """The same, enumerated: each fault alone, on each protocol (and 0.1 s / 60 s late cards)."""
+    cases = [
+        FlowFault("late_unneeded", 2, delay=0.1),
+        FlowFault("late_unneeded", 2, delay=60.0),
+        FlowFault("exposed", 2),
+        FlowFault("misread_deal_on", 2, card_index=0),
+        FlowFault("misread_deal_on", 2, card_index=3),
+        FlowFault("cut_card", 3),
+        FlowFault("outage", 2, rounds_missed=1),
+        FlowFault("outage", 2, rounds_missed=2),
+    ]
+    for protocol in ("angel_eye", "ascii_lines", "usb_hid"):
+        for fault in cases:
+            game = plan_flow_game(7, protocol, 6, (fault,))
+            events = run(game, protocol)
+            check(game, events)
+            if fault.kind != "cut_card":
+                assert game.touched, fault
+
+
+# ---------------------------------------------------------------- arbitrary game-flow input streams
+
+_round_ids = st.sampled_from(["1", "2", "3", "5", "T-1", "T-2", "X-9", "0"])
+_flow_input = st.one_of(
+    st.builds(CardRead, card=st.sampled_from(ALL_CARDS[:13]), at=st.floats(0, 100),
+              target=st.one_of(st.none(), st.sampled_from(list(DeviceTarget))),
+              transmission_id=st.one_of(st.none(), st.sampled_from(["1", "2", "9"]))),
+    st.builds(ReadFailed, at=st.floats(0, 100)),
+    st.builds(BettingOpened, at=st.floats(0, 100), source=st.sampled_from(list(GameFlowSource)),
+              round_id=st.one_of(st.none(), _round_ids)),
+    st.builds(BettingClosed, at=st.floats(0, 100), source=st.sampled_from(list(GameFlowSource)),
+              round_id=st.one_of(st.none(), _round_ids)),
+    st.builds(ShoeSignal, kind=st.sampled_from(list(ShoeSignalKind)), at=st.floats(0, 100)),
+    st.builds(CutCardDrawn, at=st.floats(0, 100)),
+    st.builds(OutsideGameCard, card=st.sampled_from(ALL_CARDS[:13]),
+              mode=st.sampled_from(list(OutsideGameMode)), at=st.floats(0, 100)),
+    st.builds(ReaderSignal, kind=st.sampled_from(list(ReaderSignalKind)), at=st.floats(0, 100),
+              command_id=st.sampled_from([None, "betting-1-lock", "betting-2-unlock", "betting-3-lock"])),
+    st.builds(
+        SupervisorCommand,
+        action=st.sampled_from(["open_betting", "close_betting", "cut_card", "resolve_hold", "void_round"]),
+        at=st.floats(0, 100),
+        actor=st.just("gs"),
+        command_id=st.sampled_from(["a", "b"]),
+        args=st.one_of(
+            st.just({}),
+            st.builds(lambda r: {"round_id": r}, _round_ids),
+            st.just({"round_id": 12}),
+            st.just({"round_id": "1", "closes_at": 5.0}),
+        ),
+    ),
+)  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    source=st.sampled_from(list(GameFlowSource)),
+    lock=st.booleans(),
+    restart_at=st.integers(0, 40),
+    inputs=st.lists(_flow_input, max_size=40),
+)
+def test_arbitrary_game_flow_streams_never_crash_and_always_fold(
+    source: GameFlowSource, lock: bool, restart_at: int, inputs: list[Any]
+) -> None:
+    cfg = TableSettings.model_validate(
+        {
+            "decks": 1,
+            "game_flow": "betting_window",
+            "device_starts_shoe": True,
+            "betting": {"source": source, "lock_shoe": lock and source is not GameFlowSource.SHOE_LOCK},
+        }
+    )
+    eng = Engine(cfg, variant())
+    events = eng.handle(SupervisorCommand("new_shoe", 0.0, "t", "start"))
+    for k, inp in enumerate(sorted(inputs, key=lambda x: x.at)):
+        if k == restart_at:
+            eng = Engine.restore(cfg, variant(), roundtrip(events))
+        events += eng.handle(inp)
+    assert_legal(events, 1)
+    assert_restores(eng, events)
+    replies = [e for e in events if e.kind in ("command_accepted", "command_refused")]
+    assert len(replies) == sum(1 for i in inputs if isinstance(i, SupervisorCommand)) + 1
