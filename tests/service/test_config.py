@@ -396,10 +396,14 @@ def test_check_config_probes_every_keyring_key(tmp_path: Path) -> None:
     assert "anna, long" not in repr(findings)
 
 
-CAMERA = "source: /tmp, templates: /tmp/deck.npz, layout: {" + ", ".join(
-    f"{slot}: {{x0: {0.1 * i:.1f}, y0: 0.1, x1: {0.1 * i + 0.05:.2f}, y1: 0.9}}"
-    for i, slot in enumerate(("P1", "P2", "P3", "B1", "B2", "B3", "shoe_mouth"), start=1)
-) + "}"
+CAMERA = (
+    "source: /tmp, templates: /tmp/deck.npz, layout: {"
+    + ", ".join(
+        f"{slot}: {{x0: {0.1 * i:.1f}, y0: 0.1, x1: {0.1 * i + 0.05:.2f}, y1: 0.9}}"
+        for i, slot in enumerate(("P1", "P2", "P3", "B1", "B2", "B3", "shoe_mouth"), start=1)
+    )
+    + "}"
+)
 
 
 def test_a_camera_renamed_without_table_camera_devices_is_refused(tmp_path: Path) -> None:
