@@ -88,17 +88,23 @@ class FlowEntry:
         return Fixture(header=header, steps=tuple(steps))
 
     def _as_sent(self, action: Action) -> Action:
-        """The server's command as this table receives it (a button press, a lock frame, a line)."""
-        if action.kind != "supervisor" or action.supervisor is None:
-            return action
-        name = action.supervisor["action"]
-        if self.source == "button" and name in _AS_BUTTON:
-            return Action(action.t, _AS_BUTTON[name])
-        if self.source == "shoe_lock" and name in _AS_LOCK:
-            return Action(action.t, _AS_LOCK[name])
-        if self.reader_signals and name == "cut_card":
-            return Action(action.t, "cut")
+        return as_sent(action, self.source, reader_signals=self.reader_signals)
+
+
+def as_sent(action: Action, source: BettingSource, *, reader_signals: bool = False) -> Action:
+    """The dealer's or server's step as a table with betting ``source`` receives it: a server
+    command stays a command; for a button or the shoe's lock it is the reader's own press or
+    frame; with ``reader_signals`` the ``cut_card`` command is the reader's cut card signal."""
+    if action.kind != "supervisor" or action.supervisor is None:
         return action
+    name = action.supervisor["action"]
+    if source == "button" and name in _AS_BUTTON:
+        return Action(action.t, _AS_BUTTON[name])
+    if source == "shoe_lock" and name in _AS_LOCK:
+        return Action(action.t, _AS_LOCK[name])
+    if reader_signals and name == "cut_card":
+        return Action(action.t, "cut")
+    return action
 
 
 def _with_outages(steps: list[FixtureStep], outages: list[tuple[float, float]]) -> list[FixtureStep]:
