@@ -52,6 +52,8 @@ from daemon.service.configfile import (
     read_yaml,
     set_override,
 )
+from daemon.service.device_checks import check_betting_inputs, check_camera_devices
+from daemon.service.device_checks import device_name as device_name  # re-exported: runner, check-config
 from daemon.shipped import shipped_config_dir
 
 CONFIG_DIR = shipped_config_dir()
@@ -226,7 +228,8 @@ def validate_raw(
     reader_settings, camera_settings = _validate_device_settings(raw, found)
     _check_unique_names(raw, reader_settings, camera_settings, found)
     if config is not None:
-        _check_camera_devices(raw, config, reader_settings, camera_settings, found)
+        check_camera_devices(raw, config, reader_settings, camera_settings, found)
+        check_betting_inputs(raw, config, reader_settings, found)
     variant = _load_variant(raw, _variant_name(raw, config), found)
     if check_secrets:
         broker = config.broker if config is not None else None
@@ -241,15 +244,6 @@ def validate_raw(
     config = _resolve_paths(config, raw)
     digests = secret_digests(config.broker) if check_secrets else {}
     return LoadedConfig(config, reader_settings, camera_settings, raw.source, variant, digests)
-
-
-def device_name(settings: BaseModel, default: str) -> str:
-    """The name a device's inputs carry (``device_name`` of a reader, ``device`` of the camera)."""
-    for attribute in ("device_name", "device"):
-        name = getattr(settings, attribute, None)
-        if isinstance(name, str) and name:
-            return name
-    return default
 
 
 def _check_unique_names(
@@ -268,46 +262,6 @@ def _check_unique_names(
             source, line = raw.describe(path)
             found.append(
                 ConfigProblem(source, path, f"device name {name!r} is used twice; give each its own", line)
-            )
-
-
-def _check_camera_devices(
-    raw: RawConfig,
-    config: DaemonConfig,
-    readers: list[BaseModel],
-    camera: BaseModel | None,
-    found: list[ConfigProblem],
-) -> None:
-    """``table.camera.devices`` names exactly the camera: a camera missing from it would count as a
-    reader (its unplugging a reader failure, its reads never arbitrated), a reader in it would
-    count as a camera (its unplugging no reader failure, disabling the camera's fallback)."""
-    cameras = config.table.camera.devices
-    where: KeyPath = ("table", "camera", "devices")
-    if camera is not None:
-        name = device_name(camera, "camera")
-        if name not in cameras:
-            source, line = raw.describe(("camera", "settings", "device"))
-            found.append(
-                ConfigProblem(
-                    source,
-                    ("camera", "settings", "device"),
-                    f"the camera's device name {name!r} is not in table.camera.devices {list(cameras)}; "
-                    "name it there too, or the engine takes the camera for a card reader",
-                    line,
-                )
-            )
-    for reader in readers:
-        name = device_name(reader, "reader")
-        if name in cameras:
-            source, line = raw.describe(where)
-            found.append(
-                ConfigProblem(
-                    source,
-                    where,
-                    f"reader {name!r} is named in table.camera.devices: the engine would take "
-                    "it for a camera and never see it fail; rename the reader or the camera device",
-                    line,
-                )
             )
 
 

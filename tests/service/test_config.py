@@ -442,3 +442,53 @@ def test_a_camera_with_a_reader_s_name_is_refused_at_its_own_key(tmp_path: Path)
         load_config(path, environ={})
     paths = sorted(format_key_path(problem.path) for problem in info.value.problems)
     assert paths == ["camera.settings.device", "table.camera.devices"]
+
+
+def _table(tmp_path: Path, reader: str, table: str = "") -> Path:
+    path = tmp_path / "table.yaml"
+    path.write_text("table_id: T7\nreaders:\n" + reader + table)
+    return path
+
+
+LINE_BUTTON = (
+    "  - driver: ascii_lines\n    settings:\n      url: /dev/a\n"
+    "      protocol: {signals: {betting_closed: [BTN]}}\n"
+)
+LOCKING_SHOE = (
+    "  - driver: angel_eye\n    settings:\n      url: /dev/a\n"
+    "      protocol: {lock_is_betting_window: true}\n"
+)
+
+
+def test_betting_inputs_of_a_reader_need_the_table_to_take_its_window_from_them(tmp_path: Path) -> None:
+    """Issue #12: a dealer button or the shoe's lock as the betting window, configured on both sides."""
+    with pytest.raises(ConfigError) as info:
+        load_config(_table(tmp_path, LINE_BUTTON), environ={})
+    [problem] = info.value.problems
+    assert format_key_path(problem.path) == "readers[0].settings.protocol.signals"
+    assert "sends betting inputs from a button" in problem.message
+    assert "nowhere (game_flow cards_only)" in problem.message
+    both = "table:\n  game_flow: betting_window\n  betting: {source: button}\n"
+    assert (
+        load_config(_table(tmp_path, LINE_BUTTON, both), environ={}).config.table.betting.source == "button"
+    )
+    with pytest.raises(
+        ConfigError, match=r"readers\[0\]\.settings\.protocol\.lock_is_betting_window: .*from server"
+    ):
+        load_config(_table(tmp_path, LOCKING_SHOE, "table:\n  game_flow: betting_window\n"), environ={})
+    lock = "table:\n  game_flow: betting_window\n  betting: {source: shoe_lock}\n"
+    assert (
+        load_config(_table(tmp_path, LOCKING_SHOE, lock), environ={}).config.table.game_flow
+        == "betting_window"
+    )
+
+
+def test_a_betting_source_no_reader_sends_is_refused(tmp_path: Path) -> None:
+    plain = "  - driver: angel_eye\n    settings: {url: /dev/a}\n"
+    for source, hint in (("button", "signals.betting_closed"), ("shoe_lock", "lock_is_betting_window: true")):
+        table = f"table:\n  game_flow: betting_window\n  betting: {{source: {source}}}\n"
+        with pytest.raises(ConfigError) as info:
+            load_config(_table(tmp_path, plain, table), environ={})
+        [problem] = info.value.problems
+        assert format_key_path(problem.path) == "table.betting.source"
+        assert hint in problem.message
