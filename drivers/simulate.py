@@ -332,7 +332,7 @@ class VirtualShoe:
                     self._write(step.data)
                 elif step.report is not None:
                     raise ValueError("HID reports cannot be written to a serial device; replay them over USB")
-                elif step.event is not None and isinstance(self.device, PtyDevice):
+                elif step.event in ("unplug", "replug") and isinstance(self.device, PtyDevice):
                     (self.device.unplug if step.event == "unplug" else self.device.plug)()
                 elif step.supervisor is not None and self.on_supervisor is not None:
                     self.on_supervisor(step.supervisor, step.t)
