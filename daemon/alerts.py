@@ -47,6 +47,7 @@ class AlertCode(StrEnum):
     JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
     # issue #12: game flow (betting window, round ids, slotless readers, outages)
     CARD_EXPOSED_DURING_BETTING = "card_exposed_during_betting"
+    CARD_BEFORE_BETTING_CLOSED = "card_before_betting_closed"
     ROUND_ID_OUT_OF_SEQUENCE = "round_id_out_of_sequence"
     BETTING_OUT_OF_ORDER = "betting_out_of_order"
     SHOE_NOT_LOCKED = "shoe_not_locked"
@@ -316,6 +317,18 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         holds=True,
         details=("card", "round_id", "counted", "rule", "(not_counted_because)"),
     ),
+    AlertCode.CARD_BEFORE_BETTING_CLOSED: AlertSpec(
+        Severity.CRITICAL,
+        "a card came out after the round was decided and before betting for the next round closed (RULES.md "
+        "dealing mistakes 1/2, an unneeded card): the round stands; the card is burned (the next round's "
+        "burn card), never taken as the next round's Player 1; the dealer may have made a further one the "
+        "next round's Player 1, so from the second such card on the next round is held: acknowledge (it "
+        "was burned) or correct the held round",
+        "acknowledge_alert (it was burned; a round it alone held goes on), a correction of the held round, "
+        "resolve_hold, void_round",
+        holds=True,
+        details=("card", "became", "rule"),
+    ),
     AlertCode.ROUND_ID_OUT_OF_SEQUENCE: AlertSpec(
         Severity.CRITICAL,
         "the game server's round id does not follow the last one: a repeated or earlier id is refused; "
@@ -450,3 +463,9 @@ ALERTS: dict[AlertCode, AlertSpec] = {
 
 HOLDING_CODES: frozenset[AlertCode] = frozenset(code for code, spec in ALERTS.items() if spec.holds)
 """Codes of the alerts that hold a round."""
+
+UNNEEDED_CODES: frozenset[AlertCode] = frozenset(
+    {AlertCode.UNNEEDED_CARD, AlertCode.CARD_BEFORE_BETTING_CLOSED}  # (the second: issue #12)
+)
+"""Unneeded-card alerts (RULES.md mistakes 1-2, by time or by the betting window): acknowledging one
+accepts the engine's reading, and a correction of the round it holds answers it."""

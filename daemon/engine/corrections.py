@@ -9,7 +9,7 @@ from common.inputs import (
     Source,
     SupervisorCommand,
 )
-from daemon.alerts import AlertCode
+from daemon.alerts import UNNEEDED_CODES
 from daemon.engine import commands as args_
 from daemon.engine.dealing import Dealing, Effect, Placement
 from daemon.engine.events import EventKind
@@ -99,7 +99,7 @@ class RoundCorrections(Dealing):
         burned = Counter(
             st.alerts[a]["details"]["card"]
             for a in rnd.holds
-            if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD and st.alerts[a]["holds"] == "next_round"
+            if st.alerts[a]["code"] in UNNEEDED_CODES and st.alerts[a]["holds"] == "next_round"
         )
         from_burn: list[str] = []
         for slot in supplied:
@@ -139,7 +139,7 @@ class RoundCorrections(Dealing):
                 self._clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd)
             # The correction is the supervisor's reading of this round's cards: it answers the
             # unneeded-card alerts that held it (other holds stay: resolve_hold).
-            unneeded = [a for a in rnd.holds if st.alerts[a]["code"] == AlertCode.UNNEEDED_CARD]
+            unneeded = [a for a in rnd.holds if st.alerts[a]["code"] in UNNEEDED_CODES]
             if rnd is self.state.round and rnd.next_slot() is None:
                 for alert_id in unneeded:
                     self._clear_alert(alert_id, cmd.at, source, "corrected", cmd)
@@ -188,7 +188,8 @@ class RoundCorrections(Dealing):
         return self._correct(cmd, rnd, after, "swap")
 
     def _release_unneeded(self, alert_ids: list[str], cmd: SupervisorCommand, reason: str) -> None:
-        """Clear ``unneeded_card`` alerts; a held round they alone kept back completes as it stands."""
+        """Clear ``unneeded_card`` (``card_before_betting_closed``) alerts; a held round they alone kept
+        back completes as it stands."""
         st = self.state
         source = Source.SUPERVISOR
         held = [r for r in st.held.values() if any(a in r.holds for a in alert_ids)]

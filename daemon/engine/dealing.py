@@ -249,7 +249,7 @@ class Dealing(EngineCore):
             # is the next round's burn (RULES.md mistake 1: nothing to decide); after it, the dealer
             # may have made it the next round's Player 1 (mistake 2): that round is held.
             self._alert(
-                AlertCode.UNNEEDED_CARD,
+                AlertCode.CARD_BEFORE_BETTING_CLOSED,
                 at,
                 source,
                 hand=st.hand or None,

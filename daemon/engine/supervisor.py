@@ -7,7 +7,7 @@ from common.inputs import (
     Source,
     SupervisorCommand,
 )
-from daemon.alerts import HOLDING_CODES, AlertCode
+from daemon.alerts import HOLDING_CODES, UNNEEDED_CODES, AlertCode
 from daemon.engine import commands as args_
 from daemon.engine.corrections import RoundCorrections
 from daemon.engine.dealing import Effect
@@ -236,7 +236,7 @@ class SupervisorCommands(RoundCorrections):
         alert = st.alerts.get(alert_id)
         if alert is None:
             return f"no open alert {alert_id!r}"
-        if alert["code"] == AlertCode.UNNEEDED_CARD:
+        if alert["code"] in UNNEEDED_CODES:
             # The supervisor accepts the engine's reading: the round it held goes on (or completes).
             return lambda: self._release_unneeded([alert_id], cmd, "acknowledged")
         if self._is_holding(alert_id):

@@ -120,7 +120,9 @@ def check_betting_inputs(
                     line,
                 )
             )
-    if wanted in ("button", "shoe_lock") and wanted not in senders:
+    # Without any Angel Eye reader, game_flow_config already says no reader reports the lock state.
+    lock_readers = any(hasattr(getattr(r, "protocol", None), "lock_is_betting_window") for r in readers)
+    if wanted in ("button", "shoe_lock") and wanted not in senders and (wanted == "button" or lock_readers):
         setting = (
             "lock_is_betting_window: true on an angel_eye reader"
             if wanted == "shoe_lock"

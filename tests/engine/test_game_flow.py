@@ -105,7 +105,7 @@ def test_a_late_unneeded_card_is_never_the_next_rounds_player_1(delay: float) ->
     burned = of_kind(out, "card_dealt")[-1]
     assert burned.data["slot"] == "burn"
     assert burned.data["burn"] == "unneeded"
-    (unneeded,) = alerts(out, "unneeded_card")
+    (unneeded,) = alerts(out, "card_before_betting_closed")
     assert unneeded.data["holds"] is None  # RULES.md mistake 1: the next round's burn, nothing to decide
     out += bet(eng, "2", 100)
     out += deal(eng, NATURAL_2, 120)
@@ -122,7 +122,7 @@ def test_a_second_unneeded_card_holds_the_next_round_until_a_supervisor_decides(
     out += bet(eng, "1", 10)
     out += deal(eng, NATURAL, 30)
     out += feed(eng, [read("5h", 40), read("6h", 45)])
-    first, second = alerts(out, "unneeded_card")
+    first, second = alerts(out, "card_before_betting_closed")
     assert first.data["holds"] is None
     assert second.data["holds"] == "next_round"
     assert second.data["details"]["rule"] == "RULES.md dealing mistake 2"
@@ -169,7 +169,7 @@ def test_the_per_round_burn_may_come_before_betting_closes() -> None:
     out = start_shoe(eng)
     out += feed(eng, [read("4d", 5)])  # the round's burn, drawn right away
     assert of_kind(out, "card_dealt")[-1].data["burn"] == "round"
-    assert not alerts(out, "unneeded_card")
+    assert not alerts(out, "card_before_betting_closed")
     out += bet(eng, "1", 10)
     out += deal(eng, NATURAL, 30)
     assert of_kind(out, "round_completed")[-1].data["cards"]["P1"] == "8c"
@@ -551,3 +551,25 @@ def test_a_button_input_with_a_round_id_out_of_form_is_alerted_not_used() -> Non
     assert alert.data["code"] == "betting_out_of_order"
     assert "accepted form" in alert.data["details"]["reason"]
     assert eng.state.flow_phase == "waiting"
+
+
+def test_a_second_card_before_the_close_used_as_player_1_is_corrected_without_counting_it_twice() -> None:
+    """RULES.md mistake 2 under the window: the dealer made the second unneeded card the next round's
+    Player 1. The engine burned it and holds that round; the supervisor rearranges the round."""
+    eng = window(decks=2)
+    out = start_shoe(eng)
+    out += bet(eng, "1", 10)
+    out += deal(eng, NATURAL, 30)
+    out += feed(eng, [read("5h", 40), read("9d", 45)])  # 5h burned (mistake 1); 9d: the real P1
+    out += bet(eng, "2", 100)
+    out += deal(eng, ("4c", "Qd", "Kc"), 120)  # the engine's round 2: 4c Qd Kc ... (shifted)
+    physical = {"P1": "9d", "B1": "4c", "P2": "Qd", "B2": "Kc"}  # 9 against 4: natural
+    out += feed(eng, [cmd("rearrange", 130, "fix", hand=2, cards=physical)])
+    completed = of_kind(out, "round_completed")[-1]
+    assert completed.data["cards"] == physical
+    assert completed.data["round_id"] == "2"
+    corrected = of_kind(out, "round_corrected")[-1]
+    assert corrected.data["from_unneeded_burn"] == ["P1"]
+    assert eng.state.counts["9d"] == 1  # out of the shoe once: not counted again
+    assert_legal(out, 2)
+    assert_restores(eng, out)

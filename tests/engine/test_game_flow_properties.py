@@ -49,7 +49,7 @@ from tests.engine.support import assert_legal, assert_restores, roundtrip, varia
 # The alerts that may answer each fault (the reader decides which: an Angel Eye shoe names slots
 # and reports cards drawn while locked; a line or HID reader does neither).
 FAULT_ALERTS = {
-    "late_unneeded": {"unneeded_card"},
+    "late_unneeded": {"card_before_betting_closed"},
     "exposed": {"card_exposed_during_betting"},
     "misread_deal_on": {"rescan_unconfirmed", "device_disagreement", "missing_card"},
     "outage": {"round_id_out_of_sequence", "restart_gap"},

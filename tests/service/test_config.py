@@ -492,3 +492,53 @@ def test_a_betting_source_no_reader_sends_is_refused(tmp_path: Path) -> None:
         [problem] = info.value.problems
         assert format_key_path(problem.path) == "table.betting.source"
         assert hint in problem.message
+
+
+@pytest.mark.parametrize(
+    ("table", "signing", "key", "message"),
+    [
+        (
+            "{game_flow: betting_window}",
+            "",
+            "table.betting.source",
+            "no command key holds the game_server role",
+        ),
+        (
+            "{game_flow: betting_window, betting: {source: shoe_lock}}",
+            "",
+            "table.betting.source",
+            "no reader reports it",
+        ),
+        (
+            "{game_flow: betting_window, betting: {source: button, lock_shoe: true}}",
+            "",
+            "table.betting.lock_shoe",
+            "the shoe could never lock",
+        ),
+    ],
+)
+def test_a_betting_window_that_could_never_work_is_refused(
+    tmp_path: Path, table: str, signing: str, key: str, message: str
+) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        f"table_id: T7\ntable: {table}\nreaders:\n  - driver: ascii_lines\n    settings: {{url: /dev/a}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    # (a button source also needs a reader sending the button: device_checks reports that too)
+    found = [p for p in info.value.problems if format_key_path(p.path) == key and message in p.message]
+    assert len(found) == 1, info.value.problems
+
+
+def test_a_betting_window_with_a_game_server_key_and_an_angel_eye_loads(tmp_path: Path) -> None:
+    key = write_secret(tmp_path / "gs.key", "the game server key, long enough\n")
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        "table_id: T7\ntable: {game_flow: betting_window, betting: {lock_shoe: true}}\n"
+        "readers:\n  - driver: angel_eye\n    settings: {url: /dev/a}\n"
+        "broker:\n  signing:\n    command_keys:\n"
+        f"      - {{key_id: gs-1, role: game_server, secret: {{file: {key}}}}}\n"
+    )
+    loaded = load_config(path, environ={})
+    assert loaded.config.table.betting.lock_shoe is True

@@ -70,7 +70,7 @@ def test_demo_plays_the_game_server_in_betting_window_mode() -> None:
     assert summary["complete"] is True
     assert summary["refused_commands"] == []
     codes = {alert.split(":")[0] for alert in summary["alerts"]}
-    assert "unneeded_card" in codes
+    assert "card_before_betting_closed" in codes  # the late card: never the next Player 1
     assert "card_exposed_during_betting" in codes
     assert sum(summary["results"].values()) == 5  # the exposed card's round waits for a supervisor
     assert summary["bytes_read"] == summary["bytes_written"] > 0
