@@ -144,7 +144,8 @@ def test_a_misread_and_an_occluded_card_are_both_filled_by_the_camera(
             wait_events(lambda ev, n=number: len(camera_fills(ev)) == n, f"camera fill {number}")
             shoe.write(line(cards["B2"]))
             wait_events(lambda ev, n=number: len(received_winners(ev)) == n, f"round {number} settled")
-        assert daemon.terminate() == 0
+        status = daemon.terminate()
+        assert status == 0, (status, daemon.log_path.read_text()[-6000:])
     finally:
         daemon.kill()
         shoe.close()
