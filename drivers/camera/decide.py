@@ -15,7 +15,7 @@ against (README "Confidence"):
 * 0.95-1.00: both index corners name the card (the face does not contradict it);
 * 0.90-0.94: one index channel and the face agree (one corner read and the face's best card
   is the same; a corner agreeing on rank or suit with the face's card; both corners nearly);
-* 0.50-0.80: one channel alone (one corner, the face elsewhere; the face, the index silent):
+* 0.60-0.80: one channel alone (one corner, the face elsewhere; the face, the index silent):
   reported, never used by the engine's default.
 
 Within a band, the position follows the path's own strength (corner confidence, face lead).
@@ -77,7 +77,7 @@ def index_and_face(strength: float) -> float:
 
 def one_channel(strength: float) -> float:
     """Confidence of a card only one channel names: below :data:`CONFIDENT`, never used by default."""
-    return 0.5 + 0.3 * _strength(strength)
+    return 0.6 + 0.2 * _strength(strength)
 
 
 class Decider:
