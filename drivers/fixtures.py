@@ -7,6 +7,8 @@ header (:class:`FixtureHeader`); every further line is one step
 - ``{"t": 1.5, "data": "05 31 44 81 b8 03 34 36"}`` bytes from a serial device (hex);
 - ``{"t": 1.5, "report": "02 00 25 00 00 00 00 00"}`` one USB HID input report (hex);
 - ``{"t": 9.0, "event": "unplug"}`` / ``{"t": 11.0, "event": "replug"}`` the device goes away / comes back;
+- ``{"t": 80.0, "event": "restart"}`` the edge restarts after an outage (serial fixtures): the steps of
+  the outage are absent, the driver starts afresh and the engine is restored from its own events;
 - ``{"t": 0.0, "supervisor": {"action": "new_shoe", "args": {}}}`` a supervisor command at that time;
 - ``{"t": 99.0, "tick": true}`` a clock tick for the engine.
 
@@ -90,7 +92,7 @@ class FixtureHeader(BaseModel):
 
 
 class SupervisorStep(BaseModel):
-    """A supervisor command injected at a point of the replay."""
+    """A supervisor (or game server) command injected at a point of the replay."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -98,6 +100,34 @@ class SupervisorStep(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     actor: str = "fixture"
     command_id: str | None = None
+
+    @model_validator(mode="after")
+    def _game_flow_arguments(self) -> Self:
+        spec = GAME_FLOW_COMMANDS.get(self.action)
+        if spec is None:
+            return self
+        required, optional = spec
+        missing = sorted(required - set(self.args))
+        unknown = sorted(set(self.args) - required - optional)
+        if missing or unknown:
+            raise ValueError(f"{self.action}: missing {missing}, unknown {unknown} arguments")
+        round_id = self.args.get("round_id")
+        if "round_id" in required and not (isinstance(round_id, str) and 0 < len(round_id) <= 64):
+            raise ValueError(f"{self.action}: round_id must be a text of 1-64 characters")
+        closes_at = self.args.get("closes_at")
+        if closes_at is not None and (isinstance(closes_at, bool) or not isinstance(closes_at, int | float)):
+            raise ValueError(f"{self.action}: closes_at must be a number")
+        return self
+
+
+GAME_FLOW_COMMANDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "open_betting": (frozenset({"round_id"}), frozenset({"closes_at"})),
+    "close_betting": (frozenset({"round_id"}), frozenset()),
+    "cut_card": (frozenset(), frozenset()),
+}
+"""The game server's commands a fixture records (issue #12): required and optional arguments.
+The engine checks the rest (the round id's form and order): a fixture may hold bad commands on
+purpose, but not malformed ones."""
 
 
 class FixtureStep(BaseModel):
@@ -108,7 +138,7 @@ class FixtureStep(BaseModel):
     t: float = Field(ge=0)
     data: bytes | None = None
     report: bytes | None = None
-    event: Literal["unplug", "replug"] | None = None
+    event: Literal["unplug", "replug", "restart"] | None = None
     supervisor: SupervisorStep | None = None
     tick: bool | None = None
     note: str | None = Field(default=None, description="Free text for people reading the file.")
@@ -222,6 +252,9 @@ def parse_fixture(text: str, path: Path | str) -> Fixture:
         header = FixtureHeader.model_validate(first)
     except ValidationError as exc:
         raise FixtureError(f"{path}:{number}: header: {_describe(exc)}") from None
+    problem = _protocol_settings_problem(header)
+    if problem is not None:
+        raise FixtureError(f"{path}:{number}: header: protocol_settings: {problem}")
     steps: list[FixtureStep] = []
     previous = 0.0
     for number, record in records[1:]:
@@ -235,6 +268,8 @@ def parse_fixture(text: str, path: Path | str) -> Fixture:
             )
         if header.transport == "serial" and step.report is not None:
             raise FixtureError(f"{path}:{number}: report: a serial fixture carries 'data', not HID reports")
+        if header.transport == "usb" and step.event == "restart":
+            raise FixtureError(f"{path}:{number}: event: 'restart' is replayed for serial fixtures only")
         if header.transport == "usb" and step.data is not None:
             raise FixtureError(
                 f"{path}:{number}: data: a USB fixture carries HID 'report's, not serial bytes"
@@ -242,6 +277,17 @@ def parse_fixture(text: str, path: Path | str) -> Fixture:
         previous = step.t
         steps.append(step)
     return Fixture(header=header, steps=tuple(steps), path=path if isinstance(path, Path) else None)
+
+
+def _protocol_settings_problem(header: FixtureHeader) -> str | None:
+    """Why the header's decoder settings would be refused at replay (signals included), or None."""
+    from drivers.protocols import DECODERS
+
+    try:
+        DECODERS[header.protocol].settings.model_validate(header.protocol_settings)
+    except ValidationError as exc:
+        return _describe(exc)
+    return None
 
 
 def strip_volatile(event: dict[str, Any]) -> dict[str, Any]:

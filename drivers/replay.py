@@ -93,11 +93,17 @@ def replay_fixture(
     speed: float = 1.0,
     on_progress: Callable[[int, int], None] | None = None,
     final_tick: bool = True,
+    on_restart: Callable[[float], None] | None = None,
 ) -> ReplayResult:
-    """Replay ``fixture`` through its real driver into ``sink``; return the driver's health."""
+    """Replay ``fixture`` through its real driver into ``sink``; return the driver's health.
+
+    At a ``restart`` step (the edge was down, serial fixtures only) the driver is stopped,
+    ``on_restart(t)`` is called (the caller restores its engine from its journal) and a new
+    driver opens the device, as a restarted daemon would.
+    """
     if fixture.header.transport == "usb":
         return _replay_usb(fixture, sink, realtime, speed, on_progress, final_tick)
-    return _replay_serial(fixture, sink, realtime, speed, on_progress, final_tick)
+    return _replay_serial(fixture, sink, realtime, speed, on_progress, final_tick, on_restart)
 
 
 def _replay_serial(
@@ -107,6 +113,7 @@ def _replay_serial(
     speed: float,
     on_progress: Callable[[int, int], None] | None,
     final_tick: bool,
+    on_restart: Callable[[float], None] | None = None,
 ) -> ReplayResult:
     steps = fixture.steps
     clock = FixtureClock(steps[0].t if steps else 0.0)
@@ -126,10 +133,15 @@ def _replay_serial(
             "protocol": fixture.header.protocol_settings,
             "reconnect": FAST_RECONNECT,
         }
-        driver = driver_class.build(settings, stable_sink, clock)
-        if not isinstance(driver, ReaderDriver):
-            raise ReplayError(f"{fixture.header.protocol} is not a reader driver")
-        driver.start()
+
+        def new_driver() -> ReaderDriver:
+            built = driver_class.build(settings, stable_sink, clock)
+            if not isinstance(built, ReaderDriver):
+                raise ReplayError(f"{fixture.header.protocol} is not a reader driver")
+            built.start()
+            return built
+
+        driver = new_driver()
         written = 0
         try:
             if not driver.wait_until_connected(True, WAIT):
@@ -154,6 +166,13 @@ def _replay_serial(
                     device.plug()
                     if not driver.wait_until_connected(True, WAIT):
                         raise ReplayError(f"step {n}: the driver did not reopen {device.path}")
+                elif step.event == "restart":
+                    driver.stop()
+                    if on_restart is not None:
+                        on_restart(step.t)
+                    driver, written = new_driver(), 0
+                    if not driver.wait_until_connected(True, WAIT):
+                        raise ReplayError(f"step {n}: the restarted driver did not open {device.path}")
                 elif step.supervisor is not None:
                     sink(_command(step, n))
                 elif step.tick:

@@ -34,7 +34,7 @@ class Action:
     """One physical happening at the shoe, before any protocol encoding."""
 
     t: float
-    kind: str  # start, draw, outside, cut, verdict, misread, garbage, unplug, supervisor
+    kind: str  # start, draw, outside, cut, verdict, misread, garbage, unplug, supervisor, + SIGNAL_ACTIONS
     card: Card | None = None
     target: DeviceTarget | None = None
     index: int = 1
@@ -55,6 +55,48 @@ class ShoePlan:
     cut_hand: int | None = None
     cards_used: int = 0
     ended_by_cut_card: bool = False  # False: stopped at max_hands or ran out of cards first
+
+
+SIGNAL_ACTIONS = ("button_close", "button_open", "lock", "unlock", "burn_start", "burn_end", "shoe_end")
+"""Actions that are signals rather than cards: the dealer button (line, HID), the shoe's lock state
+(Angel Eye ``L`` frame) and the shoe marks a slotless reader sends (drivers/protocols/signals.py)."""
+
+SIM_LINE_SIGNALS: dict[str, list[str]] = {
+    "cut_card": ["CUT"],
+    "burn_started": ["BURN"],
+    "burn_ended": ["BURN END"],
+    "shoe_ended": ["SHOE END"],
+    "betting_closed": ["NO MORE BETS"],
+    "betting_opened": ["PLACE BETS"],
+}
+"""The signal lines the simulated line reader sends (its fixtures' ``protocol_settings.signals``)."""
+
+SIM_HID_SIGNALS: dict[str, list[str]] = {
+    "cut_card": ["CUT"],
+    "burn_started": ["BURN"],
+    "burn_ended": ["BURNEND"],
+    "shoe_ended": ["SHOEEND"],
+}
+SIM_HID_KEYS: dict[str, int] = {"betting_closed": 0x3A, "betting_opened": 0x3B}  # F1, F2
+"""The simulated keyboard wedge's signal codes and dealer-button keys (its ``protocol_settings``)."""
+
+_SIGNAL_OF_ACTION = {
+    "cut": "cut_card",
+    "burn_start": "burn_started",
+    "burn_end": "burn_ended",
+    "shoe_end": "shoe_ended",
+    "button_close": "betting_closed",
+    "button_open": "betting_opened",
+}
+
+
+def simulated_signal_settings(protocol: str) -> dict[str, Any]:
+    """The ``protocol_settings`` a fixture of ``protocol`` needs to decode the simulator's signals."""
+    if protocol == "ascii_lines":
+        return {"signals": SIM_LINE_SIGNALS}
+    if protocol == "usb_hid":
+        return {"signals": SIM_HID_SIGNALS, "signal_keys": SIM_HID_KEYS}
+    return {"lock_is_betting_window": True}
 
 
 # -- protocol encoders ------------------------------------------------------------------
@@ -93,6 +135,8 @@ class _AngelEyeEncoder:
             return self._sent(t, self._frame("S"))
         if action.kind == "cut":
             return self._sent(t, self._frame("C"))
+        if action.kind in ("lock", "unlock"):
+            return self._sent(t, self._frame("L", b"1" if action.kind == "lock" else b"0"))
         if action.kind == "verdict":
             assert action.verdict is not None
             winner, ppair, bpair = action.verdict
@@ -123,8 +167,9 @@ class _AngelEyeEncoder:
 
 
 class _LineEncoder:
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, signals: bool = False) -> None:
         self._rng = rng
+        self._signals = signals
 
     @staticmethod
     def line(card: Card) -> bytes:
@@ -136,6 +181,10 @@ class _LineEncoder:
             return [FixtureStep(t=action.t, data=self.line(action.card))]
         if action.kind == "misread":
             return [FixtureStep(t=action.t, data=b"S?8\r\n", note="smudged card: unreadable line")]
+        signal = _SIGNAL_OF_ACTION.get(action.kind) if self._signals else None
+        if signal is not None:
+            text = SIM_LINE_SIGNALS[signal][0]
+            return [FixtureStep(t=action.t, data=text.encode("ascii") + b"\r\n", note=f"signal {signal}")]
         if action.kind == "garbage":
             return [FixtureStep(t=action.t, data=b"#\x7f~!\r\n", note="line noise")]
         if action.kind == "unplug":
@@ -147,8 +196,9 @@ class _LineEncoder:
 class _HidEncoder:
     gap = 0.008
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, signals: bool = False) -> None:
         self._rng = rng
+        self._signals = signals
 
     def _typed(self, t: float, text: str) -> list[FixtureStep]:
         return [FixtureStep(t=t + i * self.gap, report=r) for i, r in enumerate(type_text(text))]
@@ -159,6 +209,13 @@ class _HidEncoder:
             return self._typed(action.t, action.card.code.upper())
         if action.kind == "misread":
             return self._typed(action.t, "??")
+        signal = _SIGNAL_OF_ACTION.get(action.kind) if self._signals else None
+        if signal in SIM_HID_KEYS:
+            press = bytes([0, 0, SIM_HID_KEYS[signal], 0, 0, 0, 0, 0])
+            release = FixtureStep(t=action.t + self.gap, report=bytes(8))
+            return [FixtureStep(t=action.t, report=press), release]
+        if signal is not None:
+            return self._typed(action.t, SIM_HID_SIGNALS[signal][0])
         if action.kind == "garbage":
             return self._typed(action.t, "X9")
         if action.kind == "unplug":
@@ -177,16 +234,21 @@ def _unplug_steps(t: float, partial: Sequence[bytes], *, report: bool = False) -
     return steps
 
 
-def encode_plan(plan: ShoePlan, protocol: str, seed: int = 1) -> list[FixtureStep]:
-    """Timed fixture steps of ``plan`` as ``protocol`` would send them."""
+def encode_plan(plan: ShoePlan, protocol: str, seed: int = 1, *, signals: bool = False) -> list[FixtureStep]:
+    """Timed fixture steps of ``plan`` as ``protocol`` would send them.
+
+    A line or HID reader sends no signal (cut card, dealer button, burn and shoe marks) unless
+    ``signals``: then it sends the :func:`simulated_signal_settings` texts and keys, which the
+    decoder must be configured with.
+    """
     rng = random.Random(seed ^ 0x5EED)
     encoder: _AngelEyeEncoder | _LineEncoder | _HidEncoder
     if protocol == "angel_eye":
         encoder = _AngelEyeEncoder(rng)
     elif protocol == "ascii_lines":
-        encoder = _LineEncoder(rng)
+        encoder = _LineEncoder(rng, signals)
     elif protocol == "usb_hid":
-        encoder = _HidEncoder(rng)
+        encoder = _HidEncoder(rng, signals)
     else:
         raise ValueError(f"unknown protocol {protocol!r} (known: {', '.join(PROTOCOLS)})")
     steps: list[FixtureStep] = []
@@ -270,7 +332,7 @@ class VirtualShoe:
                     self._write(step.data)
                 elif step.report is not None:
                     raise ValueError("HID reports cannot be written to a serial device; replay them over USB")
-                elif step.event is not None and isinstance(self.device, PtyDevice):
+                elif step.event in ("unplug", "replug") and isinstance(self.device, PtyDevice):
                     (self.device.unplug if step.event == "unplug" else self.device.plug)()
                 elif step.supervisor is not None and self.on_supervisor is not None:
                     self.on_supervisor(step.supervisor, step.t)

@@ -43,8 +43,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--protocol", choices=["angel_eye", "ascii_lines"], default="angel_eye",
                         help="the simulated reader's wire protocol")  # fmt: skip
     parser.add_argument(
+        "--game-flow", choices=["betting_window", "cards_only"], default="betting_window",
+        help="betting_window (default): the demo also plays the game server, opening and closing "
+        "betting for each round; cards_only: rounds told apart by the cards alone",
+    )  # fmt: skip
+    parser.add_argument(
         "--fault", action="append", default=[], metavar="KIND@HAND",
-        help="inject a dealing mistake, e.g. misread@3, unneeded_card@5 (repeatable)",
+        help="inject a dealing mistake (repeatable); betting_window: late_unneeded@5, exposed@2, "
+        "cut_card@9; cards_only: misread@3, unneeded_card@5, ...",
     )  # fmt: skip
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--live", dest="live", action="store_true", default=None, help="full-screen live view")
@@ -55,12 +61,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from daemon.service.demo import DemoOptions, DemoRun, summary, summary_json
+    from daemon.service.demo import DemoOptions, DemoRun, parse_flow_fault, summary, summary_json
     from daemon.simulation.dealer import FaultSpec
 
     for fault in args.fault:
         try:
-            FaultSpec.parse(fault)
+            if args.game_flow == "betting_window":
+                parse_flow_fault(fault)
+            else:
+                FaultSpec.parse(fault)
         except ValueError as exc:
             print(f"demo: --fault {fault}: {exc}", file=sys.stderr)
             return 2
@@ -71,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         protocol=args.protocol,
         faults=tuple(args.fault),
+        game_flow=args.game_flow,
         live_view=args.live,
         state_dir=args.state_dir,
     )

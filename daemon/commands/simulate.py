@@ -6,6 +6,15 @@ plays the chosen protocol's bytes into a pty a daemon can open (its path is
 printed; ``--link`` gives it a stable name) or writes a fixture file
 (``--fixture``, with ``--expected`` for the engine event stream it must produce).
 ``--library DIR`` regenerates the committed fixture library.
+
+``--game-flow betting_window`` deals the way a table with a betting window runs (issue #12): the
+game server opens and closes betting for each round (``open_betting``/``close_betting`` with its
+round id, supervisor steps of the fixture), or with ``--betting-source button`` the dealer's
+button (a line or key of the reader), or ``shoe_lock`` the Angel Eye shoe's lock frames; faults
+are then ``late_unneeded``, ``exposed``, ``misread_deal_on``, ``cut_card`` and ``outage`` at a round
+(``--fault outage@2``: the edge is down while round 3 is dealt; fixtures only).
+``--reader-signals`` makes a line or HID reader send its cut card itself (the simulator's lines
+and codes, written into the fixture's ``protocol_settings``).
 """
 
 from __future__ import annotations
@@ -41,6 +50,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         choices=["finish_current_round", "one_more_round"])  # fmt: skip
     parser.add_argument("--fault", action="append", default=[], metavar="KIND@HAND",
                         help="inject a fault, e.g. misread@3 (kinds: drivers/README.md)")  # fmt: skip
+    parser.add_argument("--game-flow", default="cards_only", choices=["cards_only", "betting_window"],
+                        help="betting_window: deal inside the game server's betting windows")  # fmt: skip
+    parser.add_argument("--betting-source", default="server", choices=["server", "button", "shoe_lock"],
+                        help="with betting_window: who opens and closes betting")  # fmt: skip
+    parser.add_argument("--reader-signals", action="store_true",
+                        help="with betting_window: a line/HID reader sends the cut card itself")  # fmt: skip
     out = parser.add_mutually_exclusive_group()
     out.add_argument("--fixture", type=Path, help="write a fixture file instead of playing into a pty")
     out.add_argument(
@@ -75,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
     if args.speed <= 0:
         print("error: --speed must be positive", file=sys.stderr)
         return 2
+    if args.game_flow == "betting_window":
+        return _run_flow(args)
     try:
         faults = [FaultSpec.parse(text) for text in args.fault]
     except ValueError as exc:
@@ -117,6 +134,53 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return _play(encode_plan(plan, args.protocol, args.seed), args)
+
+
+def _run_flow(args: argparse.Namespace) -> int:
+    """``--game-flow betting_window``: a fixture (or pty) of a flow game (``flow_library.FlowEntry``)."""
+    from daemon.simulation.flow_dealer import FLOW_FAULTS, FlowFault
+    from daemon.simulation.flow_library import FlowEntry
+    from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, load_fixture, write_expected
+
+    faults: list[FlowFault] = []
+    for text in args.fault:
+        kind, sep, number = text.partition("@")
+        if kind not in FLOW_FAULTS or not sep or not number.isdigit() or int(number) < 1:
+            known = ", ".join(FLOW_FAULTS)
+            print(f"error: --fault {text!r}: expected KIND@ROUND, KIND one of {known}", file=sys.stderr)
+            return 2
+        faults.append(FlowFault(kind, int(number)))
+    if args.betting_source == "shoe_lock" and args.protocol != "angel_eye":
+        print("error: --betting-source shoe_lock needs --protocol angel_eye", file=sys.stderr)
+        return 2
+    rounds = args.hands or max(1, (args.decks * 52 - 11 - 6) // 6)
+    if args.hands is None and not any(f.kind == "cut_card" for f in faults):
+        faults.append(FlowFault("cut_card", rounds))  # a whole shoe ends at its cut card
+    name = "flow"
+    if args.fixture is not None:
+        name = args.fixture.name.removesuffix(FIXTURE_SUFFIX).removesuffix(".jsonl")
+    entry = FlowEntry(name, args.protocol, "", (), tuple(faults), args.betting_source, args.reader_signals,
+                      seed=args.seed, rounds=rounds)  # fmt: skip
+    try:
+        fixture = entry.fixture()
+    except StopIteration:
+        print(f"error: {rounds} rounds need more cards than {args.decks} decks hold", file=sys.stderr)
+        return 2
+    if args.fixture is None:
+        if args.protocol == "usb_hid" or any(f.kind == "outage" for f in faults):
+            print("error: a USB reader or an outage needs --fixture and `replay`", file=sys.stderr)
+            return 2
+        return _play(fixture.steps, args)
+    fixture.save(args.fixture)
+    print(f"{args.fixture}: {len(fixture.steps)} steps, {len(entry.game().round_ids)} rounds")
+    if args.expected:
+        from daemon.simulation.golden import engine_events
+
+        events, _ = engine_events(load_fixture(args.fixture))
+        expected = args.fixture.with_name(name + EXPECTED_SUFFIX)
+        write_expected(expected, events)
+        print(f"{expected}: {len(events)} events")
+    return 0
 
 
 def _play(steps: Sequence[FixtureStep], args: argparse.Namespace) -> int:

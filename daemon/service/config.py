@@ -52,6 +52,8 @@ from daemon.service.configfile import (
     read_yaml,
     set_override,
 )
+from daemon.service.device_checks import check_betting_inputs, check_camera_devices
+from daemon.service.device_checks import device_name as device_name  # re-exported: runner, check-config
 from daemon.service.game_flow_config import game_flow_problems
 from daemon.shipped import shipped_config_dir
 
@@ -227,6 +229,8 @@ def validate_raw(
     reader_settings, camera_settings = _validate_device_settings(raw, found)
     _check_unique_names(raw, reader_settings, camera_settings, found)
     if config is not None:
+        check_camera_devices(raw, config, reader_settings, camera_settings, found)
+        check_betting_inputs(raw, config, reader_settings, found)
         found.extend(
             game_flow_problems(raw, config.table, config.broker.signing, [r.driver for r in config.readers])
         )
@@ -246,15 +250,6 @@ def validate_raw(
     return LoadedConfig(config, reader_settings, camera_settings, raw.source, variant, digests)
 
 
-def device_name(settings: BaseModel, default: str) -> str:
-    """The name a device's inputs carry (``device_name`` of a reader, ``device`` of the camera)."""
-    for attribute in ("device_name", "device"):
-        name = getattr(settings, attribute, None)
-        if isinstance(name, str) and name:
-            return name
-    return default
-
-
 def _check_unique_names(
     raw: RawConfig, readers: list[BaseModel], camera: BaseModel | None, found: list[ConfigProblem]
 ) -> None:
@@ -264,7 +259,7 @@ def _check_unique_names(
     for index, name in enumerate(names):
         if name in names[:index]:
             path: KeyPath = (
-                ("camera", "settings", "device_name")
+                ("camera", "settings", "device")
                 if camera is not None and index == len(names) - 1
                 else ("readers", index, "settings", "device_name")
             )

@@ -8,9 +8,16 @@ broker is amqtt started in-process on a free port; the view subscribes to the
 table's topics like ``baccarat-edge monitor`` does. The dealer's supervisor steps
 (``new_shoe``...) go through the signed MQTT command channel.
 
+By default the table runs ``table.game_flow: betting_window`` and the demo plays the game
+server's part too: before each round it sends the signed ``open_betting`` command with the
+server's round id, then ``close_betting``, and only then are the round's cards dealt
+(``daemon.simulation.flow_dealer``); the shoe ends at the cut card (an Angel Eye ``C`` frame, the
+line reader's ``CUT`` line). ``game_flow="cards_only"`` deals the older way, rounds told apart by
+the cards and their timing (``daemon.simulation.dealer``).
+
 Time: the simulated dealer pauses like a real one (15 s between rounds) divided by
 ``speed``. The engine's "card right after a round = unneeded card" window is real
-time, so the demo shrinks it in proportion (a setting, like any other).
+time, so the demo shrinks it in proportion (a setting, like any other; ``cards_only`` only).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ class DemoOptions:
     seed: int | None = None
     protocol: str = "angel_eye"
     faults: tuple[str, ...] = ()
+    game_flow: str = "betting_window"  # or "cards_only"
     live_view: bool | None = None  # None: on a terminal only
     state_dir: Path | None = None
     delivery_timeout_s: float = 30.0
@@ -89,9 +97,15 @@ class DemoResult:
 
 
 def demo_config(
-    state_dir: Path, device: str, broker_port: int, options: DemoOptions, table: dict[str, Any]
+    state_dir: Path,
+    device: str,
+    broker_port: int,
+    options: DemoOptions,
+    table: dict[str, Any],
+    reader_protocol: dict[str, Any] | None = None,
 ) -> LoadedConfig:
-    """The embedded defaults with the demo's device, broker, state dir and dealer settings."""
+    """The embedded defaults with the demo's device, broker, state dir and dealer settings
+    (``reader_protocol``: the reader's ``protocol`` settings, e.g. its signal lines)."""
     round_gap_s = 15.0 / options.speed
     overrides: dict[tuple[str | int, ...], Any] = {
         ("state_dir",): str(state_dir),
@@ -105,16 +119,53 @@ def demo_config(
     for key, value in table.items():
         overrides[("table", key)] = value
     loaded = load_config(None, environ=os.environ, overrides=overrides)
-    reader = loaded.reader_settings[0].model_copy(update={"url": device})
-    protocol_driver = {"angel_eye": "angel_eye", "ascii_lines": "ascii_lines"}[options.protocol]
-    if protocol_driver != loaded.config.readers[0].driver:
-        from drivers.registry import load
+    from drivers.registry import load
 
-        section = loaded.config.readers[0].model_copy(update={"driver": protocol_driver})
-        cfg = loaded.config.model_copy(update={"readers": [section]})
-        reader = load(protocol_driver).settings.model_validate({"url": device, "device_name": "reader"})
-        return LoadedConfig(cfg, [reader], None, loaded.source, loaded.variant)
-    return LoadedConfig(loaded.config, [reader], None, loaded.source, loaded.variant)
+    protocol_driver = {"angel_eye": "angel_eye", "ascii_lines": "ascii_lines"}[options.protocol]
+    reader = load(protocol_driver).settings.model_validate(
+        {"url": device, "device_name": "reader", "protocol": reader_protocol or {}}
+    )
+    section = loaded.config.readers[0].model_copy(update={"driver": protocol_driver})
+    cfg = loaded.config.model_copy(update={"readers": [section]})
+    return LoadedConfig(cfg, [reader], None, loaded.source, loaded.variant)
+
+
+def parse_flow_fault(text: str) -> Any:
+    """``"late_unneeded@3"`` → that fault in round 3 (``betting_window`` demo); ValueError says why not."""
+    from daemon.simulation.flow_dealer import FLOW_FAULTS, FlowFault
+
+    kind, sep, round_no = text.partition("@")
+    # Not the outage (the demo's daemon does not stop mid-shoe) nor a misread dealt on: its round is
+    # held for a supervisor's correction, which the demo does not play, so the shoe cannot go on.
+    usable = [f for f in FLOW_FAULTS if f not in ("outage", "misread_deal_on")]
+    if kind not in usable:
+        raise ValueError(f"unknown fault {kind!r} (known with betting_window: {', '.join(usable)})")
+    if not sep or not round_no.isdigit() or int(round_no) < 1:
+        raise ValueError(f"fault {text!r}: expected KIND@ROUND with ROUND a positive round number")
+    return FlowFault(kind, int(round_no))
+
+
+def _flow_shoe(opts: DemoOptions, seed: int) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """The flow game's plan as the reader sends it, the table settings and the reader's protocol."""
+    from dataclasses import replace
+
+    from daemon.simulation.flow_dealer import FlowFault, plan_flow_game
+    from daemon.simulation.flow_library import as_sent
+    from drivers.simulate import simulated_signal_settings
+
+    faults = [parse_flow_fault(f) for f in opts.faults]
+    # A full shoe: as many rounds as the cards surely allow (at most 6 cards a round, up to 11
+    # burned), the last one drawing the cut card.
+    rounds = opts.hands or max(1, (opts.decks * 52 - 11 - 6) // 6)
+    if opts.hands is None and not any(f.kind == "cut_card" for f in faults):
+        faults.append(FlowFault("cut_card", rounds))
+    faults = [f for f in faults if f.round_no <= rounds]
+    game = plan_flow_game(seed, opts.protocol, rounds, tuple(faults), decks=opts.decks)
+    line_reader = opts.protocol == "ascii_lines"
+    actions = [as_sent(a, "server", reader_signals=line_reader) for a in game.plan.actions]
+    table = {"decks": opts.decks, "game_flow": "betting_window", "betting": {"source": "server"}}
+    reader = simulated_signal_settings("ascii_lines") if line_reader else {}
+    return replace(game.plan, actions=actions), table, reader
 
 
 class DemoRun:
@@ -148,9 +199,15 @@ class DemoRun:
 
         opts = self.options
         seed = opts.seed if opts.seed is not None else secrets.randbelow(1_000_000)
-        deal = DealSettings(decks=opts.decks, seed=seed, max_hands=opts.hands, shoe_id=f"demo-{seed}")
-        plan = plan_shoe(deal, [FaultSpec.parse(f) for f in opts.faults])
-        steps = encode_plan(plan, opts.protocol, seed=seed)
+        reader_protocol: dict[str, Any] = {}
+        if opts.game_flow == "betting_window":
+            plan, table, reader_protocol = _flow_shoe(opts, seed)
+            steps = encode_plan(plan, opts.protocol, seed=seed, signals=True)
+        else:
+            deal = DealSettings(decks=opts.decks, seed=seed, max_hands=opts.hands, shoe_id=f"demo-{seed}")
+            plan = plan_shoe(deal, [FaultSpec.parse(f) for f in opts.faults])
+            steps = encode_plan(plan, opts.protocol, seed=seed)
+            table = deal.table_settings()
         events_key, command_key = secrets.token_hex(32), secrets.token_hex(32)
         os.environ[EVENTS_KEY_ENV] = events_key
         os.environ[COMMAND_KEY_ENV] = command_key
@@ -161,8 +218,7 @@ class DemoRun:
             open(log_file, "a", encoding="utf-8") as log_stream,
         ):
             shoe = PtyDevice(state_dir / "baccarat-shoe")
-            table = deal.table_settings()
-            loaded = demo_config(state_dir, shoe.path, broker.port, opts, table)
+            loaded = demo_config(state_dir, shoe.path, broker.port, opts, table, reader_protocol)
             configure_logging("info", "json", stream=log_stream)
             daemon = Daemon(loaded)
             view = TableView(loaded.config.table_id)
@@ -175,12 +231,28 @@ class DemoRun:
                 self._say(
                     f"demo: table {loaded.config.table_id}, {opts.decks} decks, seed {seed}, "
                     f"{opts.protocol} shoe on {shoe.slave_name}, embedded broker on 127.0.0.1:{broker.port}, "
-                    f"speed x{opts.speed:g}\n"
+                    f"speed x{opts.speed:g}, {opts.game_flow}"
+                    + (
+                        " (the demo plays the game server: signed open/close betting)"
+                        if opts.game_flow == "betting_window"
+                        else ""
+                    )
+                    + "\n"
                     f"  watch from another terminal: baccarat-edge monitor --table {loaded.config.table_id} "
                     f"--broker mqtt://127.0.0.1:{broker.port} --mqtt 3.1.1"
                 )
 
+                readers = [d for d in daemon.drivers.values() if isinstance(d, ReaderDriver)]
+                written_before = _bytes_before_each_command(steps)
+
                 def on_supervisor(step: Any, _t: float) -> None:
+                    # A command and the bytes dealt just before it reach the engine by two paths
+                    # (MQTT, the pty): the game server acts on what it saw, so the command waits
+                    # until the reader has taken those bytes (bounded), keeping the dealt order.
+                    wanted = written_before.pop(0) if written_before else 0
+                    deadline = time.monotonic() + 5.0
+                    while sum(d.health()["bytes"] for d in readers) < wanted and time.monotonic() < deadline:
+                        time.sleep(0.002)
                     reply = sender.send(step.action, dict(step.args))
                     if reply.get("status") != "accepted":
                         self.result.refused_commands.append(f"{step.action}: {reply.get('reason')}")
@@ -330,6 +402,18 @@ class DemoRun:
         r.shoe_ended = view.shoe_ended
         readers = [d for d in daemon.drivers.values() if isinstance(d, ReaderDriver)]
         r.bytes_read = sum(d.health()["bytes"] for d in readers)
+
+
+def _bytes_before_each_command(steps: list[Any]) -> list[int]:
+    """For each supervisor step in order, how many bytes the shoe has written before it."""
+    out: list[int] = []
+    written = 0
+    for step in steps:
+        if step.data is not None:
+            written += len(step.data)
+        elif step.supervisor is not None:
+            out.append(written)
+    return out
 
 
 def summary(result: DemoResult) -> str:

@@ -58,6 +58,9 @@ class TableView:
     last_problem: str | None = None
     shoe_ended: str | None = None
     cards_in_shoe: int = 0
+    betting_phase: str | None = None  # waiting / betting / dealing (betting_window); None: never seen
+    betting_round_id: str | None = None
+    betting_source: str | None = None
     _seen_ids: set[str] = field(default_factory=set)
     _result_hands: list[int | None] = field(default_factory=list)  # hand of each entry of ``results``
 
@@ -136,6 +139,11 @@ class TableView:
             self.open_alerts = {
                 str(a.get("alert_id", i)): a for i, a in enumerate(alerts) if isinstance(a, dict)
             }
+        flow = snapshot.get("game_flow")
+        if isinstance(flow, dict) and flow.get("phase") in _PHASES:
+            if flow["phase"] != "waiting" or self.betting_phase is not None:
+                self.betting_phase = str(flow["phase"])
+            self.betting_round_id = _str_or(flow.get("round_id"), None)
         history = _snapshot_results(snapshot.get("results"))
         if history is not None:
             self._take_results(history, same_shoe)
@@ -216,6 +224,21 @@ class TableView:
         self.shoe_ended = None
         self.cards_in_shoe = 0
 
+    def _betting_opened(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        self.betting_phase = "betting"
+        self.betting_round_id = _str_or(data.get("round_id"), None)
+        self.betting_source = _str_or(data.get("source"), self.betting_source)
+
+    def _betting_closed(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        self.betting_phase = "dealing"
+        self.betting_round_id = _str_or(data.get("round_id"), self.betting_round_id)
+        self.betting_source = _str_or(data.get("source"), self.betting_source)
+
+    def _round_decided(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        """A round decided (held or voided too) puts the betting window back to waiting."""
+        if self.betting_phase is not None:
+            self.betting_phase = "waiting"
+
     def _round_opened(self, env: dict[str, Any], data: dict[str, Any]) -> None:
         self.round_hand = data.get("hand", env.get("hand"))
         self.round_cards = {}
@@ -231,6 +254,7 @@ class TableView:
             self.round_cards[slot] = str(data["card"])
 
     def _round_completed(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        self._round_decided(env, data)
         nested = data.get("outcome")
         outcome: dict[str, Any] = nested if isinstance(nested, dict) else data
         winner = str(outcome.get("winner", "?")).lower()
@@ -259,6 +283,7 @@ class TableView:
             self._add_result(hand if isinstance(hand, int) else None, winner)
 
     def _round_voided(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        self._round_decided(env, data)
         hand = data.get("hand")
         self.recent_alerts.appendleft(f"hand {hand} voided: {data.get('reason', '')}")
         self.round_cards = {}
@@ -286,7 +311,12 @@ class TableView:
         self.shoe_ended = str(data.get("reason", "ended"))
 
 
+_PHASES = ("waiting", "betting", "dealing")
+
 _EVENT_HANDLERS = {
+    "betting_opened": TableView._betting_opened,
+    "betting_closed": TableView._betting_closed,
+    "round_held": TableView._round_decided,
     "shoe_started": TableView._shoe_started,
     "round_opened": TableView._round_opened,
     "card_dealt": TableView._card_dealt,
@@ -378,6 +408,7 @@ def render(view: TableView, colour: bool = True, road_columns: int = 30) -> str:
     lines.append(
         bold(f"Round {view.round_hand if view.round_hand is not None else '-'}") + f"  {round_state}"
     )
+    lines.append(bold("Betting") + "  " + betting_line(view))
     lines.append(
         "  "
         + paint("P", "Player")
@@ -419,6 +450,20 @@ def render(view: TableView, colour: bool = True, road_columns: int = 30) -> str:
         + (f", {view.malformed} malformed ({view.last_problem})" if view.malformed else "")
     )
     return "\n".join(lines) + "\n"
+
+
+def betting_line(view: TableView) -> str:
+    """The betting window as one line: the game phase of a ``betting_window`` table."""
+    if view.betting_phase is None:
+        return "- (no betting window seen: cards_only, or none opened yet)"
+    round_id = f" round {view.betting_round_id}" if view.betting_round_id else ""
+    source = f" (from {view.betting_source})" if view.betting_source else ""
+    text = {
+        "betting": "OPEN: bets are being placed; a card drawn now is exposed",
+        "dealing": "closed: dealing",
+        "waiting": "waiting for the next betting window",
+    }[view.betting_phase]
+    return f"{text}{round_id}{source}"
 
 
 def _side_total(codes: list[str]) -> str:

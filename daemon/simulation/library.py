@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, make_fixture
+from daemon.simulation.flow_library import FLOW_LIBRARY, FlowEntry
 from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, Fixture, load_fixture, write_expected
 
 
@@ -150,7 +151,7 @@ def expected_json(events: list[dict[str, object]]) -> list[dict[str, object]]:
     return loaded
 
 
-def write_entry(entry: LibraryEntry, directory: Path) -> tuple[Path, int]:
+def write_entry(entry: LibraryEntry | FlowEntry, directory: Path) -> tuple[Path, int]:
     """Generate one fixture and its expected stream into ``directory``; return the path and event count."""
     from daemon.simulation.golden import engine_events
 
@@ -162,6 +163,7 @@ def write_entry(entry: LibraryEntry, directory: Path) -> tuple[Path, int]:
 
 
 def write_library(directory: Path) -> list[tuple[Path, int]]:
-    """Regenerate every committed fixture and expected stream."""
+    """Regenerate every committed fixture and expected stream (the game-flow ones included)."""
     directory.mkdir(parents=True, exist_ok=True)
-    return [write_entry(entry, directory) for entry in LIBRARY]
+    entries: tuple[LibraryEntry | FlowEntry, ...] = (*LIBRARY, *FLOW_LIBRARY)
+    return [write_entry(entry, directory) for entry in entries]

@@ -7,6 +7,18 @@ dropped; where the corners name nothing, the face names its card only with a cle
 and no corner pointing elsewhere. Club/spade and heart/diamond are judged on the pair's
 own axis (:meth:`Decider.pair_separation`). The rules in prose, with the measurements
 behind each threshold: ``drivers/camera/README.md``, "How recognition decides".
+
+The confidence of a named card says how much independent evidence agrees on it, on the one
+scale the engine's ``camera.min_confidence`` (default :data:`CONFIDENT`, 0.9) compares
+against (README "Confidence"):
+
+* 0.95-1.00: both index corners name the card (the face does not contradict it);
+* 0.90-0.94: one index channel and the face agree (one corner read and the face's best card
+  is the same; a corner agreeing on rank or suit with the face's card; both corners nearly);
+* 0.60-0.80: one channel alone (one corner, the face elsewhere; the face, the index silent):
+  reported, never used by the engine's default.
+
+Within a band, the position follows the path's own strength (corner confidence, face lead).
 """
 
 from __future__ import annotations
@@ -42,6 +54,30 @@ def pair_spread(vectors: NDArray[Any], labels: NDArray[Any]) -> NDArray[Any]:
             difference = own[:count] - other[:count]
             spread[label] = max(float(np.einsum("ij,ij->i", difference, difference).mean()) / 2, 1e-6)
     return spread
+
+
+CONFIDENT = 0.9
+"""Confidence from which a read is backed by two independent channels: the engine's default
+``camera.min_confidence`` (tests/camera checks that the two stay equal)."""
+
+
+def _strength(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def both_corners(strength: float) -> float:
+    """Confidence of a card both index corners name (``strength``: 1 - Π(1 - corner confidence))."""
+    return 0.95 + 0.05 * _strength(strength)
+
+
+def index_and_face(strength: float) -> float:
+    """Confidence of a card one index channel and the whole face agree on."""
+    return CONFIDENT + 0.04 * _strength(strength)
+
+
+def one_channel(strength: float) -> float:
+    """Confidence of a card only one channel names: below :data:`CONFIDENT`, never used by default."""
+    return 0.6 + 0.2 * _strength(strength)
 
 
 class Decider:
@@ -103,7 +139,10 @@ class Decider:
         """Both channels: corner reads checked by the face; the face alone only where corners agree."""
         card, confidence, reason = self._combine(readings)
         if face is None:
-            return card, confidence, reason
+            if card is None:
+                return card, confidence, reason
+            both = reason == "read"
+            return card, both_corners(confidence) if both else one_channel(confidence), reason
         p = self.params
         candidate = ALL_CARDS[face.label]
         named = {r.card for r in readings if r.card is not None}
@@ -119,7 +158,7 @@ class Decider:
             # index touches other print: a face naming the same card by a wide lead (court
             # pictures differ by suit) settles it.
             alone = max(r.confidence for r in readings if r.card is not None)
-            return candidate, alone * p.single_corner_factor, "read (one corner, face agrees)"
+            return candidate, index_and_face(alone), "read (one corner, face agrees)"
         if (
             card is None
             and len(named) == 2
@@ -128,7 +167,7 @@ class Decider:
         ):
             # The corners agree on the rank and split on the look-alike suit (a blurred club
             # read as a spade): the face, compared on the pair's own axis, decides.
-            return candidate, 0.6, "read (corners split on the look-alike suit, face decides)"
+            return candidate, index_and_face(0.0), "read (corners split on the look-alike suit, face decides)"
         if (
             card is None
             and not named
@@ -138,7 +177,7 @@ class Decider:
         ):
             # Both corners point at the face's card, just short of a read (a blurred suit a
             # little less far from its look-alike, a rank scoring 0.80-0.85).
-            return candidate, 0.6, "read (both corners nearly, face agrees)"
+            return candidate, index_and_face(0.0), "read (both corners nearly, face agrees)"
         if card is not None:
             own = ALL_CARDS.index(card)
             if face.label != own and face.score - face.score_of(own) > p.face_veto_deficit:
@@ -169,7 +208,12 @@ class Decider:
                 )
             ):
                 return None, 0.0, "one corner only, on a face unlike this deck's card"
-            return card, confidence, reason
+            if reason == "read":
+                return card, both_corners(confidence), reason
+            if face.label == own:
+                # The face's best card is the corner's card: two independent channels agree.
+                return card, index_and_face(confidence), "read (one corner, face names it too)"
+            return card, one_channel(confidence), reason
         margin = self._face_margin(face)
         if face.score < p.face_min_score or margin < p.face_min_margin:
             return None, 0.0, reason
@@ -182,10 +226,10 @@ class Decider:
             return None, 0.0, reason
         if any(self._supports(r, candidate) for r in readings):
             lead = (margin - p.face_min_margin) / p.face_min_margin
-            return candidate, 0.6 + 0.3 * min(1.0, lead), "read (face, index agrees)"
+            return candidate, index_and_face(lead), "read (face, index agrees)"
         if margin >= p.face_alone_margin and all(r.reason != NO_PRINT for r in readings):
             lead = (margin - p.face_alone_margin) / p.face_alone_margin
-            return candidate, 0.6 + 0.2 * min(1.0, lead), "read (face, index silent)"
+            return candidate, one_channel(lead), "read (face, index silent)"
         return None, 0.0, reason
 
     def pair_separation(self, face: FaceMatch, label: int) -> float:
@@ -253,7 +297,7 @@ class Decider:
         )
 
     def _combine(self, readings: tuple[CornerReading, ...]) -> tuple[Card | None, float, str]:
-        """The corner channel's decision alone."""
+        """The corner channel's decision alone, with its raw strength (not yet on the scale)."""
         named = [r for r in readings if r.card is not None]
         if not named:
             return None, 0.0, "; ".join(sorted({r.reason for r in readings}))
@@ -279,4 +323,4 @@ class Decider:
             or min(alone.rank.margin, alone.suit.margin) < p.single_corner_margin_factor * p.min_margin
         ):
             return None, 0.0, "one corner only, not clear enough alone"
-        return card, named[0].confidence * self.params.single_corner_factor, "read (one corner)"
+        return card, named[0].confidence, "read (one corner)"

@@ -55,6 +55,10 @@ Counter = Literal[
 ]
 
 
+CAPTURE_JOIN_S = 2.0
+"""How long a stopping driver waits for its capture thread's read in progress to end."""
+
+
 class _Capture:
     """One connection's reader thread; abandoned (never joined) if it hangs."""
 
@@ -196,6 +200,10 @@ class CameraSource:
             capture.thread.start()
             outcome = self._serve(capture)
             capture.stop.set()
+            # A working capture ends within one read: wait for it, so that no thread is inside
+            # OpenCV when the process exits (found as an abort, "terminate called without an
+            # active exception", after a clean stop under load). A hung one is left behind.
+            capture.thread.join(CAPTURE_JOIN_S)
             if capture.thread.is_alive():
                 self._count("abandoned_captures")
             if outcome == "ended":

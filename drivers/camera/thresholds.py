@@ -43,8 +43,6 @@ class RecognitionParams:
     """With one readable corner only, rank and suit must both score at least this."""
     single_corner_margin_factor: float = 1.0
     """...and lead by this multiple of ``min_margin``: the other corner cannot vouch."""
-    single_corner_factor: float = 0.8
-    """Confidence multiplier when only one index corner could be read."""
     face_veto_deficit: float = 0.15
     """A corner read is dropped when the face correlates this much better with another card
     (a foreign deck's K♠ read K♣ by one corner, its face nearest K♥ by 0.18)."""

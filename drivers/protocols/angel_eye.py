@@ -20,7 +20,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from common.inputs import ReadFailed
+from common.inputs import (
+    BettingClosed,
+    BettingOpened,
+    GameFlowSource,
+    ReaderSignal,
+    ReaderSignalKind,
+    ReadFailed,
+)
 from drivers.protocols.angel_eye_codec import (
     ACK,
     ENQ,
@@ -81,6 +88,13 @@ class AngelEyeSettings(BaseModel):
         le=16,
         description="At most this many skipped marks count as lost frames; a longer jump is taken as "
         "the shoe restarting its numbering.",
+    )
+
+    lock_is_betting_window: bool = Field(
+        default=False,
+        description="The shoe's lock state is the table's betting window (no game server, no button): "
+        "'locked' also opens betting, 'unlocked' closes it (BettingOpened/BettingClosed, source "
+        "shoe_lock, after the reader signal).",
     )
 
     @field_validator("sequence_marks")
@@ -174,7 +188,22 @@ class AngelEyeDecoder:
                 break  # unfinished: the next read completes it
             pos += taken
         self._pending = stream[pos:]
+        if self.settings.lock_is_betting_window:
+            out = [derived for frame in out for derived in self._with_betting(frame)]
         return out
+
+    def _with_betting(self, frame: DecodedFrame) -> list[DecodedFrame]:
+        """``frame``, then the betting window its lock state opens or closes (a repeat adds nothing)."""
+        signal = frame.input
+        if frame.duplicate or not isinstance(signal, ReaderSignal):
+            return [frame]
+        if signal.kind is ReaderSignalKind.LOCKED:
+            opened = BettingOpened(at=signal.at, source=GameFlowSource.SHOE_LOCK, device=self.device)
+            return [frame, DecodedFrame(raw=b"", input=opened)]
+        if signal.kind is ReaderSignalKind.UNLOCKED:
+            closed = BettingClosed(at=signal.at, source=GameFlowSource.SHOE_LOCK, device=self.device)
+            return [frame, DecodedFrame(raw=b"", input=closed)]
+        return [frame]
 
     def reset(self, reason: str = "partial frame discarded: device disconnected") -> list[DecodedFrame]:
         """Drop the partial frame and unreported garbage (on unplug or end of input).

@@ -10,13 +10,14 @@ becomes a ``ReadFailed`` (the engine asks for a rescan) rather than being droppe
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from common.inputs import CardRead, ReadFailed, Source
 from drivers.protocols.card_codes import LINE_READER_GRAMMAR, CardCodeGrammar, CardCodeMapper
 from drivers.protocols.frames import DecodedFrame, hex_raw
+from drivers.protocols.signals import SignalTexts, signal_conflicts, signal_input
 
 RAW_KEEP = 256
 """At most this many bytes of an overlong line are kept for the audit trail."""
@@ -38,6 +39,11 @@ class AsciiLineSettings(BaseModel):
         description="A line naming no card: 'read_failed' asks the engine for a rescan, 'reject' logs it.",
     )
     max_line_length: int = Field(default=64, ge=2, le=4096, description="Longer lines are rejected.")
+    signals: SignalTexts = Field(
+        default_factory=SignalTexts,
+        description="Exact lines the reader sends for the cut card, burn, shoe start/end and the "
+        "dealer button (none by default).",
+    )
 
     @field_validator("error_pattern")
     @classmethod
@@ -49,6 +55,18 @@ class AsciiLineSettings(BaseModel):
                 raise ValueError(f"not a valid regular expression: {exc}") from None
         return value
 
+    @model_validator(mode="after")
+    def _signals_distinct(self) -> Self:
+        problems = signal_conflicts(self.signals, CardCodeMapper(self.grammar), self.error_pattern)
+        problems += [
+            f"{name.value}: {text!r} is longer than max_line_length {self.max_line_length}"
+            for name, text in self.signals.pairs()
+            if len(text) > self.max_line_length
+        ]
+        if problems:
+            raise ValueError("signals: " + "; ".join(problems))
+        return self
+
 
 class AsciiLineDecoder:
     """Incremental decoder of a line reader's byte stream."""
@@ -58,6 +76,7 @@ class AsciiLineDecoder:
         self.device = device
         self._mapper = CardCodeMapper(self.settings.grammar)
         self._error = re.compile(self.settings.error_pattern) if self.settings.error_pattern else None
+        self._signals = self.settings.signals.lookup()
         self._line = bytearray()
         self._overlong = 0  # bytes seen beyond what _line keeps
 
@@ -116,6 +135,12 @@ class AsciiLineDecoder:
                                  raw=hex_raw(raw), device=self.device),
             )  # fmt: skip
         card = self._mapper.card(text)
+        signal = self._signals.get(self.settings.signals.fold(text))
+        if signal is not None and not isinstance(card, str):
+            # Settings refuse such a text; should one get through, a card is never guessed away.
+            return self._unreadable(raw, at, f"{text!r} is both the {signal.value} signal and a card")
+        if signal is not None:
+            return DecodedFrame(raw=raw, input=signal_input(signal, at, raw=hex_raw(raw), device=self.device))
         if isinstance(card, str):
             return self._unreadable(raw, at, card)
         return DecodedFrame(

@@ -15,15 +15,28 @@ from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from common.cards import Card
 from common.inputs import (
+    BettingClosed,
+    BettingOpened,
     CardRead,
     CutCardDrawn,
     OutsideGameCard,
     ReaderSignal,
     ReadFailed,
+    ShoeSignal,
     ShoeVerdict,
 )
 
-ReaderInput = CardRead | ReadFailed | OutsideGameCard | CutCardDrawn | ReaderSignal | ShoeVerdict
+ReaderInput = (
+    CardRead
+    | ReadFailed
+    | OutsideGameCard
+    | CutCardDrawn
+    | ReaderSignal
+    | ShoeVerdict
+    | ShoeSignal
+    | BettingOpened
+    | BettingClosed
+)
 """The engine inputs a reader's decoder can produce."""
 
 

@@ -9,14 +9,15 @@ code → card mapping is a setting.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from common.cards import Card
 from common.inputs import CardRead, ReadFailed, Source
 from drivers.protocols.card_codes import CANONICAL_GRAMMAR, CardCodeGrammar, CardCodeMapper
 from drivers.protocols.frames import DecodedFrame, hex_raw
+from drivers.protocols.signals import SignalName, SignalTexts, signal_conflicts, signal_input
 
 SHIFT_MASK = 0x22
 ERROR_ROLLOVER = 0x01
@@ -54,6 +55,58 @@ class HidWedgeSettings(BaseModel):
         description="A code naming no card: 'read_failed' asks the engine for a rescan, 'reject' logs it.",
     )
     max_code_length: int = Field(default=32, ge=2, le=256, description="Longer codes are rejected.")
+    signals: SignalTexts = Field(
+        default_factory=SignalTexts,
+        description="Exact codes (typed, then Enter) the reader sends for the cut card, burn, shoe "
+        "start/end and the dealer button (none by default).",
+    )
+    signal_keys: dict[SignalName, int] = Field(
+        default_factory=dict,
+        description="A key that types no character (e.g. F1 = 0x3A) standing for a signal: it acts "
+        "when it goes down, with no Enter (a dealer button wired as a key).",
+    )
+
+    @field_validator("signal_keys", mode="before")
+    @classmethod
+    def _hex_usages(cls, value: object) -> object:
+        if not isinstance(value, dict):
+            return value
+        out: dict[object, object] = {}
+        for name, usage in value.items():
+            if isinstance(usage, str):
+                try:
+                    usage = int(usage, 16)  # usage codes are written in hex, with or without 0x
+                except ValueError:
+                    raise ValueError(f"{name}: {usage!r} is not a hexadecimal key usage code") from None
+            out[name] = usage
+        return out
+
+    @model_validator(mode="after")
+    def _signals_distinct(self) -> Self:
+        problems = signal_conflicts(self.signals, CardCodeMapper(self.grammar))
+        problems += [
+            f"{name.value}: {text!r} is longer than max_code_length {self.max_code_length}"
+            for name, text in self.signals.pairs()
+            if len(text) > self.max_code_length
+        ]
+        problems += [
+            f"{name.value}: {text!r} cannot be typed by a keyboard wedge"
+            for name, text in self.signals.pairs()
+            if any(char not in _USAGE_BY_CHAR for char in text)
+        ]
+        seen: dict[int, SignalName] = {}
+        for name, usage in self.signal_keys.items():
+            if usage in seen:
+                problems.append(f"key 0x{usage:02X} is given for both {seen[usage].value} and {name.value}")
+            seen[usage] = name
+            if not 0x04 <= usage <= 0xFF:
+                problems.append(f"{name.value}: 0x{usage:02X} is not a key usage code (0x04-0xFF)")
+            elif usage in _PLAIN or usage in ENTER_KEYS:
+                what = "ends a code" if usage in ENTER_KEYS else f"types {_PLAIN[usage]!r}"
+                problems.append(f"{name.value}: key 0x{usage:02X} {what}; a signal key must type nothing")
+        if problems:
+            raise ValueError("signals: " + "; ".join(problems))
+        return self
 
 
 def type_text(text: str, *, release_between: bool = True, report_length: int = 8) -> list[bytes]:
@@ -90,6 +143,8 @@ class HidWedgeDecoder:
         self.settings = settings or HidWedgeSettings()
         self.device = device
         self._mapper = CardCodeMapper(self.settings.grammar)
+        self._signals = self.settings.signals.lookup()
+        self._signal_keys = {usage: name for name, usage in self.settings.signal_keys.items()}
         self._pending = bytearray()  # bytes of a report not yet complete (stream feeding)
         self._pressed: frozenset[int] = frozenset()
         self._code: list[str] = []
@@ -142,11 +197,21 @@ class HidWedgeDecoder:
             return []
         pressed = [key for key in keys if key not in self._pressed]
         self._pressed = frozenset(keys)
-        out: list[DecodedFrame] = []
+        # A signal key is a button of its own: it acts on its key-down, whatever else is typed.
+        out: list[DecodedFrame] = [
+            DecodedFrame(
+                raw=report,
+                input=signal_input(self._signal_keys[key], at, raw=hex_raw(report), device=self.device),
+            )
+            for key in pressed
+            if key in self._signal_keys
+        ]
+        pressed = [key for key in pressed if key not in self._signal_keys]
+        keys = [key for key in keys if key not in self._signal_keys]
         if len(pressed) > 1:
-            out = self._pressed_together(report, pressed, at)
+            out += self._pressed_together(report, pressed, at)
         elif pressed:
-            out = self._key_down(pressed[0], bool(report[0] & SHIFT_MASK), at)
+            out += self._key_down(pressed[0], bool(report[0] & SHIFT_MASK), at)
         if not keys and not self._code and self._problem is None:
             self._raw.clear()  # idle releases between codes are not part of the next frame
         return out
@@ -188,6 +253,12 @@ class HidWedgeDecoder:
         if problem is None and not code:
             return DecodedFrame(raw=raw, rejected="Enter with no code typed")
         card: Card | str = problem if problem is not None else self._mapper.card(code)
+        signal = self._signals.get(self.settings.signals.fold(code)) if problem is None else None
+        if signal is not None and isinstance(card, Card):
+            # Settings refuse such a code; should one get through, a card is never guessed away.
+            card = f"{code!r} is both the {signal.value} signal and a card"
+        elif signal is not None:
+            return DecodedFrame(raw=raw, input=signal_input(signal, at, raw=hex_raw(raw), device=self.device))
         if isinstance(card, Card):
             return DecodedFrame(
                 raw=raw,

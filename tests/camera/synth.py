@@ -265,3 +265,27 @@ def frame_set(
         cards = [order[(f * per_frame + k) % len(order)] for k in range(per_frame)]
         out.append(make_frame(faces, cards, condition, rng))
     return out
+
+
+def table_scene(
+    faces: dict[Card, NDArray[Any]],
+    cards: dict[str, Card],
+    rng: np.random.Generator,
+    occluded: Sequence[str] = (),
+) -> SynthFrame:
+    """A clean overhead frame with ``cards`` on their slots (``{"P1": card, ...}``), the cards of
+    the ``occluded`` slots partly covered by a hand (as in the ``occlusion`` condition)."""
+    frame = felt_table(rng)
+    placed: list[PlacedCard] = []
+    for slot, card in cards.items():
+        face = faces[card]
+        corners = card_corners(
+            _slot_center(slot, rng), rng.uniform(160.0, 200.0), face.shape[1] / face.shape[0],
+            rng.uniform(-8.0, 8.0), 0.015, rng,
+        )  # fmt: skip
+        paste(frame, face, corners)
+        placed.append(PlacedCard(card=card, corners=corners, slot=slot))
+    for p in placed:
+        if p.slot in occluded:
+            _occlude(frame, p, rng)
+    return SynthFrame(image=frame, cards=tuple(placed), condition="occlusion" if occluded else "clean")

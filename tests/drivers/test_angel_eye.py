@@ -390,6 +390,7 @@ def meaning_of(inp: ReaderInput) -> Meaning:
         return ("G", inp.outcome.value, inp.player_pair, inp.banker_pair)
     if isinstance(inp, ReadFailed):
         return ("E", inp.code, error_mode(inp.reason), True)
+    assert isinstance(inp, ReaderSignal), inp  # the betting window only with lock_is_betting_window
     kind = inp.kind
     if kind in (ReaderSignalKind.ERROR_RAISED, ReaderSignalKind.ERROR_CLEARED):
         letter = "E" if kind is ReaderSignalKind.ERROR_RAISED else "e"

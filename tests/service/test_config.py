@@ -396,6 +396,104 @@ def test_check_config_probes_every_keyring_key(tmp_path: Path) -> None:
     assert "anna, long" not in repr(findings)
 
 
+CAMERA = (
+    "source: /tmp, templates: /tmp/deck.npz, layout: {"
+    + ", ".join(
+        f"{slot}: {{x0: {0.1 * i:.1f}, y0: 0.1, x1: {0.1 * i + 0.05:.2f}, y1: 0.9}}"
+        for i, slot in enumerate(("P1", "P2", "P3", "B1", "B2", "B3", "shoe_mouth"), start=1)
+    )
+    + "}"
+)
+
+
+def test_a_camera_renamed_without_table_camera_devices_is_refused(tmp_path: Path) -> None:
+    """Issue #12: a camera named other than in table.camera.devices would count as a reader."""
+    path = tmp_path / "table.yaml"
+    base = "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a}\n"
+    camera = f"camera:\n  settings: {{{CAMERA}, device: overhead}}\n"
+    path.write_text(base + camera)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    [problem] = info.value.problems
+    assert format_key_path(problem.path) == "camera.settings.device"
+    assert "'overhead' is not in table.camera.devices ['camera']" in problem.message
+    assert problem.line == 6
+    path.write_text(base + camera + "table:\n  camera:\n    devices: [overhead]\n")
+    assert load_config(path, environ={}).config.table.camera.devices == ("overhead",)
+
+
+def test_a_reader_named_as_a_camera_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a, device_name: camera}\n"
+    )
+    with pytest.raises(ConfigError, match=r"table\.camera\.devices: reader 'camera' is named in"):
+        load_config(path, environ={})
+
+
+def test_a_camera_with_a_reader_s_name_is_refused_at_its_own_key(tmp_path: Path) -> None:
+    path = tmp_path / "table.yaml"
+    path.write_text(
+        "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a}\n"
+        f"camera:\n  settings: {{{CAMERA}, device: reader}}\n"
+        "table:\n  camera:\n    devices: [reader]\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ={})
+    paths = sorted(format_key_path(problem.path) for problem in info.value.problems)
+    assert paths == ["camera.settings.device", "table.camera.devices"]
+
+
+def _table(tmp_path: Path, reader: str, table: str = "") -> Path:
+    path = tmp_path / "table.yaml"
+    path.write_text("table_id: T7\nreaders:\n" + reader + table)
+    return path
+
+
+LINE_BUTTON = (
+    "  - driver: ascii_lines\n    settings:\n      url: /dev/a\n"
+    "      protocol: {signals: {betting_closed: [BTN]}}\n"
+)
+LOCKING_SHOE = (
+    "  - driver: angel_eye\n    settings:\n      url: /dev/a\n"
+    "      protocol: {lock_is_betting_window: true}\n"
+)
+
+
+def test_betting_inputs_of_a_reader_need_the_table_to_take_its_window_from_them(tmp_path: Path) -> None:
+    """Issue #12: a dealer button or the shoe's lock as the betting window, configured on both sides."""
+    with pytest.raises(ConfigError) as info:
+        load_config(_table(tmp_path, LINE_BUTTON), environ={})
+    [problem] = info.value.problems
+    assert format_key_path(problem.path) == "readers[0].settings.protocol.signals"
+    assert "sends betting inputs from a button" in problem.message
+    assert "nowhere (game_flow cards_only)" in problem.message
+    both = "table:\n  game_flow: betting_window\n  betting: {source: button}\n"
+    assert (
+        load_config(_table(tmp_path, LINE_BUTTON, both), environ={}).config.table.betting.source == "button"
+    )
+    with pytest.raises(
+        ConfigError, match=r"readers\[0\]\.settings\.protocol\.lock_is_betting_window: .*from server"
+    ):
+        load_config(_table(tmp_path, LOCKING_SHOE, "table:\n  game_flow: betting_window\n"), environ={})
+    lock = "table:\n  game_flow: betting_window\n  betting: {source: shoe_lock}\n"
+    assert (
+        load_config(_table(tmp_path, LOCKING_SHOE, lock), environ={}).config.table.game_flow
+        == "betting_window"
+    )
+
+
+def test_a_betting_source_no_reader_sends_is_refused(tmp_path: Path) -> None:
+    plain = "  - driver: angel_eye\n    settings: {url: /dev/a}\n"
+    for source, hint in (("button", "signals.betting_closed"), ("shoe_lock", "lock_is_betting_window: true")):
+        table = f"table:\n  game_flow: betting_window\n  betting: {{source: {source}}}\n"
+        with pytest.raises(ConfigError) as info:
+            load_config(_table(tmp_path, plain, table), environ={})
+        [problem] = info.value.problems
+        assert format_key_path(problem.path) == "table.betting.source"
+        assert hint in problem.message
+
+
 @pytest.mark.parametrize(
     ("table", "signing", "key", "message"),
     [
@@ -428,9 +526,9 @@ def test_a_betting_window_that_could_never_work_is_refused(
     )
     with pytest.raises(ConfigError) as info:
         load_config(path, environ={})
-    [problem] = info.value.problems
-    assert format_key_path(problem.path) == key
-    assert message in problem.message
+    # (a button source also needs a reader sending the button: device_checks reports that too)
+    found = [p for p in info.value.problems if format_key_path(p.path) == key and message in p.message]
+    assert len(found) == 1, info.value.problems
 
 
 def test_a_betting_window_with_a_game_server_key_and_an_angel_eye_loads(tmp_path: Path) -> None:

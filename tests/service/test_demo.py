@@ -30,8 +30,9 @@ def test_demo_deals_through_the_daemon_and_delivers_every_event() -> None:
 
 def test_demo_json_summary_with_dealing_mistakes_shows_alerts() -> None:
     result = _demo(
-        "--hands", "7", "--seed", "3", "--json", "--fault", "misread@3", "--fault", "unneeded_card@5"
-    )
+        "--hands", "7", "--seed", "3", "--json", "--game-flow", "cards_only",
+        "--fault", "misread@3", "--fault", "unneeded_card@5",
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     summary = json.loads(result.stdout.strip().splitlines()[-1])
     assert summary["complete"] is True
@@ -50,6 +51,38 @@ def test_demo_refuses_a_bad_fault() -> None:
     result = _demo("--fault", "teleport@2")
     assert result.returncode == 2
     assert "unknown fault 'teleport'" in result.stderr
+    assert "late_unneeded, exposed, cut_card" in result.stderr  # the betting_window faults are listed
+    result = _demo("--game-flow", "cards_only", "--fault", "late_unneeded@2")
+    assert result.returncode == 2
+    assert "unknown fault 'late_unneeded'" in result.stderr
+
+
+def test_demo_plays_the_game_server_in_betting_window_mode() -> None:
+    """Issue #12: by default the demo opens and closes betting for each round (signed commands,
+    the server's round ids); a late unneeded card never becomes the next round's Player 1, a card
+    drawn while betting is open is an exposed card, never dealt."""
+    result = _demo(
+        "--hands", "6", "--seed", "5", "--json", "--protocol", "ascii_lines",
+        "--fault", "late_unneeded@2", "--fault", "exposed@4",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["complete"] is True
+    assert summary["refused_commands"] == []
+    codes = {alert.split(":")[0] for alert in summary["alerts"]}
+    assert "card_before_betting_closed" in codes  # the late card: never the next Player 1
+    assert "card_exposed_during_betting" in codes
+    assert sum(summary["results"].values()) == 5  # the exposed card's round waits for a supervisor
+    assert summary["bytes_read"] == summary["bytes_written"] > 0
+
+
+def test_demo_line_reader_full_shoe_ends_at_its_cut_card_line() -> None:
+    result = _demo("--decks", "1", "--seed", "4", "--protocol", "ascii_lines", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["complete"] is True
+    assert summary["shoe_ended"] == "cut_card"
+    assert summary["alerts"] == []
 
 
 def test_demo_with_an_ascii_line_reader() -> None:

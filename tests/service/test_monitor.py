@@ -74,6 +74,38 @@ def test_view_follows_rounds_dedups_and_reports_gaps() -> None:
     assert "1 gaps" in screen
 
 
+def test_view_shows_the_betting_window_phase() -> None:
+    """Issue #12: a betting_window table's phase and the server's round id, from events and state."""
+    view = TableView("T9")
+    assert "Betting  - (no betting window seen" in render(view, colour=False)
+    view.apply(f"{BASE}/events", _event(1, "shoe_started", {}))
+    opened: dict[str, object] = {
+        "phase": "betting",
+        "round_id": "T9-1001",
+        "closes_at": None,
+        "source": "server",
+    }
+    view.apply(f"{BASE}/events", _event(2, "betting_opened", opened))
+    assert (view.betting_phase, view.betting_round_id) == ("betting", "T9-1001")
+    assert (
+        "Betting  OPEN: bets are being placed; a card drawn now is exposed round T9-1001 (from server)"
+        in (render(view, colour=False))
+    )
+    view.apply(f"{BASE}/events", _event(3, "betting_closed", {"phase": "dealing", "round_id": "T9-1001"}))
+    assert "Betting  closed: dealing round T9-1001" in render(view, colour=False)
+    for payload in _round_messages(4, 1, {"P1": "9s", "B1": "2h", "P2": "Kd", "B2": "3c"}, "player"):
+        view.apply(f"{BASE}/events", payload)
+    assert view.betting_phase == "waiting"
+    state = {"game_flow": {"phase": "betting", "round_id": "T9-1002", "closes_at": None,
+                           "last_round_id": "T9-1002", "burn_signalled": False}}  # fmt: skip
+    view.apply(f"{BASE}/state", json.dumps({"state": state}).encode())
+    assert (view.betting_phase, view.betting_round_id) == ("betting", "T9-1002")
+    # A cards_only table's state says "waiting" forever: no window is shown until one opens.
+    quiet = TableView("T9")
+    quiet.apply(f"{BASE}/state", json.dumps({"state": {"game_flow": {"phase": "waiting"}}}).encode())
+    assert quiet.betting_phase is None
+
+
 def test_view_survives_garbage() -> None:
     view = TableView("T9")
     view.apply(f"{BASE}/events", b"\xff\xfe not json")
