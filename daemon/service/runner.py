@@ -43,6 +43,7 @@ from daemon import __version__
 from daemon.engine.table import Engine
 from daemon.journal.records import JournaledEvent
 from daemon.journal.store import Journal
+from daemon.mqtt.command_channel import ReplyFn
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.settings import BrokerSettings
 from daemon.service.config import (
@@ -76,7 +77,7 @@ from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, LoggedJournal
 from daemon.service.logging import configure_logging
 from daemon.service.probes import insecure_settings
-from daemon.service.reader_commands import ReaderCommandWorker, ReplyFn
+from daemon.service.reader_commands import ReaderCommandWorker
 from daemon.service.sdnotify import SystemdNotifier
 from daemon.service.state_snapshot import StateSnapshot
 from daemon.service.stats import RunnerStats
