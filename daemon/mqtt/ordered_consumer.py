@@ -13,7 +13,8 @@ This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs
   every lower one was. At most ``max_waiting`` wait: past that, every waiting event is dropped
   (counted in :attr:`OrderedConsumer.waiting_dropped`) and the whole range from the position
   to the highest ``seq`` seen is a gap asked for again; the table keeps every event the server
-  did not acknowledge, so nothing is lost and nothing is processed out of order. :meth:`OrderedConsumer.feed` returns the events processed by that
+  did not acknowledge, so nothing is lost and nothing is processed out of order.
+  :meth:`OrderedConsumer.feed` returns the events processed by that
   payload, in ``seq`` order, each exactly once (stored in the checkpoint: durable at the next
   :meth:`OrderedConsumer.commit`).
 * **Gap fill**: a gap older than ``gap_grace_s`` (the missing events may only be late) is
