@@ -153,6 +153,7 @@ class Publisher:
         background, with backoff, for as long as it takes)."""
         if self._threads:
             return
+        self._delivery.resume_open_alerts()
         self._threads.append(self.connection.start())
         drain = threading.Thread(target=self._drain_loop, name=f"mqtt-drain-{self.table_id}", daemon=True)
         drain.start()
