@@ -78,6 +78,14 @@ class CommandChannel:
         self._clock = clock
         self._wake = wake
         self._limiter = limiter
+        self._successor: CommandChannel | None = None
+
+    def hand_over(self, successor: CommandChannel) -> None:
+        """A reload replaces this channel's publisher: replies still owed (commands queued for
+        the engine) go out through ``successor``'s connection, signed with its events key, from
+        now on; this connection is about to stop, and a reply published on it would be lost.
+        Paho queues a QoS 1 reply until the successor's connection is up."""
+        self._successor = successor
 
     def serve(self, messages: list[CommandMessage]) -> None:
         """Handle the messages that arrived, then journal the summary of a refusal window
@@ -249,6 +257,10 @@ class CommandChannel:
         reason: str | None,
         extra: dict[str, Any],
     ) -> None:
+        successor = self._successor
+        if successor is not None:
+            successor._send_reply(message, command_id, action, accepted, code, reason, extra)
+            return
         body: dict[str, Any] = {
             "table_id": self._connection.table_id,
             "command_id": command_id,

@@ -163,6 +163,11 @@ class Publisher:
         """New rows were appended to the journal: drain them now."""
         self._wake.set()
 
+    def hand_over_replies(self, successor: Publisher) -> None:
+        """Before this publisher stops for ``successor`` (a SIGHUP swap): the replies to
+        commands still queued for the engine go out through ``successor``'s connection."""
+        self._commands.hand_over(successor._commands)
+
     def stop(self, timeout: float = 5.0) -> None:
         """Publish the latest state and ``offline`` (both retained), flush delivery marks and
         disconnect cleanly."""

@@ -348,7 +348,8 @@ class Daemon:
         """New broker settings (host, credentials, keys rotated): a new publisher takes over.
 
         Nothing is lost in between: undelivered events wait in the journal and the new
-        publisher drains them from the first unacknowledged one. The old one says ``offline``.
+        publisher drains them from the first unacknowledged one; replies to commands still in
+        the engine's queue go out through the new connection. The old one says ``offline``.
         """
         try:
             fresh = self._make_publisher(settings)
@@ -356,6 +357,9 @@ class Daemon:
             log.error("reload_broker_failed", error=str(exc))
             return False
         old = self.publisher
+        # Commands queued for the engine were received by the old connection: their replies
+        # must not go out through it once it stops (they would be lost), but through the new one.
+        old.hand_over_replies(fresh)
         self.watchdog.forget("publisher")
         try:
             old.stop(timeout=self.config.service.shutdown_timeout_s)
