@@ -15,7 +15,11 @@ from daemon.alerts import AlertCode
 from daemon.journal.records import ORIGIN_DELIVERY
 from daemon.journal.store import Journal
 
-EPISODE_CODES = (AlertCode.MQTT_DELIVERY_FAILING, AlertCode.SERVER_ACK_LAGGING)
+EPISODE_CODES = (
+    AlertCode.MQTT_DELIVERY_FAILING,
+    AlertCode.SERVER_ACK_LAGGING,
+    AlertCode.TLS_CERTIFICATE_DATES,
+)
 """The delivery alerts raised once per episode and cleared when it ends."""
 
 
