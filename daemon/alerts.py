@@ -66,6 +66,8 @@ class AlertCode(StrEnum):
     ENGINE_ERROR = "engine_error"
     # issue #13: the game server's acknowledgement (raised by the MQTT publisher)
     SERVER_ACK_LAGGING = "server_ack_lagging"
+    # issue #13 follow-up: a TLS certificate outside its dates at start (raised by the service)
+    TLS_CERTIFICATE_DATES = "tls_certificate_dates"
 
 
 class Severity(StrEnum):
@@ -476,6 +478,18 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         raised_by=RaisedBy.PUBLISHER,
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "acknowledged_seq", "last_seq", "lag_events", "lag_s"),
+    ),
+    # issue #13 follow-up: a TLS certificate outside its dates at start
+    AlertCode.TLS_CERTIFICATE_DATES: AlertSpec(
+        Severity.CRITICAL,
+        "a broker.tls certificate is expired or not yet valid by this PC's clock (a wrong clock "
+        "at boot, or a certificate to renew): the table deals and journals, the broker connection "
+        "is retried with backoff and events go out once the handshake succeeds",
+        "every broker.tls certificate is within its dates again (re-checked every minute; "
+        "cleared by the service)",
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "problems"),
     ),
 }
 """Every alert code, in the order of ``AlertCode``."""

@@ -15,7 +15,6 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from daemon.rules.resolution import fraction_text
 from daemon.rules.settle_round import RoundError, SettledRound, settle_round, shown
@@ -24,7 +23,9 @@ from daemon.rules.variants import Variant
 _LINE_KEYS = {"player", "banker", "id", "super_round"}
 
 
-def add_parser(sub: Any, decks_type: Callable[[str], int]) -> None:
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser], decks_type: Callable[[str], int]
+) -> None:
     """Register ``rules settle`` under the ``rules`` subcommands."""
     parser = sub.add_parser(
         "settle",

@@ -32,7 +32,9 @@ def run(args: argparse.Namespace) -> int:
     from daemon.service.sdnotify import SystemdNotifier
 
     try:
-        loaded = load_config(args.config)
+        # a certificate outside its dates is watched at runtime (daemon/mqtt/tls_dates.py):
+        # a clock wrong at boot must not keep the table down for good
+        loaded = load_config(args.config, tls_dates=False)
     except ConfigError as exc:
         print(f"baccarat-edge: {exc}", file=sys.stderr)
         return EXIT_CONFIG

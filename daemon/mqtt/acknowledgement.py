@@ -68,7 +68,8 @@ class ServerAcknowledgement:
         """The highest ``seq`` the server acknowledged (0: none)."""
         self.event_id = stored.event_id
         self.lagging_alert: str | None = None
-        """The id of the open ``server_ack_lagging`` alert."""
+        """The id of the open ``server_ack_lagging`` alert (taken over from the journal at
+        start: :meth:`daemon.mqtt.delivery.Delivery.resume_open_alerts`)."""
         self._oldest: tuple[int, float | None] | None = None  # (for ack seq, journaled_at of seq + 1)
         self._next_check = 0.0
 
@@ -133,7 +134,11 @@ class ServerAcknowledgement:
     def check_lag(self) -> None:
         """Raise or clear ``server_ack_lagging`` (at most every half second)."""
         now = time.monotonic()
-        if not self.enabled or now < self._next_check:
+        if not self.enabled:
+            if self.lagging_alert is not None:  # left open before a reload turned the ack off
+                self._clear_lagging("the server acknowledgement is turned off")
+            return
+        if now < self._next_check:
             return
         self._next_check = now + LAG_CHECK_INTERVAL_S
         lag = self.lag()
@@ -156,15 +161,15 @@ class ServerAcknowledgement:
             self.lagging_alert = alert_id
             self._journal_event(event)
         elif self._rule.caught_up(lag):
-            self._journal_event(
-                alert_cleared(
-                    self.lagging_alert,
-                    AlertCode.SERVER_ACK_LAGGING,
-                    f"the game server acknowledged through seq {self.seq}",
-                    self._clock(),
-                )
-            )
-            self.lagging_alert = None
+            self._clear_lagging(f"the game server acknowledged through seq {self.seq}")
+
+    def _clear_lagging(self, message: str) -> None:
+        if self.lagging_alert is None:
+            return
+        self._journal_event(
+            alert_cleared(self.lagging_alert, AlertCode.SERVER_ACK_LAGGING, message, self._clock())
+        )
+        self.lagging_alert = None
 
     def report(self) -> dict[str, Any]:
         """The ``delivery.server_ack`` block of ``health``."""

@@ -9,8 +9,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NotRequired, TypedDict
 
 from common.inputs import SupervisorCommand
 from daemon.journal.records import DeliveryEvent
@@ -27,10 +27,24 @@ from daemon.mqtt.secrets import Secret
 
 log = logging.getLogger(__name__)
 
-ReplyFn = Callable[..., None]
-"""Answers one command, from any thread, once. Either ``reply(accepted, reason=None)`` or
-``reply({"accepted": bool, "reason": str | None, "event_id": str, "seq": int})`` where
-``event_id``/``seq`` name the journaled ``command_accepted``/``command_refused`` event."""
+
+class CommandAnswer(TypedDict):
+    """The answer to one command, as the reply carries it: ``event_id`` and ``seq`` name the
+    journaled ``command_accepted``/``command_refused`` event when there is one."""
+
+    accepted: bool
+    reason: NotRequired[str | None]
+    event_id: NotRequired[str]
+    seq: NotRequired[int]
+
+
+def refused(reason: str) -> CommandAnswer:
+    """A refusal with no journaled event behind it (the handler failed, the journal stopped)."""
+    return CommandAnswer(accepted=False, reason=reason)
+
+
+ReplyFn = Callable[[CommandAnswer], None]
+"""Answers one command, from any thread, once (later calls are ignored)."""
 
 CommandHandler = Callable[[SupervisorCommand, ReplyFn], None]
 """Receives a verified engine command and the function to answer it with. Must return
@@ -64,6 +78,14 @@ class CommandChannel:
         self._clock = clock
         self._wake = wake
         self._limiter = limiter
+        self._successor: CommandChannel | None = None
+
+    def hand_over(self, successor: CommandChannel) -> None:
+        """A reload replaces this channel's publisher: replies still owed (commands queued for
+        the engine) go out through ``successor``'s connection, signed with its events key, from
+        now on; this connection is about to stop, and a reply published on it would be lost.
+        Paho queues a QoS 1 reply until the successor's connection is up."""
+        self._successor = successor
 
     def serve(self, messages: list[CommandMessage]) -> None:
         """Handle the messages that arrived, then journal the summary of a refusal window
@@ -198,20 +220,17 @@ class CommandChannel:
         command = verified.command
         answered = threading.Event()
 
-        def reply(result: Mapping[str, Any] | bool, reason: str | None = None) -> None:
+        def reply(answer: CommandAnswer) -> None:
             if answered.is_set():
                 return
             answered.set()
+            accepted = answer["accepted"]
+            reason = answer.get("reason")
             extra: dict[str, Any] = {}
-            if isinstance(result, Mapping):
-                accepted = bool(result.get("accepted"))
-                reason = result.get("reason") if isinstance(result.get("reason"), str) else None
-                if isinstance(result.get("event_id"), str):
-                    extra["event_id"] = result["event_id"]
-                if isinstance(result.get("seq"), int):
-                    extra["seq"] = result["seq"]
-            else:
-                accepted = bool(result)
+            if "event_id" in answer:
+                extra["event_id"] = answer["event_id"]
+            if "seq" in answer:
+                extra["seq"] = answer["seq"]
             if accepted:
                 self._counters.commands_accepted += 1
             else:
@@ -221,12 +240,12 @@ class CommandChannel:
 
         try:
             if self._handler is None:
-                reply(False, f"no table engine is attached to handle {command.action!r}")
+                reply(refused(f"no table engine is attached to handle {command.action!r}"))
             else:
                 self._handler(command, reply)
         except Exception as exc:
             log.exception("command handler failed")
-            reply(False, f"command handler failed: {exc}")
+            reply(refused(f"command handler failed: {exc}"))
 
     def _send_reply(
         self,
@@ -238,6 +257,10 @@ class CommandChannel:
         reason: str | None,
         extra: dict[str, Any],
     ) -> None:
+        successor = self._successor
+        if successor is not None:
+            successor._send_reply(message, command_id, action, accepted, code, reason, extra)
+            return
         body: dict[str, Any] = {
             "table_id": self._connection.table_id,
             "command_id": command_id,

@@ -28,6 +28,7 @@ from daemon.mqtt.connection import Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.envelope import event_payload
 from daemon.mqtt.keyring import Keyring
+from daemon.mqtt.open_alerts import open_episode_alerts
 from daemon.mqtt.resend import ResendQueue
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import DeliverySettings, Protocol
@@ -98,6 +99,26 @@ class Delivery:
             self._journal_event,
         )
         self._reconnected = threading.Event()
+
+    def resume_open_alerts(self) -> None:
+        """Go on with the episode alerts a previous publisher left open (restart, SIGHUP
+        swap): read from the journal, so an episode has one raise and one clear. Called before
+        the drain thread starts."""
+        open_ids = open_episode_alerts(self._journal)
+        failing = open_ids.get(AlertCode.MQTT_DELIVERY_FAILING)
+        if failing is not None:
+            self.failing_alert = failing
+            self.window.failing = True  # cleared at the next PUBACK with nothing refused waiting
+            log.info(
+                "mqtt_delivery_failing alert %s is still open: it is cleared when events are acknowledged",
+                failing,
+            )
+        lagging = open_ids.get(AlertCode.SERVER_ACK_LAGGING)
+        if lagging is not None:
+            self.server_ack.lagging_alert = lagging
+            log.info(
+                "server_ack_lagging alert %s is still open: it is cleared when the server catches up", lagging
+            )
 
     def connected(self) -> None:
         """A connection came up (network thread): with the server acknowledgement on, what

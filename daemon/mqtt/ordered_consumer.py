@@ -10,7 +10,11 @@ This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs
   content is a copy: dropped. Another ``event_id`` or other content at a processed ``seq`` is
   a **conflict**: reported, never processed, never dropped silently.
 * **Order**: an event above the next expected ``seq`` waits in memory; it is processed when
-  every lower one was. :meth:`OrderedConsumer.feed` returns the events processed by that
+  every lower one was. At most ``max_waiting`` wait: past that, every waiting event is dropped
+  (counted in :attr:`OrderedConsumer.waiting_dropped`) and the whole range from the position
+  to the highest ``seq`` seen is a gap asked for again; the table keeps every event the server
+  did not acknowledge, so nothing is lost and nothing is processed out of order.
+  :meth:`OrderedConsumer.feed` returns the events processed by that
   payload, in ``seq`` order, each exactly once (stored in the checkpoint: durable at the next
   :meth:`OrderedConsumer.commit`).
 * **Gap fill**: a gap older than ``gap_grace_s`` (the missing events may only be late) is
@@ -42,6 +46,8 @@ from daemon.mqtt.signing import sign
 
 MAX_RESEND_SEQS = 10_000
 """The largest range one resend command asks for (the table's default limit)."""
+MAX_WAITING = 10_000
+"""Default bound of the events held in memory above a gap (``max_waiting``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +68,24 @@ class OrderedConsumer:
     key: Secret | None
     gap_grace_s: float = 1.0
     gap_retry_s: float = 5.0
+    max_waiting: int = MAX_WAITING
+    """Events above a gap held in memory at most; past it they are dropped and asked for again."""
     stats: ConsumerStats = field(default_factory=ConsumerStats)
     conflicts: list[str] = field(default_factory=list)
     rollbacks: list[str] = field(default_factory=list)
     """One report per journal rollback the table announced (with the events it lost)."""
+    waiting_dropped: int = 0
+    """Events dropped from memory because more than ``max_waiting`` waited (asked for again)."""
     _waiting: dict[int, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     _dead: dict[int, str] = field(default_factory=dict)  # seq -> event_id, dead-lettered
     _gap: tuple[int, float] | None = None  # (first missing seq, since)
     _asked: dict[int, float] = field(default_factory=dict)  # first missing seq -> asked at
     _known_last: int = 0
     _conflicting: set[int] = field(default_factory=set)  # processed seqs the table now holds otherwise
+
+    def __post_init__(self) -> None:
+        if self.max_waiting < 1:
+            raise ValueError(f"max_waiting must be at least 1, not {self.max_waiting}")
 
     @property
     def position(self) -> int:
@@ -105,6 +119,8 @@ class OrderedConsumer:
         self.stats.new += 1
         processed = self._process_in_order()
         self._known_last = max(self._known_last, seq)
+        if len(self._waiting) > self.max_waiting:
+            self._drop_waiting()
         self._follow_gap(now)
         return Fed(Verdict.NEW, None, processed)
 
@@ -220,6 +236,13 @@ class OrderedConsumer:
                 self.checkpoint.add(nxt, dead, None, "dead_lettered")
                 continue
             return tuple(out)
+
+    def _drop_waiting(self) -> None:
+        """Too many events wait above a gap: forget them and ask for the whole range again
+        (the table resends every unacknowledged event; copies of processed ones are dropped)."""
+        self.waiting_dropped += len(self._waiting)
+        self._waiting.clear()
+        self._asked = {}  # the gap now reaches to the highest seq seen: ask at once after the grace
 
     def _note_dead_letter(self, envelope: dict[str, Any]) -> None:
         data = envelope["data"]

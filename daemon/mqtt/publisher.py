@@ -153,6 +153,7 @@ class Publisher:
         background, with backoff, for as long as it takes)."""
         if self._threads:
             return
+        self._delivery.resume_open_alerts()
         self._threads.append(self.connection.start())
         drain = threading.Thread(target=self._drain_loop, name=f"mqtt-drain-{self.table_id}", daemon=True)
         drain.start()
@@ -161,6 +162,11 @@ class Publisher:
     def notify(self) -> None:
         """New rows were appended to the journal: drain them now."""
         self._wake.set()
+
+    def hand_over_replies(self, successor: Publisher) -> None:
+        """Before this publisher stops for ``successor`` (a SIGHUP swap): the replies to
+        commands still queued for the engine go out through ``successor``'s connection."""
+        self._commands.hand_over(successor._commands)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Publish the latest state and ``offline`` (both retained), flush delivery marks and

@@ -42,6 +42,10 @@ class TlsFileProblem:
     key: Literal["ca_file", "cert_file", "key_file"]
     path: Path
     message: str
+    dated: bool = False
+    """Outside its validity dates by this PC's clock: may mend itself (a clock set wrong at
+    boot), so ``run`` keeps going with it (:func:`check_tls_dates`); structural problems
+    (missing, not PEM, key mismatch) never mend and stay configuration errors."""
 
     def __str__(self) -> str:
         return f"broker.tls.{self.key}: {self.path}: {self.message}"
@@ -68,6 +72,11 @@ def check_tls_files(tls: TlsSettings) -> list[TlsFileProblem]:
         if not cert_problems and not key_problems:
             problems.extend(_check_pair(tls.cert_file, tls.key_file))
     return problems
+
+
+def check_tls_dates(tls: TlsSettings) -> list[TlsFileProblem]:
+    """The date problems of :func:`check_tls_files` only (what ``run`` watches at runtime)."""
+    return [problem for problem in check_tls_files(tls) if problem.dated]
 
 
 def _read(key: Literal["ca_file", "cert_file", "key_file"], path: Path) -> str | TlsFileProblem:
@@ -102,6 +111,7 @@ def _check_ca_file(path: Path) -> list[TlsFileProblem]:
                 "ca_file",
                 path,
                 "no certificate in it is valid now (expired or not yet valid): install the current CA",
+                dated=True,
             )
         ]
     return []
@@ -135,6 +145,7 @@ def _check_client_certificate(path: Path) -> list[TlsFileProblem]:
                 "cert_file",
                 path,
                 f"not valid before {not_before:%Y-%m-%d %H:%M:%S} UTC (check this PC's clock)",
+                dated=True,
             )
         ]
     if now > not_after:
@@ -143,6 +154,7 @@ def _check_client_certificate(path: Path) -> list[TlsFileProblem]:
                 "cert_file",
                 path,
                 f"expired on {not_after:%Y-%m-%d %H:%M:%S} UTC: install a renewed certificate",
+                dated=True,
             )
         ]
     return []

@@ -199,6 +199,7 @@ def load_config(
     overrides: Mapping[KeyPath, Any] | None = None,
     *,
     check_secrets: bool = True,
+    tls_dates: bool = True,
 ) -> LoadedConfig:
     """Read, override and validate a config file (the embedded defaults when ``path`` is None).
 
@@ -208,16 +209,23 @@ def load_config(
     the file (or environment variable), line and key path.
     Nothing is created or changed: a caller can rely on a config that loads before any
     side effect. ``check_secrets=False`` is for tools that only read the file's shape.
+    ``tls_dates=False`` (``run`` and its reloads) leaves out a TLS certificate outside its
+    dates: a clock may be wrong at boot, so the daemon watches that at runtime
+    (:mod:`daemon.mqtt.tls_dates`) instead of refusing to start.
     """
     raw = read_yaml(path if path is not None else DEFAULTS_FILE)
     problems = apply_env_overrides(raw, environ)
     for key_path, value in (overrides or {}).items():
         set_override(raw, key_path, value, "command line")
-    return validate_raw(raw, problems, check_secrets=check_secrets)
+    return validate_raw(raw, problems, check_secrets=check_secrets, tls_dates=tls_dates)
 
 
 def validate_raw(
-    raw: RawConfig, problems: list[ConfigProblem] | None = None, *, check_secrets: bool = True
+    raw: RawConfig,
+    problems: list[ConfigProblem] | None = None,
+    *,
+    check_secrets: bool = True,
+    tls_dates: bool = True,
 ) -> LoadedConfig:
     """Validate parsed YAML: outer model, each driver's settings, variant, secrets — all at once."""
     found = list(problems or [])
@@ -242,7 +250,7 @@ def validate_raw(
         tls = broker.tls if broker is not None else _broker_part(raw, "tls", TlsSettings)
         _check_secrets(raw, auth, signing, found)
         if tls is not None:
-            _check_tls_files(raw, tls, found)
+            _check_tls_files(raw, tls, found, tls_dates)
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
@@ -311,9 +319,12 @@ def _check_secrets(
             found.append(ConfigProblem(source, key_path, str(exc), line))
 
 
-def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem]) -> None:
-    """Every TLS file ``broker.tls`` names loads as the connection will load it."""
+def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem], dates: bool) -> None:
+    """Every TLS file ``broker.tls`` names loads as the connection will load it (and, with
+    ``dates``, is within its validity dates: ``run`` watches those at runtime instead)."""
     for problem in check_tls_files(tls):
+        if problem.dated and not dates:
+            continue
         key_path: KeyPath = ("broker", "tls", problem.key)
         source, line = raw.describe(key_path)
         found.append(ConfigProblem(source, key_path, f"{problem.path}: {problem.message}", line))

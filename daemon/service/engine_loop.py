@@ -39,17 +39,18 @@ from daemon.engine.events import ROUND_BOUNDARY_KINDS
 from daemon.engine.state import GAME_FLOW_ACTOR, Phase
 from daemon.engine.table import Engine
 from daemon.journal.records import JournaledEvent
+from daemon.mqtt.command_channel import CommandAnswer, ReplyFn, refused
 from daemon.service.engine_restore import SnapshotTaker
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, log_event
-from daemon.service.reader_commands import CommandAnswer, ReaderCommandWorker, ReaderRequest, ReplyFn
+from daemon.service.reader_commands import ReaderCommandWorker, ReaderRequest
 from daemon.service.state_snapshot import StateSnapshot
 from daemon.service.stats import RunnerStats
 
 log = structlog.get_logger("baccarat_edge.runner")
 
 
-def _nobody_waits(*_answer: object, **_fields: object) -> None:
+def _nobody_waits(_answer: CommandAnswer) -> None:
     """The reply of a request nobody sent as a command (the engine's own betting-window lock)."""
 
 
@@ -216,14 +217,14 @@ class EngineLoop:
             if not isinstance(inp, Tick):
                 self.writer.not_stored(inp, "an earlier input could not be stored")
             if isinstance(item, Command):
-                item.reply(False, "the journal could not store the command (daemon stopping)")
+                item.reply(refused("the journal could not store the command (daemon stopping)"))
             return
         try:
             events = self.engine.handle(inp)
         except Exception as exc:
             self._engine_failed(inp, exc)
             if isinstance(item, Command):
-                item.reply(False, f"the engine failed on this command: {exc}")
+                item.reply(refused(f"the engine failed on this command: {exc}"))
             return
         if not events and (isinstance(inp, Tick) or self.engine.absorbed):
             # idle ticks are not worth a journal row, nor a refused card the engine tallied into
@@ -232,7 +233,7 @@ class EngineLoop:
         journaled = self.writer.store(inp, events)
         if journaled is None:
             if isinstance(item, Command):
-                item.reply(False, "the journal could not store the command (daemon stopping)")
+                item.reply(refused("the journal could not store the command (daemon stopping)"))
             return
         if self._snapshots is not None:
             self._snapshots.after_append(self.engine, journaled)

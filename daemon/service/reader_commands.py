@@ -23,17 +23,16 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import NotRequired, TypedDict
+from typing import TypedDict
 
 import structlog
 
 from common.inputs import EngineInput, ReaderSignal, ReaderSignalKind, SupervisorCommand
+from daemon.mqtt.command_channel import CommandAnswer, ReplyFn, refused
 from drivers.device import HostCommands
 
 log = structlog.get_logger("baccarat_edge.reader_commands")
 
-ReplyFn = Callable[..., None]
-"""The publisher's answer to one command: ``reply(accepted, reason=None)`` or ``reply({...})``."""
 LOCK_CODES: dict[str, int] = {"lock": 2, "unlock": 1}
 """Angel Eye ``LK`` data: 2 locks the shoe, 1 unlocks it."""
 
@@ -41,16 +40,6 @@ IDLE_SLICE_S = 1.0
 """Longest an idle worker loop goes without a turn (its watchdog sign of life)."""
 
 _DONE_KIND = {"lock": ReaderSignalKind.LOCKED, "unlock": ReaderSignalKind.UNLOCKED}
-
-
-class CommandAnswer(TypedDict):
-    """The engine's answer to a supervisor command, as the reply carries it: ``event_id`` and
-    ``seq`` name the journaled ``command_accepted``/``command_refused`` event."""
-
-    accepted: bool
-    reason: NotRequired[str | None]
-    event_id: NotRequired[str]
-    seq: NotRequired[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +148,7 @@ class ReaderCommandWorker:
                 self._perform(item)
             except Exception as exc:  # the reply must still go out; the thread must live on
                 log.exception("reader_command_crashed", error=str(exc))
-                item.reply(False, f"reader command failed: {exc}")
+                item.reply(refused(f"reader command failed: {exc}"))
 
     def _perform(self, request: ReaderRequest) -> None:
         command = request.command
@@ -168,7 +157,7 @@ class ReaderCommandWorker:
         if action not in LOCK_CODES or not targets:
             why = "no configured reader accepts host commands" if not targets else f"{action!r} is unknown"
             self._submit(refusal_input("reader", self._clock(), command, why))
-            request.reply(False, why)
+            request.reply(refused(why))
             return
         failures: list[str] = []
         for name, driver in targets:
@@ -192,9 +181,9 @@ class ReaderCommandWorker:
         self.performed += 1
         log.info("reader_command_done", action=action, command_id=command.command_id, failures=failures)
         if failures:
-            request.reply(False, "; ".join(failures))
+            request.reply(refused("; ".join(failures)))
         else:
-            request.reply(dict(request.answer))
+            request.reply(request.answer)
 
     def _send(self, name: str, driver: HostCommands, action: str) -> tuple[str | None, int | None]:
         """(None, None) when the reader acknowledged; otherwise what went wrong and its NAK code."""

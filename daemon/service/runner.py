@@ -40,11 +40,15 @@ import structlog
 
 from common.inputs import EngineInput, SupervisorCommand
 from daemon import __version__
+from daemon.alerts import AlertCode
 from daemon.engine.table import Engine
-from daemon.journal.records import JournaledEvent
+from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
+from daemon.mqtt.command_channel import ReplyFn
+from daemon.mqtt.open_alerts import open_episode_alerts
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.settings import BrokerSettings
+from daemon.mqtt.tls_dates import TlsDateWatch
 from daemon.service.config import (
     RELOADABLE,
     LoadedConfig,
@@ -76,7 +80,7 @@ from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, LoggedJournal
 from daemon.service.logging import configure_logging
 from daemon.service.probes import insecure_settings
-from daemon.service.reader_commands import ReaderCommandWorker, ReplyFn
+from daemon.service.reader_commands import ReaderCommandWorker
 from daemon.service.sdnotify import SystemdNotifier
 from daemon.service.state_snapshot import StateSnapshot
 from daemon.service.stats import RunnerStats
@@ -120,6 +124,8 @@ class Daemon:
         self.reader_commands = ReaderCommandWorker(lambda: self.drivers, self.submit, self.clock)
         self.insecure_broker_settings: list[str] = []
         """What check-config would flag as insecure in the broker settings in use (health, log)."""
+        self.tls_dates: TlsDateWatch | None = None
+        """The ``tls_certificate_dates`` alert (a certificate outside its dates is no reason to stop)."""
 
     @property
     def publisher(self) -> Publisher:
@@ -155,6 +161,13 @@ class Daemon:
         ).engine
         self.snapshot.reset(engine)
         self._warn_if_insecure(cfg.broker)
+        self.tls_dates = TlsDateWatch(
+            cfg.broker.tls,
+            self._journal_alert,
+            self.clock,
+            open_alert=open_episode_alerts(journal).get(AlertCode.TLS_CERTIFICATE_DATES),
+        )
+        self.tls_dates.check(force=True)
         publisher = self._make_publisher(cfg.broker)
         self._publisher = publisher
         publisher.start()
@@ -216,6 +229,12 @@ class Daemon:
     def _config_digest(self, broker: BrokerSettings) -> str:
         """The digest of the config running once ``broker`` is in service (see config_digest)."""
         return config_digest(self.config.model_copy(update={"broker": broker}), self.loaded.variant)
+
+    def _journal_alert(self, event: DeliveryEvent) -> None:
+        """Journal an alert of the service's own (published by whichever publisher runs)."""
+        assert self.journal is not None
+        self.journal.append_delivery_event(event)
+        self._notify_publisher()
 
     def _notify_publisher(self) -> None:
         """Wake the publisher in service now (swapped on a broker reload): events are journaled."""
@@ -289,6 +308,8 @@ class Daemon:
                 log.error("engine_thread_died")
                 raise RuntimeError("the engine thread stopped unexpectedly")
             self.watchdog.turn()
+            if self.tls_dates is not None:
+                self.tls_dates.check()
             if self.reload_requested.is_set():
                 self.reload_requested.clear()
                 self.reload()
@@ -304,7 +325,7 @@ class Daemon:
                 log.info("reload_skipped", reason="running on embedded defaults")
                 return
             try:
-                fresh = load_config(self.config_path)
+                fresh = load_config(self.config_path, tls_dates=False)  # dates: TlsDateWatch
             except ConfigError as exc:
                 log.error("reload_refused", problems=[str(p) for p in exc.problems])
                 return
@@ -331,6 +352,9 @@ class Daemon:
                     updates["broker"] = fresh.config.broker
                     self.snapshot.interval_s = fresh.config.broker.delivery.state_interval_s
                     self._warn_if_insecure(fresh.config.broker)
+                    if self.tls_dates is not None:
+                        self.tls_dates.tls = fresh.config.broker.tls
+                        self.tls_dates.check(force=True)
                     self._secret_digests = dict(fresh.secret_digests)
                 else:
                     applied.remove("broker")
@@ -347,7 +371,8 @@ class Daemon:
         """New broker settings (host, credentials, keys rotated): a new publisher takes over.
 
         Nothing is lost in between: undelivered events wait in the journal and the new
-        publisher drains them from the first unacknowledged one. The old one says ``offline``.
+        publisher drains them from the first unacknowledged one; replies to commands still in
+        the engine's queue go out through the new connection. The old one says ``offline``.
         """
         try:
             fresh = self._make_publisher(settings)
@@ -355,6 +380,9 @@ class Daemon:
             log.error("reload_broker_failed", error=str(exc))
             return False
         old = self.publisher
+        # Commands queued for the engine were received by the old connection: their replies
+        # must not go out through it once it stops (they would be lost), but through the new one.
+        old.hand_over_replies(fresh)
         self.watchdog.forget("publisher")
         try:
             old.stop(timeout=self.config.service.shutdown_timeout_s)

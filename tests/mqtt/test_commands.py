@@ -6,6 +6,7 @@ topic and correlation data."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -305,3 +306,42 @@ def test_no_command_key_refuses_everything(
     assert reply["code"] == "bad_signature"
     assert "no command key" in reply["reason"]
     assert engine.commands == []
+
+
+class HeldEngine:
+    """Queues commands without answering: the engine answers later, as during a reload."""
+
+    def __init__(self) -> None:
+        self.pending: list[tuple[SupervisorCommand, ReplyFn]] = []
+        self.received = threading.Event()
+
+    def on_command(self, command: SupervisorCommand, reply: ReplyFn) -> None:
+        self.pending.append((command, reply))
+        self.received.set()
+
+
+def test_a_reply_owed_across_a_publisher_swap_goes_out_through_the_new_connection(
+    mosquitto: MosquittoBroker,
+    supervisor: Supervisor,
+    keys: dict[str, Path],
+    command_key: Secret,
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    engine = HeldEngine()
+    old = make_publisher(make_settings(mosquitto.port, keys), TABLE, journal, on_command=engine.on_command)
+    assert old.subscribed.wait(10)
+    supervisor.send(signed_command(command_key, TABLE, "void_round", {"reason": "x"}, command_id="held"))
+    assert engine.received.wait(10)
+    # the runner's SIGHUP swap: the new publisher is built, takes the replies, the old one stops
+    fresh = Publisher(make_settings(mosquitto.port, keys), TABLE, journal, on_command=engine.on_command)
+    old.hand_over_replies(fresh)
+    old.stop(timeout=2.0)
+    [(_command, reply)] = engine.pending
+    reply({"accepted": True, "reason": None, "event_id": "e-9", "seq": 9})  # before fresh connects
+    fresh.start()
+    try:
+        [answer] = supervisor.reply_to("held")
+    finally:
+        fresh.stop(timeout=2.0)
+    assert (answer["status"], answer["event_id"], answer["seq"]) == ("accepted", "e-9", 9)

@@ -267,3 +267,31 @@ def test_an_event_above_the_brokers_packet_limit_is_dead_lettered_before_sending
     assert [m.json()["seq"] for m in messages] == [1, 3, 4]  # the dead-letter alert is seq 4
     assert messages[2].json()["data"]["code"] == AlertCode.MQTT_DEAD_LETTER
     assert health["counters"]["connects"] == 1  # never disconnected by the broker
+
+
+def test_a_new_publisher_clears_the_failing_alert_the_old_one_raised(
+    mosquitto: MosquittoBroker,
+    proxy: PubackProxy,
+    keys: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    """A SIGHUP swap (here to another broker address) or a restart while the broker refuses:
+    the episode keeps its one alert, cleared by the publisher that sees delivery resume."""
+    proxy.fail_next(10_000, 0x97, lambda topic: topic == EVENTS)
+    first = make_publisher(make_settings(proxy.port, keys, inflight_window=1), TABLE, journal)
+    journal.append([], [card_event(n) for n in range(3)])
+    first.notify()
+    wait_until(lambda: len(delivery_alerts(journal)) == 1, "the failing alert raised")
+    first.stop(timeout=2.0)
+    [(kind, code, raised_id)] = delivery_alerts(journal)
+    assert (kind, code) == ("alert_raised", AlertCode.MQTT_DELIVERY_FAILING)
+
+    second = make_publisher(make_settings(mosquitto.port, keys, inflight_window=1), TABLE, journal)
+    wait_until(lambda: not journal.pending(), "every event and the clear delivered")
+    assert delivery_alerts(journal) == [
+        ("alert_raised", AlertCode.MQTT_DELIVERY_FAILING, raised_id),
+        ("alert_cleared", AlertCode.MQTT_DELIVERY_FAILING, raised_id),
+    ]
+    assert journal.dead_letters() == []
+    assert "delivery_failing" not in second.health()

@@ -7,6 +7,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -232,3 +233,55 @@ def test_the_wire_shortcut_believes_only_the_signed_bytes() -> None:
     assert "signature" in problem
     tampered = wire.replace(b'"8s"', b'"9s"')
     assert parse_signed_event(tampered, "T1", KEY, True)[0] is None
+
+
+def test_events_waiting_above_a_gap_are_bounded_and_asked_for_again(tmp_path: Path) -> None:
+    c = OrderedConsumer("T1", Checkpoint(tmp_path / "c.sqlite3", "T1"), KEY, max_waiting=3)
+    for seq in (2, 3, 4):
+        assert c.feed(envelope(seq), now=0.0).processed == ()
+    assert c.waiting_dropped == 0
+    assert c.feed(envelope(5), now=0.0).processed == ()  # a 4th waiting: all four dropped
+    assert c.waiting_dropped == 4
+    assert c.missing == [1, 2, 3, 4, 5]
+    assert c.gaps(now=2.0) == [(1, 5)]  # the whole range, at once after the grace
+    processed: list[int] = []
+    for seq in range(1, 6):  # the table's resend
+        fed = c.feed(envelope(seq), now=2.1)
+        assert fed.verdict is Verdict.NEW
+        processed.extend(e["seq"] for e in fed.processed)
+    assert processed == [1, 2, 3, 4, 5]
+    assert c.missing == []
+    c.checkpoint.close()
+
+
+def test_max_waiting_must_be_positive(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_waiting"):
+        OrderedConsumer("T1", Checkpoint(tmp_path / "c.sqlite3", "T1"), KEY, max_waiting=0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_bounded_waiting_with_resend_delivers_every_event_once_in_order(
+    tmp_path_factory: Any, data: st.DataObject
+) -> None:
+    n = data.draw(st.integers(1, 30))
+    bound = data.draw(st.integers(1, 4))
+    queue = list(data.draw(st.permutations(range(1, n + 1))))
+    c = OrderedConsumer(
+        "T1", Checkpoint(tmp_path_factory.mktemp("c") / "c.sqlite3", "T1"), KEY, max_waiting=bound
+    )
+    processed: list[int] = []
+    now = 0.0
+    for _ in range(50 * n):
+        if not queue:
+            if c.position == n:
+                break
+            now += 10.0  # past grace and retry: the consumer asks, the table resends
+            c.note_last_seq(n, now)
+            queue = [s for first, last in c.gaps(now) for s in range(first, last + 1)]
+            continue
+        fed = c.feed(envelope(queue.pop(0)), now=now)
+        assert fed.verdict in (Verdict.NEW, Verdict.DUPLICATE)
+        processed.extend(e["seq"] for e in fed.processed)
+    assert processed == list(range(1, n + 1))
+    c.checkpoint.close()

@@ -346,3 +346,40 @@ def test_without_a_game_server_nothing_waits(
     }
     assert journal.server_ack().required is False
     assert not publisher.connection.ack_subscribed.is_set()
+
+
+def _journaled_alerts(journal: Journal, code: AlertCode) -> list[tuple[str, str]]:
+    return [
+        (e.kind, e.data["alert_id"])
+        for e in journal.events(origin=None)
+        if e.kind.startswith("alert") and e.data.get("code") == code
+    ]
+
+
+def test_a_new_publisher_goes_on_with_the_open_lag_alert(
+    broker: MosquittoBroker,
+    files: dict[str, Path],
+    journal: Journal,
+    make_publisher: Callable[..., Publisher],
+) -> None:
+    """A restart or a SIGHUP swap while the lag alert is open: one raise, one clear, same id."""
+    journal.append([], [card_event(n) for n in range(1, 13)])
+    first = _start(make_publisher, broker, files, journal, max_lag_events=10)
+    wait_until(lambda: journal.last_seq() == 13 and journal.undelivered_count() == 0, what="the alert out")
+    first.stop(timeout=2.0)
+    [(kind, raised_id)] = _journaled_alerts(journal, AlertCode.SERVER_ACK_LAGGING)
+    assert kind == "alert_raised"
+    second = _start(make_publisher, broker, files, journal, max_lag_events=10)
+    journal.append([], [card_event(13)])  # seq 14: the lag goes on under the new publisher
+    wait_until(lambda: journal.undelivered_count() == 0, what="seq 14 out")
+    last = journal.get(14)
+    assert last is not None
+    publish(
+        broker.port, TOPICS.ack, signed_ack(load_key(files, "gs-1"), "gs-1", 14, last.event_id), retain=True
+    )
+    wait_until(lambda: len(_journaled_alerts(journal, AlertCode.SERVER_ACK_LAGGING)) == 2, what="the clear")
+    assert _journaled_alerts(journal, AlertCode.SERVER_ACK_LAGGING) == [
+        ("alert_raised", raised_id),
+        ("alert_cleared", raised_id),
+    ]
+    assert second.health()["delivery"]["server_ack"]["seq"] == 14

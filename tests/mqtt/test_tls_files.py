@@ -2,7 +2,8 @@
 them: a missing, unreadable or non-PEM file, a CA file without a certificate, a client key
 that is encrypted, open to others or not the certificate's, and a client certificate outside
 its validity are configuration errors naming the key and the file; ``run`` exits 78 before
-the state directory exists and ``check-config`` lists them all with exit 1. Certificates are
+the state directory exists (except for dates: it runs and alerts) and ``check-config`` lists
+them all with exit 1. Certificates are
 made by config/mosquitto/make-pki.sh and the ``openssl`` binary."""
 
 from __future__ import annotations
@@ -19,10 +20,12 @@ from pathlib import Path
 import pytest
 
 from common.yamlfile import format_key_path
+from daemon.alerts import AlertCode
 from daemon.mqtt.settings import TlsSettings
 from daemon.mqtt.tls import certificate_validity, check_tls_files, tls_context
 from daemon.service.config import load_config
 from daemon.service.configfile import ConfigError
+from daemon.service.runner import Daemon
 from tests.conftest import REPO_ROOT
 
 MAKE_PKI = REPO_ROOT / "config" / "mosquitto" / "make-pki.sh"
@@ -268,3 +271,53 @@ def test_check_config_lists_tls_problems_with_the_other_errors(tmp_path: Path, p
     assert any("broker.keepalive_s" in p for p in problems)
     assert any(f"broker.tls.ca_file: {pki / 'crl.pem'}: holds no certificate" in p for p in problems)
     assert any(f"broker.tls.cert_file: {pki / 'future.crt'}: not valid before 2099" in p for p in problems)
+
+
+def test_run_loads_a_config_whose_certificate_is_only_outside_its_dates(tmp_path: Path, pki: Path) -> None:
+    """A clock wrong at boot is no config error for ``run`` (check-config still says it)."""
+    path = _config(
+        tmp_path,
+        f"    ca_file: {pki / 'ca.crt'}\n"
+        f"    cert_file: {pki / 'future.crt'}\n"
+        f"    key_file: {pki / 'future.key'}\n",
+    )
+    with pytest.raises(ConfigError, match="not valid before 2099"):
+        load_config(path, environ={})
+    assert load_config(path, environ={}, tls_dates=False).config.broker.tls.cert_file == pki / "future.crt"
+    not_pem = tmp_path / "not.pem"
+    not_pem.write_text("hello\n")
+    broken = _config(tmp_path, f"    ca_file: {not_pem}\n")
+    with pytest.raises(ConfigError, match="not a PEM certificate"):
+        load_config(broken, environ={}, tls_dates=False)  # structural: still a config error
+
+
+def test_the_daemon_runs_alerts_once_and_clears_when_the_certificate_is_in_its_dates(
+    tmp_path: Path, pki: Path
+) -> None:
+    cert, key = tmp_path / "client.crt", tmp_path / "client.key"
+    cert.write_bytes((pki / "future.crt").read_bytes())
+    key.write_bytes((pki / "future.key").read_bytes())
+    key.chmod(0o600)
+    path = _config(tmp_path, f"    ca_file: {pki / 'ca.crt'}\n    cert_file: {cert}\n    key_file: {key}\n")
+    daemon = Daemon(load_config(path, environ={}, tls_dates=False), config_path=path)
+    daemon.start()
+    try:
+        assert daemon.tls_dates is not None
+        assert daemon.journal is not None
+        daemon.tls_dates.check(force=True)  # still wrong: no second alert
+        # the clock is right again, as far as this certificate goes: a certificate in its dates
+        cert.write_bytes((pki / "T1.crt").read_bytes())
+        key.write_bytes((pki / "T1.key").read_bytes())
+        daemon.tls_dates.check(force=True)
+        alerts = [
+            (e.kind, e.data["alert_id"], e.data.get("problems"))
+            for e in daemon.journal.events(origin=None)
+            if e.kind.startswith("alert") and e.data.get("code") == AlertCode.TLS_CERTIFICATE_DATES
+        ]
+    finally:
+        daemon.stop()
+    [(raised, raised_id, problems), (cleared, cleared_id, _)] = alerts
+    assert (raised, cleared, cleared_id) == ("alert_raised", "alert_cleared", raised_id)
+    assert problems == [
+        f"broker.tls.cert_file: {cert}: not valid before 2099-01-01 00:00:00 UTC (check this PC's clock)"
+    ]

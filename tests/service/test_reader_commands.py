@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from common.inputs import SupervisorCommand
+from daemon.mqtt.command_channel import CommandAnswer
 from daemon.service.config import load_config
 from daemon.service.runner import Daemon
 from drivers.pty_device import PtyDevice
@@ -32,17 +33,17 @@ def test_lock_without_a_commandable_reader_is_journaled_refused_and_alerted(
     config.write_text(config.read_text().replace('"driver": "angel_eye"', '"driver": "ascii_lines"'))
     daemon = Daemon(load_config(config, environ={}))
     daemon.start()
-    replies: list[tuple[Any, Any]] = []
+    replies: list[CommandAnswer] = []
     answered = threading.Event()
 
-    def reply(result: Any, reason: Any = None) -> None:
-        replies.append((result, reason))
+    def reply(answer: CommandAnswer) -> None:
+        replies.append(answer)
         answered.set()
 
     try:
         daemon.submit_command(SupervisorCommand("lock", time.time(), "supervisor:test", "c-lock", {}), reply)
         assert answered.wait(10)
-        assert replies == [(False, "no configured reader accepts host commands")]
+        assert replies == [{"accepted": False, "reason": "no configured reader accepts host commands"}]
         assert daemon.wait_until_processed(10)  # the refusal input queued before the reply
         assert daemon.journal is not None
         events = [(e.kind, e.data) for e in daemon.journal.events()]
@@ -128,23 +129,23 @@ def test_the_betting_window_locks_the_shoe_through_the_worker_and_alerts_when_it
     config.write_text(config.read_text().replace('"table": {', flow, 1))
     daemon = Daemon(load_config(config, environ={}))
     daemon.start()
-    replies: list[tuple[Any, Any]] = []
+    replies: list[CommandAnswer] = []
     answered = threading.Event()
 
-    def reply(result: Any, reason: Any = None) -> None:
-        replies.append((result, reason))
+    def reply(answer: CommandAnswer) -> None:
+        replies.append(answer)
         answered.set()
 
     try:
         daemon.submit_command(
-            SupervisorCommand("new_shoe", time.time(), "game_server:gs", "c-shoe", {}), lambda *a: None
+            SupervisorCommand("new_shoe", time.time(), "game_server:gs", "c-shoe", {}), lambda _answer: None
         )
         opening = SupervisorCommand(
             "open_betting", time.time(), "game_server:gs", "c-open", {"round_id": "1"}
         )
         daemon.submit_command(opening, reply)
         assert answered.wait(10)
-        assert replies[0][0]["accepted"] is True
+        assert replies[0]["accepted"] is True
         deadline = time.monotonic() + 15
         events: list[tuple[str, dict[str, Any]]] = []
         while time.monotonic() < deadline:
