@@ -4,18 +4,24 @@ message is refused (counted, never shown); without a key a table is shown marked
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import paho.mqtt.client as mqtt
 import pytest
+from paho.mqtt.enums import CallbackAPIVersion
 from pydantic import ValidationError
 
+from daemon.console.feed import BrokerFeed
 from daemon.console.floor import Floor
-from daemon.console.settings import ConsoleSettings
+from daemon.console.settings import ConsoleBrokerSettings, ConsoleSettings
 from daemon.console.verification import MessageVerifier, Trust, VerifySettings
 from daemon.mqtt.envelope import encode, signed_message
 from daemon.mqtt.secrets import Secret, SecretError
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, sign
+from tests.support.broker import MosquittoBroker
 from tests.support.secrets import write_secret
 
 KEY = Secret(b"the table's events key, 32 bytes", "test")
@@ -115,3 +121,51 @@ def test_the_keys_come_from_the_settings_and_are_read_at_start(tmp_path: Path) -
     short = write_secret(tmp_path / "short.key", "short")
     with pytest.raises(SecretError, match="at least 16"):
         MessageVerifier.from_settings(VerifySettings.model_validate({"keys": [{"file": str(short)}]}))
+
+
+@pytest.mark.mosquitto
+def test_a_forged_reply_is_refused_and_only_the_tables_reply_is_taken(mosquitto: MosquittoBroker) -> None:
+    verifier = MessageVerifier(per_table={"T1": (KEY,)})
+    floor = Floor(verifier=verifier)
+    settings = ConsoleBrokerSettings.model_validate(
+        {"host": "127.0.0.1", "port": mosquitto.port, "tls": {"enabled": False}}
+    )
+    feed = BrokerFeed(settings, floor, [], verifier)
+    signer = {"key": FORGER}
+    responder = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="test-responder", protocol=mqtt.MQTTv5)
+    subscribed = threading.Event()
+
+    def answer(client: mqtt.Client, _u: Any, message: mqtt.MQTTMessage) -> None:
+        command_id = json.loads(message.payload)["command_id"]
+        body = {"table_id": "T1", "command_id": command_id, "action": "lock", "status": "accepted",
+                "code": None, "reason": None, "ts": 1.0}  # fmt: skip
+        client.publish("baccarat/v1/T1/cmd/reply", encode({"schema_version": 1, **body}), qos=1)  # unsigned
+        client.publish("baccarat/v1/T1/cmd/reply", encode(signed_message(body, signer["key"])), qos=1)
+
+    responder.on_connect = lambda c, *_a: c.subscribe("baccarat/v1/T1/cmd", 1)
+    responder.on_subscribe = lambda *_a: subscribed.set()
+    responder.on_message = answer
+    responder.connect("127.0.0.1", mosquitto.port)
+    responder.loop_start()
+    feed.start()
+    try:
+        assert subscribed.wait(10)
+        assert feed.subscribed.wait(10)
+        # only forgeries answer: the command gets no reply (the page says so), both counted
+        assert feed.send("baccarat/v1/T1/cmd", {"command_id": "c1", "action": "lock"}, timeout=2) is None
+        deadline = time.monotonic() + 10
+        while (model := floor.table_model("T1")) is None or model["refused"]["count"] < 2:
+            assert time.monotonic() < deadline, model
+            time.sleep(0.02)
+        assert model["refused"]["count"] == 2
+        assert model["refused"]["last"]["topic"] == "cmd/reply"
+        # the table's own signed reply is taken, as verified
+        signer["key"] = KEY
+        answer_ = feed.send("baccarat/v1/T1/cmd", {"command_id": "c2", "action": "lock"}, timeout=10)
+        assert answer_ is not None
+        reply, trust = answer_
+        assert (reply["command_id"], reply["status"], trust) == ("c2", "accepted", Trust.VERIFIED)
+    finally:
+        feed.stop()
+        responder.loop_stop()
+        responder.disconnect()
