@@ -95,7 +95,6 @@ class BrokerFeed:
             table_id = message.topic.removeprefix(PREFIX).removesuffix("/cmd/reply")
             checked = self._verifier.check(table_id, "cmd/reply", payload)
             if checked.trust is Trust.REFUSED:
-                log.warning("console_reply_refused", table_id=table_id[:64], reason=checked.reason)
                 self._floor.refused_reply(table_id, checked.reason)
                 return
             self._take_reply(payload, checked.trust)

@@ -5,9 +5,16 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import structlog
+
 from daemon.console.table_model import ConsoleTable
 from daemon.console.verification import MessageVerifier, Trust
 
+log = structlog.get_logger("baccarat_edge.console")
+
+REFUSALS_LOGGED_EVERY = 100
+"""The first refused message of a table is logged, then every this many (a flood of forgeries
+must not flood the log)."""
 MAX_TABLES = 1000
 """A broker publishing more table ids than this (a fault or an attack) cannot exhaust memory."""
 PREFIX = "baccarat/v1/"
@@ -40,7 +47,7 @@ class Floor:
             if table is None:
                 return
             if checked.trust is Trust.REFUSED:
-                table.refuse(suffix, checked.reason)
+                self._refuse(table, suffix, checked.reason)
             else:
                 table.apply(suffix, payload)
             self.version += 1
@@ -52,9 +59,21 @@ class Floor:
             table = self._table(table_id)
             if table is None:
                 return
-            table.refuse("cmd/reply", reason)
+            self._refuse(table, "cmd/reply", reason)
             self.version += 1
             self._changed.notify_all()
+
+    @staticmethod
+    def _refuse(table: ConsoleTable, suffix: str, reason: str) -> None:
+        table.refuse(suffix, reason)
+        if table.refused == 1 or table.refused % REFUSALS_LOGGED_EVERY == 0:
+            log.warning(
+                "console_message_refused",
+                table_id=table.table_id[:64],
+                topic=suffix,
+                reason=reason[:200],
+                refused=table.refused,
+            )
 
     def _table(self, table_id: str) -> ConsoleTable | None:
         """The table's model, made on its first message; None past MAX_TABLES (counted)."""
