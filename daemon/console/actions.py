@@ -52,7 +52,7 @@ def perform(
         log.error("console_key_unreadable", user=user.name, error=str(exc))
         return ActionResult(500, {"error": f"the signing key of {user.name} cannot be read: {exc}"})
     command = signed_command(key, topics.table_id, action, args, key_id=user.key_id)
-    reply = feed.send(topics.cmd, command, timeout)
+    answer = feed.send(topics.cmd, command, timeout)
     log.info(
         "console_command",
         user=user.name,
@@ -60,11 +60,14 @@ def perform(
         table_id=topics.table_id,
         action=action,
         command_id=command["command_id"],
-        status=reply.get("status") if reply else "no_reply",
+        status=answer[0].get("status") if answer else "no_reply",
     )
-    if reply is None:
+    if answer is None:
         return ActionResult(
             504,
             {"command_id": command["command_id"], "error": f"no reply from the table within {timeout:g} s"},
         )
-    return ActionResult(200, {"command_id": command["command_id"], "reply": reply})
+    reply, trust = answer
+    return ActionResult(
+        200, {"command_id": command["command_id"], "reply": reply, "reply_trust": trust.value}
+    )

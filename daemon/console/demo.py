@@ -107,6 +107,7 @@ def run_demo(port: int, speed: float) -> int:
                     "broker": {"host": "127.0.0.1", "port": broker.port, "protocol": "mqtt311",
                                "tls": {"enabled": False}},
                     "users_file": str(users_path),
+                    "verify": {"keys": [{"env": EVENTS_KEY_ENV}]},
                 }
             )  # fmt: skip
             console = ConsoleApp(settings)

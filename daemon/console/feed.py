@@ -17,6 +17,7 @@ from paho.mqtt.enums import CallbackAPIVersion
 
 from daemon.console.floor import PREFIX, SUFFIXES, Floor
 from daemon.console.settings import ConsoleBrokerSettings
+from daemon.console.verification import MessageVerifier, Trust
 from daemon.mqtt.settings import Protocol
 from daemon.mqtt.tls import tls_context
 
@@ -26,11 +27,18 @@ log = structlog.get_logger("baccarat_edge.console")
 class BrokerFeed:
     """Connects (and reconnects) to the broker; feeds the floor; carries commands and replies."""
 
-    def __init__(self, settings: ConsoleBrokerSettings, floor: Floor, tables: list[str]) -> None:
+    def __init__(
+        self,
+        settings: ConsoleBrokerSettings,
+        floor: Floor,
+        tables: list[str],
+        verifier: MessageVerifier | None = None,
+    ) -> None:
         self._settings = settings
         self._floor = floor
         self._tables = tables
-        self._replies: dict[str, dict[str, Any]] = {}
+        self._verifier = verifier if verifier is not None else MessageVerifier()
+        self._replies: dict[str, tuple[dict[str, Any], Trust]] = {}
         self._waiting: set[str] = set()
         self._arrived = threading.Condition()
         self.connected = threading.Event()
@@ -84,14 +92,19 @@ class BrokerFeed:
     def _on_message(self, _c: mqtt.Client, _u: Any, message: mqtt.MQTTMessage) -> None:
         payload = bytes(message.payload)
         if message.topic.endswith("/cmd/reply"):
-            self._take_reply(payload)
+            table_id = message.topic.removeprefix(PREFIX).removesuffix("/cmd/reply")
+            checked = self._verifier.check(table_id, "cmd/reply", payload)
+            if checked.trust is Trust.REFUSED:
+                self._floor.refused_reply(table_id, checked.reason)
+                return
+            self._take_reply(payload, checked.trust)
             return
         try:
             self._floor.apply(message.topic, payload)
         except Exception:  # a payload the model did not foresee must not end the MQTT thread
             log.exception("console_message_failed", topic=message.topic[:200])
 
-    def _take_reply(self, payload: bytes) -> None:
+    def _take_reply(self, payload: bytes, trust: Trust) -> None:
         try:
             body = json.loads(payload)
         except ValueError:
@@ -100,12 +113,15 @@ class BrokerFeed:
             return
         with self._arrived:
             if body["command_id"] in self._waiting:
-                self._replies[body["command_id"]] = body
+                self._replies[body["command_id"]] = (body, trust)
                 self._arrived.notify_all()
 
     # ------------------------------------------------------------------ commands
-    def send(self, topic: str, command: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-        """Publish a signed command and wait for its reply; None when none came in ``timeout``."""
+    def send(
+        self, topic: str, command: dict[str, Any], timeout: float
+    ) -> tuple[dict[str, Any], Trust] | None:
+        """Publish a signed command and wait for its reply (and whether it verified); None when
+        no reply (that verified, with keys configured) came in ``timeout``."""
         command_id = command["command_id"]
         with self._arrived:
             self._waiting.add(command_id)

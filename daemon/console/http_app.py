@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import secrets
+import select
 import socket
 import ssl
 import sys
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
 SESSION_COOKIE = "console_session"
 LOGIN_COOKIE = "console_login"
 KEEPALIVE_S = 15.0
+STREAM_POLL_S = 1.0
+"""How often an idle stream looks whether its client went away."""
 MAX_BODY = 16_384
 STATIC_FILES = {"console.js": "text/javascript", "console.css": "text/css"}
 SECURITY_HEADERS = {
@@ -224,6 +227,23 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         self._send(200, data, f"{content_type}; charset=utf-8")
 
     def _stream(self, session: Session, table_id: str | None, touch: bool) -> None:
+        refusal = self.app.streams.acquire(session.session_id)
+        if refusal is not None:
+            status, text = refusal
+            self._json(status, {"error": text}, {"Retry-After": "30"})
+            return
+        try:
+            self._stream_models(session, table_id, touch)
+        finally:
+            self.app.streams.release(session.session_id)
+
+    def _client_gone(self) -> bool:
+        """A stream's client sends nothing after its request: anything readable (its close,
+        or stray bytes) ends the stream, so a closed page frees its place within STREAM_POLL_S."""
+        readable, _w, _x = select.select([self.connection], [], [], 0)
+        return bool(readable)
+
+    def _stream_models(self, session: Session, table_id: str | None, touch: bool) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         for name, value in {**SECURITY_HEADERS, **self._tls_headers()}.items():
@@ -235,7 +255,7 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         seen, last = -1, b""
         last_write = time.monotonic()
         try:
-            while not self.server.stopping.is_set():
+            while not self.server.stopping.is_set() and not self._client_gone():
                 if self.app.sessions.get(session.session_id, touch=touch) is None:
                     self.wfile.write(b"event: expired\ndata: {}\n\n")
                     self.wfile.flush()
@@ -258,7 +278,7 @@ class ConsoleHandler(BaseHTTPRequestHandler):
                     self.wfile.write(b": keepalive\n\n")
                     self.wfile.flush()
                     last_write = time.monotonic()
-                floor.wait_change(seen, KEEPALIVE_S / 3)
+                floor.wait_change(seen, STREAM_POLL_S)
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             return
 

@@ -15,7 +15,9 @@ from daemon.console.http_app import ConsoleHttpServer
 from daemon.console.login_throttle import LoginThrottle
 from daemon.console.sessions import SessionStore
 from daemon.console.settings import ConsoleSettings
+from daemon.console.stream_limits import StreamLimits
 from daemon.console.users import User, UserFile, load_users
+from daemon.console.verification import MessageVerifier
 
 
 class ConsoleApp:
@@ -24,8 +26,10 @@ class ConsoleApp:
     def __init__(self, settings: ConsoleSettings, users: UserFile | None = None) -> None:
         self.settings = settings
         self.users = users if users is not None else load_users(settings.users_file)
-        self.floor = Floor(settings.tables)
-        self.feed = BrokerFeed(settings.broker, self.floor, settings.tables)
+        self.verifier = MessageVerifier.from_settings(settings.verify)
+        self.floor = Floor(settings.tables, self.verifier)
+        self.feed = BrokerFeed(settings.broker, self.floor, settings.tables, self.verifier)
+        self.streams = StreamLimits(settings.max_streams_per_session, settings.max_streams)
         self.sessions = SessionStore(settings.session_idle_s, settings.session_max_s, time.monotonic)
         self.throttle = LoginThrottle(time.monotonic)
         self.log = structlog.get_logger("baccarat_edge.console")

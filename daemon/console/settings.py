@@ -6,6 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from daemon.console.verification import VerifySettings
 from daemon.mqtt.settings import AuthSettings, Protocol, TlsSettings
 from daemon.mqtt.topics import validate_table_id
 from daemon.service.configfile import read_yaml, validate
@@ -66,6 +67,16 @@ class ConsoleSettings(BaseModel):
         default=12 * 3600.0, gt=0, le=7 * 86_400, description="A session ends this long after log-in."
     )
     reply_timeout_s: float = Field(default=10.0, gt=0, le=120, description="How long to wait for a reply.")
+    verify: VerifySettings = Field(
+        default_factory=VerifySettings,
+        description="The tables' events keys: with a key, only messages it verifies are shown.",
+    )
+    max_streams_per_session: int = Field(
+        default=6, ge=1, le=100, description="Live streams (open pages) one session may hold at once."
+    )
+    max_streams: int = Field(
+        default=64, ge=1, le=10_000, description="Live streams the console serves at once in all."
+    )
 
     @field_validator("tables")
     @classmethod

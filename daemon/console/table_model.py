@@ -15,6 +15,7 @@ from typing import Any
 
 from daemon.console.roads import all_roads
 from daemon.console.tableau_hint import next_card
+from daemon.console.verification import Trust
 from daemon.mqtt.topics import TopicError, validate_table_id
 from daemon.service.table_view import TableView
 
@@ -43,12 +44,16 @@ class ConsoleTable:
     """The live model of one table."""
 
     table_id: str
+    trust: Trust = Trust.UNVERIFIED
+    """VERIFIED: keys are configured and only messages they verify reach ``apply``."""
     view: TableView = field(init=False)
     valid_id: bool = field(init=False)
     held: dict[int, dict[str, Any]] = field(default_factory=dict)
     pairs: dict[int, tuple[bool, bool]] = field(default_factory=dict)
     history: deque[HistoryLine] = field(default_factory=lambda: deque(maxlen=HISTORY_LINES))
     last_message_at: float | None = None
+    refused: int = 0
+    last_refused: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         self.view = TableView(self.table_id)
@@ -66,6 +71,11 @@ class ConsoleTable:
             self._take_state(self.view.state)
         elif suffix == "events":
             self._take_event(payload)
+
+    def refuse(self, suffix: str, reason: str) -> None:
+        """Count a message that did not verify; its content is never looked at."""
+        self.refused += 1
+        self.last_refused = {"ts": time.time(), "topic": suffix, "reason": reason[:200]}
 
     def _take_state(self, snapshot: dict[str, Any]) -> None:
         held = snapshot.get("held_rounds")
@@ -148,6 +158,8 @@ class ConsoleTable:
             "held_rounds": len(self.held),
             "backlog": self.backlog,
             "severity": self.severity(),
+            "trust": self.trust.value,
+            "refused": self.refused,
         }
 
     def table_model(self) -> dict[str, Any]:
@@ -193,6 +205,8 @@ class ConsoleTable:
             "history": [h.as_json() for h in self.history],
             "backlog": self.backlog,
             "stream": {"events": view.events_seen, "gaps": len(view.gaps), "malformed": view.malformed},
+            "trust": self.trust.value,
+            "refused": {"count": self.refused, "last": self.last_refused},
         }
 
 

@@ -2,7 +2,10 @@
 real mosquitto. One browser, one daemon and one shoe serve the module's tests, in order:
 the shoe deals round 1, an unneeded card, and round 2 (held by it); while the dealer waits
 for the supervisor, the tests look at the page, try to act without the role, and resolve
-the hold from the page; then the shoe is dealt to its end and the roads are compared.
+the hold from the page; the unneeded cards after rounds 4 and 7 hold rounds 5 and 8, which
+the supervisor corrects (a card's suit) and acknowledges from the page; then the shoe is
+dealt to its end and the roads are compared. The console verifies the table's events with
+its events key: a forged card is refused, never shown.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from daemon.console.roads import all_roads
 from daemon.console.server import ConsoleApp
 from daemon.console.settings import ConsoleSettings
 from daemon.mqtt.secrets import Secret
+from daemon.mqtt.signing import sign
 from daemon.mqtt.topics import TableTopics
 from daemon.service.config import load_config
 from daemon.service.runner import Daemon
@@ -91,8 +95,9 @@ class Rig:
     winners: list[str]
     shoe: VirtualShoe
     """Deals round 1, the unneeded card and round 2, up to the supervisor's resolve_hold."""
-    rest: VirtualShoe
-    """The rest of the shoe, in its own time, once the hold is resolved from the page."""
+    later: list[VirtualShoe]
+    """The rest of the shoe up to each of the next holds, and after the last: each part
+    started once the page resolved the hold before it."""
     refused: list[str]
 
 
@@ -160,7 +165,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     tmp = tmp_path_factory.mktemp("console")
     broker = MosquittoBroker(tmp / "broker").start()
     deal = DealSettings(decks=8, seed=11, max_hands=HANDS, shoe_id="console-11")
-    plan = plan_shoe(deal, [FaultSpec.parse("unneeded_card@1")])
+    plan = plan_shoe(deal, [FaultSpec.parse(f"unneeded_card@{hand}") for hand in (1, 4, 7)])
     steps = encode_plan(plan, "angel_eye", seed=11)
     shoe_device = PtyDevice(tmp / "baccarat-shoe")
     config, _events_key, _legacy = write_config(tmp, shoe_device.path, broker.port, deal)
@@ -178,6 +183,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
             "broker": {"host": "127.0.0.1", "port": broker.port, "tls": {"enabled": False}},
             "users_file": str(_users_file(tmp, keys)),
             "reply_timeout_s": 15,
+            "verify": {"tables": {TABLE_ID: [{"file": str(tmp / "events.key")}]}},
         }
     )
     console = ConsoleApp(settings)
@@ -186,8 +192,11 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         broker.port, recorder, Secret(keys["gs-test"].read_bytes().strip(), "gs")
     )
     refused: list[str] = []
-    # the supervisor's resolve_hold is the test's, from the page: the shoe stops before it
-    [at] = [i for i, step in enumerate(steps) if step.supervisor and step.supervisor.action == "resolve_hold"]
+    # the supervisor's actions on the holds are the test's, from the page: the shoe stops there
+    holds = [
+        i for i, step in enumerate(steps) if step.supervisor and step.supervisor.action == "resolve_hold"
+    ]
+    assert len(holds) == 3, holds
 
     def on_supervisor(step: SupervisorStep, _t: float) -> None:
         reply = sender.send(step.action, dict(step.args))
@@ -207,10 +216,11 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
         shoes = [
             VirtualShoe(part, shoe_device, speed=SPEED, on_supervisor=on_supervisor,
                         ready=lambda: all(bool(d.health().get("connected")) for d in readers))
-            for part in (steps[:at], steps[at + 1 :])
+            for part in (steps[: holds[0]], steps[holds[0] + 1 : holds[1]], steps[holds[1] + 1 : holds[2]],
+                         steps[holds[2] + 1 :])
         ]  # fmt: skip
         yield Rig(tmp, broker, daemon, console, driver, recorder,
-                  [w for _h, w in expected_winners(plan)], shoes[0], shoes[1], refused)  # fmt: skip
+                  [w for _h, w in expected_winners(plan)], shoes[0], shoes[1:], refused)  # fmt: skip
     finally:
         for shoe in shoes:
             shoe.stop()
@@ -347,13 +357,67 @@ def test_a_supervisor_resolves_the_hold_from_the_page(rig: Rig) -> None:
            "the hold to disappear")  # fmt: skip
     history = rig.driver.find_element(By.ID, "history").text
     assert "supervisor:sup-anna resolve_hold: accepted" in history
-    rig.rest.start()
+    rig.later[0].start()
+
+
+def test_a_supervisor_corrects_a_card_and_acknowledges_an_alert_from_the_page(rig: Rig) -> None:
+    from selenium.webdriver.common.by import By
+
+    # round 5, held by the unneeded card after round 4: its P1 card corrected to another suit
+    # (the same rank: the result, and so the roads, stay as the rules give them)
+    assert rig.later[0].done.wait(WAIT * 2), f"the shoe never reached round 5's hold; refused: {rig.refused}"
+    p1 = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ".hold[data-hand='5'] .card[data-slot='P1']"),
+                "held round 5")  # fmt: skip
+    dealt = str(p1.get_attribute("data-card"))
+    corrected = dealt[:-1] + next(suit for suit in "shdc" if suit != dealt[-1])
+    correct = ".hold[data-hand='5'] button[data-action='rearrange']"
+    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, correct).is_enabled(), "the correct button")
+    rig.driver.find_element(By.CSS_SELECTOR, correct).click()
+    _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
+    rig.driver.find_element(By.ID, "field-card").send_keys(corrected)
+    assert f'"P1":"{corrected}"' in rig.driver.find_element(By.ID, "confirm-text").text
+    rig.driver.find_element(By.ID, "confirm-send").click()
+    reply = _until(
+        rig, lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']"), "the reply"
+    )
+    assert reply.text.startswith("Table's reply\nrearrange: accepted")
+    assert "unverified" not in reply.text  # the reply verified with the table's events key
+    _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, ".hold"), "round 5 to complete")
+    rig.later[1].start()
+    # round 8, held by the unneeded card after round 7: the alert acknowledged (the engine's
+    # reading accepted), which lets the round complete
+    assert rig.later[1].done.wait(WAIT * 2), f"the shoe never reached round 8's hold; refused: {rig.refused}"
+    _until(rig, lambda d: d.find_elements(By.CSS_SELECTOR, ".hold[data-hand='8']"), "held round 8")
+    acknowledge = f".alert[data-code='{UNNEEDED}'] button[data-action='acknowledge_alert']"
+    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, acknowledge).is_enabled(), "the acknowledge button")
+    rig.driver.find_element(By.CSS_SELECTOR, acknowledge).click()
+    _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
+    assert rig.driver.find_element(By.ID, "confirm-text").text.startswith('acknowledge_alert {"alert_id":')
+    rig.driver.find_element(By.ID, "confirm-send").click()
+    _until(
+        rig,
+        lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']").text.startswith(
+            "Table's reply\nacknowledge_alert: accepted"
+        ),
+        "the acknowledge reply",
+    )
+    _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, ".hold, .alert"), "round 8 to complete")
+    # who did what: each action with the supervisor's own key id, as the table journaled it
+    history = _until(
+        rig,
+        lambda d: (text := d.find_element(By.ID, "history").text).count("supervisor:sup-anna") >= 3 and text,
+        "the history",
+    )
+    assert "supervisor:sup-anna rearrange: accepted" in history
+    assert "supervisor:sup-anna acknowledge_alert: accepted" in history
+    assert rig.driver.find_element(By.ID, "trust").get_attribute("data-trust") == "verified"
+    rig.later[2].start()
 
 
 def test_the_roads_match_the_rules_and_the_screenshot_is_taken(rig: Rig, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
-    assert rig.rest.done.wait(WAIT * 2), "the shoe did not finish"
+    assert rig.later[-1].done.wait(WAIT * 2), "the shoe did not finish"
     assert rig.recorder.wait(lambda: rig.recorder.kinds.count("round_completed") == HANDS), str(
         rig.recorder.kinds
     )
@@ -421,6 +485,13 @@ def test_a_hostile_table_id_and_alert_text_render_as_text(rig: Rig) -> None:
         event = {"schema_version": 1, "event_id": "e-evil", "seq": 1, "table_id": "evil",
                  "kind": "alert_raised", "ts": time.time(), "data": alert}  # fmt: skip
         client.publish("baccarat/v1/evil/events", json.dumps(event), qos=1).wait_for_publish(10)
+        # a card on the real table's topic, signed with a key that is not the table's
+        forged: dict[str, Any] = {"schema_version": 1, "event_id": "e-forged", "seq": 10_000,
+                                  "table_id": TABLE_ID, "shoe_id": "console-11", "hand": 99,
+                                  "kind": "card_dealt", "ts": time.time(), "source": "reader",
+                                  "data": {"slot": "P1", "card": "Ac", "round": 99}}  # fmt: skip
+        forged["sig"] = sign(forged, Secret(b"not the table's events key at all", "forger"))
+        client.publish(TableTopics(TABLE_ID).events, json.dumps(forged), qos=1).wait_for_publish(10)
     finally:
         client.loop_stop()
         client.disconnect()
@@ -432,9 +503,16 @@ def test_a_hostile_table_id_and_alert_text_render_as_text(rig: Rig) -> None:
     by_id = {row.get_attribute("data-table"): row.text for row in rows}
     assert by_id[TABLE_ID].startswith(f"{TABLE_ID} online {HANDS} ")
     assert rows[0].get_attribute("data-table") == "evil"
+    rig.driver.get(f"{rig.console.url}/table/{TABLE_ID}")
+    refused = _until(rig, lambda d: d.find_element(By.ID, "refused"), "the refused count")
+    assert refused.get_attribute("data-count") == "1"
+    assert "(last: events, signature does not verify)" in refused.text
+    assert rig.driver.find_elements(By.CSS_SELECTOR, ".card[data-hand='99']") == []
+    assert rig.driver.find_element(By.ID, "trust").get_attribute("data-trust") == "verified"
     rig.driver.get(rig.console.url + "/table/evil")
     message = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ".alert .message"), "the hostile alert")
     assert message.text == EVIL
+    assert rig.driver.find_element(By.ID, "trust").get_attribute("data-trust") == "unverified"
     rig.driver.get(rig.console.url + "/table/" + EVIL.replace('"', "%22").replace(" ", "%20"))
     _until(rig, lambda d: d.find_elements(By.ID, "connection"), "the page of the hostile id")
     assert rig.driver.find_elements(By.TAG_NAME, "img") == []

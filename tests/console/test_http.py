@@ -11,6 +11,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +30,7 @@ from tests.support.secrets import write_secret
 PASSWORD = "anna's long password"
 
 
-def _app(tmp: Path, tls: dict[str, str] | None = None) -> ConsoleApp:
+def _app(tmp: Path, tls: dict[str, str] | None = None, **extra: Any) -> ConsoleApp:
     key = write_secret(tmp / "sup-anna.key", "a supervisor key of some length\n")
     digest = hash_password(PASSWORD, n=2**14)
     users = tmp / "users.yaml"
@@ -45,6 +46,7 @@ def _app(tmp: Path, tls: dict[str, str] | None = None) -> ConsoleApp:
             "listen": listen,
             "broker": {"host": "127.0.0.1", "port": free_port(), "tls": {"enabled": False}},
             "users_file": str(users),
+            **extra,
         }
     )
     return ConsoleApp(settings)
@@ -262,3 +264,51 @@ def test_a_reread_user_file_logs_out_the_people_removed(tmp_path: Path) -> None:
         assert Browser(app).log_in("vic long password", "vic") == 303
     finally:
         app.stop()
+
+
+def _open_stream(app: ConsoleApp, browser: Browser, path: str = "/stream/floor") -> socket.socket:
+    """A live stream of ``browser``'s session, its first model received."""
+    sock = socket.create_connection(("127.0.0.1", app.port), timeout=10)
+    cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    received = b""
+    while b"data: " not in received:
+        chunk = sock.recv(4096)
+        assert chunk, received
+        received += chunk
+    assert received.startswith(b"HTTP/1.1 200"), received
+    return sock
+
+
+def test_live_streams_are_bounded_per_session_and_in_all_and_freed_when_closed(tmp_path: Path) -> None:
+    app = _app(tmp_path, max_streams_per_session=2, max_streams=3)
+    app.start()
+    try:
+        anna, desk = Browser(app), Browser(app)  # one person at two desks: two sessions
+        assert anna.log_in() == 303
+        assert desk.log_in() == 303
+        first = _open_stream(app, anna)
+        kept = [_open_stream(app, anna, "/stream/table/T1")]  # referenced: not closed by the GC
+        status, headers, body, _c = anna.request("GET", "/stream/dealer/T1")
+        assert status == 429
+        assert headers["Retry-After"] == "30"
+        assert "already has 2 live pages open (at most 2)" in json.loads(body)["error"]
+        kept.append(_open_stream(app, desk))
+        status, _h, body, _c = desk.request("GET", "/stream/floor")  # desk has 1 of 2, the console 3 of 3
+        assert status == 503
+        assert "serves 3 live pages already" in json.loads(body)["error"]
+        assert app.streams.open_count() == 3
+        # a page closed frees its place: the stream's thread sees the client go and ends
+        first.close()
+        session = anna.cookies["console_session"]
+        deadline = time.monotonic() + 20
+        while app.streams.open_count(session) != 1:
+            assert time.monotonic() < deadline, "the closed stream kept its place"
+            time.sleep(0.05)
+        kept.append(_open_stream(app, desk))
+        assert app.streams.open_count() == 3
+        for sock in kept:
+            sock.close()
+    finally:
+        app.stop()
+    assert app.streams.open_count() == 0

@@ -41,7 +41,7 @@
     const table = el("table", "floor");
     table.id = "floor";
     const head = el("tr");
-    ["Table", "Status", "Hand", "Last result", "Alerts", "Held", "Backlog", ""].forEach((h) =>
+    ["Table", "Status", "Hand", "Last result", "Alerts", "Held", "Backlog", "Signatures", ""].forEach((h) =>
       head.appendChild(el("th", null, h)));
     table.appendChild(head);
     for (const row of model.tables) {
@@ -63,6 +63,8 @@
       tr.appendChild(el("td", null, row.open_alerts));
       tr.appendChild(el("td", null, row.held_rounds));
       tr.appendChild(el("td", null, row.backlog === null ? "-" : row.backlog));
+      tr.appendChild(el("td", "trust " + row.trust + (row.refused ? " refused" : ""),
+        row.trust + (row.refused ? ", " + row.refused + " refused" : "")));
       const dealer = el("td");
       if (row.valid_id) {
         const link = el("a", null, "dealer display");
@@ -271,12 +273,34 @@
     return panel;
   }
 
+  // Where the data comes from: verified by the table's key, or unverified (no key configured);
+  // messages that failed verification are counted here and never shown.
+  function trustNotes(model) {
+    const box = el("div", "trust-notes");
+    const trust = el("p", "trust " + model.trust, model.trust === "verified"
+      ? "Signatures verified with the table's key."
+      : "Unverified: no key is configured for this table, so anyone able to publish on its topics could have sent what is shown.");
+    trust.id = "trust";
+    trust.dataset.trust = model.trust;
+    box.appendChild(trust);
+    if (model.refused.count) {
+      const last = model.refused.last || {};
+      const refused = el("p", "refused", model.refused.count + " message(s) refused: they did not verify and are not shown" +
+        (last.topic ? " (last: " + last.topic + ", " + last.reason + ")" : ""));
+      refused.id = "refused";
+      refused.dataset.count = String(model.refused.count);
+      box.appendChild(refused);
+    }
+    return box;
+  }
+
   function renderTable(model) {
     const wrap = el("div", "table-view");
     const title = el("h1", null, "Table " + model.table_id);
     title.id = "table-title";
     wrap.appendChild(title);
     wrap.appendChild(el("p", "status status-" + model.status, model.status));
+    wrap.appendChild(trustNotes(model));
     wrap.appendChild(layout(model, false));
     wrap.appendChild(shoeFigures(model));
     wrap.appendChild(replyPanel());
@@ -289,6 +313,7 @@
   function renderDealer(model) {
     const wrap = el("div", "dealer");
     wrap.appendChild(el("h1", null, model.table_id));
+    if (model.trust !== "verified") wrap.appendChild(el("p", "trust unverified", "unverified"));
     wrap.appendChild(layout(model, true));
     const alert = el("p", "last-alert", model.last_alert || "");
     alert.id = "last-alert";
@@ -351,7 +376,8 @@
       if (b.reply) {
         const r = b.reply;
         lastReply = { ok: r.status === "accepted", status: r.status,
-          text: action + ": " + r.status + (r.code ? " (" + r.code + ")" : "") + (r.reason ? ": " + r.reason : "") };
+          text: action + ": " + r.status + (r.code ? " (" + r.code + ")" : "") + (r.reason ? ": " + r.reason : "") +
+            (b.reply_trust === "verified" ? "" : " [unverified reply]") };
       } else {
         lastReply = { ok: false, status: "error", text: action + ": " + (b.error || "HTTP " + status) };
       }
