@@ -19,21 +19,19 @@ the table already holds and is ignored.
 from __future__ import annotations
 
 import json
-import math
-import re
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.roles import Role
 from daemon.mqtt.settings import KEY_ID_PATTERN, ServerAckSettings
 from daemon.mqtt.signing import verify
+from daemon.mqtt.wire_fields import EpochSeconds, HmacSignature
 
 MAX_ACK_BYTES = 4096
 EVENT_ID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-_HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 
 
 class AckMessage(BaseModel):
@@ -46,22 +44,8 @@ class AckMessage(BaseModel):
     seq: int = Field(ge=1)
     event_id: str = Field(pattern=EVENT_ID_PATTERN)
     key_id: str | None = Field(default=None, pattern=KEY_ID_PATTERN)
-    ts: float
-    sig: str
-
-    @field_validator("ts", mode="before")
-    @classmethod
-    def _finite_number(cls, value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ValueError("must be a finite number (seconds since the Unix epoch)")
-        return float(value)
-
-    @field_validator("sig")
-    @classmethod
-    def _sig_form(cls, value: str) -> str:
-        if not _HEX64.match(value):
-            raise ValueError("must be 64 hex digits (HMAC-SHA256)")
-        return value
+    ts: EpochSeconds
+    sig: HmacSignature
 
 
 @dataclass(frozen=True, slots=True)
