@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from common.inputs import EngineInput
-from daemon.journal import server_ack
-from daemon.journal.codec import dumps_input, loads_input
+from daemon.journal import reading, server_ack
+from daemon.journal.codec import dumps_input
 from daemon.journal.compaction import compact
 from daemon.journal.continuity import (
     MARKER_INTERVAL_S,
@@ -57,7 +57,6 @@ from daemon.journal.records import (
     DeliveryEvent,
     JournalableEvent,
     JournaledEvent,
-    event_from_row,
 )
 from daemon.journal.server_ack import ServerAck
 from daemon.journal.settings import FullPolicy, JournalSettings
@@ -65,8 +64,6 @@ from daemon.journal.snapshots import SnapshotStore
 from daemon.journal.transaction import Transaction
 
 EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
-
-# Column order read by event_from_row; queries spell it out (no SQL is built from strings).
 
 
 def event_id_for(journal_id: str, table_id: str, seq: int) -> str:
@@ -404,37 +401,17 @@ class Journal:
     def pending(self, after_seq: int = 0, limit: int = 100) -> list[JournaledEvent]:
         """Undelivered, not dead-lettered events with ``seq > after_seq``, in ``seq`` order."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
-                "delivered_at, dead_letter "
-                "FROM events WHERE seq > ? AND delivered_at IS NULL "
-                "AND dead_letter IS NULL ORDER BY seq LIMIT ?",
-                (after_seq, limit),
-            ).fetchall()
-        return [event_from_row(r) for r in rows]
+            return reading.pending(self._db, after_seq, limit)
 
     def delivered_between(self, first: int, last: int, limit: int) -> list[JournaledEvent]:
         """Events of ``first..last`` the broker acknowledged (not dead-lettered), in ``seq``
         order: what is published again for the game server (:mod:`daemon.mqtt.resend`)."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
-                "delivered_at, dead_letter "
-                "FROM events WHERE seq BETWEEN ? AND ? AND delivered_at IS NOT NULL "
-                "AND dead_letter IS NULL ORDER BY seq LIMIT ?",
-                (first, last, limit),
-            ).fetchall()
-        return [event_from_row(r) for r in rows]
+            return reading.delivered_between(self._db, first, last, limit)
 
     def get(self, seq: int) -> JournaledEvent | None:
         with self._lock:
-            row = self._db.execute(
-                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
-                "delivered_at, dead_letter "
-                "FROM events WHERE seq = ?",
-                (seq,),
-            ).fetchone()
-        return None if row is None else event_from_row(row)
+            return reading.event_at(self._db, seq)
 
     def events(self, after_seq: int = 0, origin: str | None = ORIGIN_ENGINE) -> Iterator[JournaledEvent]:
         """Every stored event with ``seq > after_seq`` in order (engine events only by default):
@@ -442,41 +419,22 @@ class Journal:
         cursor = after_seq
         while True:
             with self._lock:
-                if origin is None:
-                    rows = self._db.execute(
-                        "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
-                        "delivered_at, dead_letter "
-                        "FROM events WHERE seq > ? ORDER BY seq LIMIT 500",
-                        (cursor,),
-                    ).fetchall()
-                else:
-                    rows = self._db.execute(
-                        "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
-                        "delivered_at, dead_letter "
-                        "FROM events WHERE seq > ? AND origin = ? "
-                        "ORDER BY seq LIMIT 500",
-                        (cursor, origin),
-                    ).fetchall()
-            if not rows:
+                page = reading.events_page(self._db, cursor, origin)
+            if not page:
                 return
-            for row in rows:
-                event = event_from_row(row)
-                cursor = event.seq
-                yield event
+            cursor = page[-1].seq
+            yield from page
 
     def inputs(self, after_id: int = 0) -> Iterator[tuple[int, EngineInput]]:
         """Every stored input with its row id, in the order it was journaled."""
         cursor = after_id
         while True:
             with self._lock:
-                rows = self._db.execute(
-                    "SELECT id, body FROM inputs WHERE id > ? ORDER BY id LIMIT 500", (cursor,)
-                ).fetchall()
-            if not rows:
+                page = reading.inputs_page(self._db, cursor)
+            if not page:
                 return
-            for row_id, body in rows:
-                cursor = row_id
-                yield row_id, loads_input(body)
+            cursor = page[-1][0]
+            yield from page
 
     def input_count(self) -> int:
         """Number of inputs ever journaled (including compacted ones)."""
@@ -486,12 +444,7 @@ class Journal:
 
     def dead_letters(self) -> list[JournaledEvent]:
         with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, "
-                "delivered_at, dead_letter "
-                "FROM events WHERE dead_letter IS NOT NULL ORDER BY seq"
-            ).fetchall()
-        return [event_from_row(r) for r in rows]
+            return reading.dead_letters(self._db)
 
     # -- limits -------------------------------------------------------------------------------
 
