@@ -253,14 +253,48 @@ def _log_out(rig: Rig) -> None:
 
 
 def _until(rig: Rig, condition: Any, what: str, timeout: float = WAIT) -> Any:
-    from selenium.common.exceptions import TimeoutException
+    """Wait for `condition`; the page re-renders on every update, so a stale element is retried."""
+    from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        return WebDriverWait(rig.driver, timeout, poll_frequency=0.05).until(condition)
+        wait = WebDriverWait(
+            rig.driver, timeout, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,)
+        )
+        return wait.until(condition)
     except TimeoutException:
         page = rig.driver.execute_script("return document.body ? document.body.innerText : '';")
         raise AssertionError(f"waiting for {what}; the page shows:\n{page}") from None
+
+
+def _click(rig: Rig, selector: str, what: str) -> None:
+    """Click the element at CSS `selector` once it is enabled, whichever render of it is current."""
+    from selenium.webdriver.common.by import By
+
+    def clicked(driver: Any) -> bool:
+        button = driver.find_element(By.CSS_SELECTOR, selector)
+        if not button.is_enabled():
+            return False
+        button.click()
+        return True
+
+    _until(rig, clicked, what)
+
+
+def _text(rig: Rig, selector: str, what: str) -> str:
+    """The text of the element at CSS `selector`, read from whichever render of it is current."""
+    from selenium.webdriver.common.by import By
+
+    return str(_until(rig, lambda d: d.find_element(By.CSS_SELECTOR, selector).text, what))
+
+
+def _attribute(rig: Rig, selector: str, name: str, what: str) -> str:
+    """The attribute `name` of the element at CSS `selector`, from whichever render of it is current."""
+    from selenium.webdriver.common.by import By
+
+    return str(
+        _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, selector).get_attribute(name) or "", what)
+    )
 
 
 def test_dealt_cards_appear_on_the_table_view_within_a_second(rig: Rig) -> None:
@@ -330,32 +364,28 @@ def test_a_supervisor_resolves_the_hold_from_the_page(rig: Rig) -> None:
     rig.driver.get(f"{rig.console.url}/table/{TABLE_ID}")
     # first a correction the table refuses: its reason is shown, nothing changes
     correct = f".alert[data-code='{UNNEEDED}'] button[data-action='rearrange']"
-    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, correct).is_enabled(), "the correct button")
-    rig.driver.find_element(By.CSS_SELECTOR, correct).click()
+    _click(rig, correct, "the correct button")
     _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
     rig.driver.find_element(By.ID, "field-card").send_keys("Zz")
     assert '"P1":"Zz"' in rig.driver.find_element(By.ID, "confirm-text").text
     rig.driver.find_element(By.ID, "confirm-send").click()
     shown = "#reply[data-status='refused']"
-    refused = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, shown), "the refusal")
-    assert "rearrange: refused (refused_by_table): " in refused.text
-    assert "Zz" in refused.text
+    refused = _text(rig, shown, "the refusal")
+    assert "rearrange: refused (refused_by_table): " in refused
+    assert "Zz" in refused
     selector = f".alert[data-code='{UNNEEDED}'] button[data-action='resolve_hold']"
-    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, selector).is_enabled(), "the resolve button")
-    rig.driver.find_element(By.CSS_SELECTOR, selector).click()
+    _click(rig, selector, "the resolve button")
     _until(
         rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the confirmation"
     )
     # the unneeded card came after round 1: the round it holds is round 2
     assert rig.driver.find_element(By.ID, "confirm-text").text == 'resolve_hold {"hand":2}'
     rig.driver.find_element(By.ID, "confirm-send").click()
-    reply = _until(
-        rig, lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']"), "the reply"
-    )
-    assert reply.text.startswith("Table's reply\nresolve_hold: accepted")
+    reply = _text(rig, "#reply[data-status='accepted']", "the reply")
+    assert reply.startswith("Table's reply\nresolve_hold: accepted")
     _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, f".alert[data-code='{UNNEEDED}'], .hold"),
            "the hold to disappear")  # fmt: skip
-    history = rig.driver.find_element(By.ID, "history").text
+    history = _text(rig, "#history", "the history")
     assert "supervisor:sup-anna resolve_hold: accepted" in history
     rig.later[0].start()
 
@@ -366,22 +396,20 @@ def test_a_supervisor_corrects_a_card_and_acknowledges_an_alert_from_the_page(ri
     # round 5, held by the unneeded card after round 4: its P1 card corrected to another suit
     # (the same rank: the result, and so the roads, stay as the rules give them)
     assert rig.later[0].done.wait(WAIT * 2), f"the shoe never reached round 5's hold; refused: {rig.refused}"
-    p1 = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ".hold[data-hand='5'] .card[data-slot='P1']"),
-                "held round 5")  # fmt: skip
-    dealt = str(p1.get_attribute("data-card"))
+    p1 = ".hold[data-hand='5'] .card[data-slot='P1']"
+    dealt = str(
+        _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, p1).get_attribute("data-card"), "held round 5")
+    )
     corrected = dealt[:-1] + next(suit for suit in "shdc" if suit != dealt[-1])
     correct = ".hold[data-hand='5'] button[data-action='rearrange']"
-    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, correct).is_enabled(), "the correct button")
-    rig.driver.find_element(By.CSS_SELECTOR, correct).click()
+    _click(rig, correct, "the correct button")
     _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
     rig.driver.find_element(By.ID, "field-card").send_keys(corrected)
     assert f'"P1":"{corrected}"' in rig.driver.find_element(By.ID, "confirm-text").text
     rig.driver.find_element(By.ID, "confirm-send").click()
-    reply = _until(
-        rig, lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']"), "the reply"
-    )
-    assert reply.text.startswith("Table's reply\nrearrange: accepted")
-    assert "unverified" not in reply.text  # the reply verified with the table's events key
+    reply = _text(rig, "#reply[data-status='accepted']", "the reply")
+    assert reply.startswith("Table's reply\nrearrange: accepted")
+    assert "unverified" not in reply  # the reply verified with the table's events key
     _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, ".hold"), "round 5 to complete")
     rig.later[1].start()
     # round 8, held by the unneeded card after round 7: the alert acknowledged (the engine's
@@ -389,8 +417,7 @@ def test_a_supervisor_corrects_a_card_and_acknowledges_an_alert_from_the_page(ri
     assert rig.later[1].done.wait(WAIT * 2), f"the shoe never reached round 8's hold; refused: {rig.refused}"
     _until(rig, lambda d: d.find_elements(By.CSS_SELECTOR, ".hold[data-hand='8']"), "held round 8")
     acknowledge = f".alert[data-code='{UNNEEDED}'] button[data-action='acknowledge_alert']"
-    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, acknowledge).is_enabled(), "the acknowledge button")
-    rig.driver.find_element(By.CSS_SELECTOR, acknowledge).click()
+    _click(rig, acknowledge, "the acknowledge button")
     _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
     assert rig.driver.find_element(By.ID, "confirm-text").text.startswith('acknowledge_alert {"alert_id":')
     rig.driver.find_element(By.ID, "confirm-send").click()
@@ -410,7 +437,7 @@ def test_a_supervisor_corrects_a_card_and_acknowledges_an_alert_from_the_page(ri
     )
     assert "supervisor:sup-anna rearrange: accepted" in history
     assert "supervisor:sup-anna acknowledge_alert: accepted" in history
-    assert rig.driver.find_element(By.ID, "trust").get_attribute("data-trust") == "verified"
+    assert _attribute(rig, "#trust", "data-trust", "the trust mark") == "verified"
     rig.later[2].start()
 
 
@@ -429,11 +456,14 @@ def test_the_roads_match_the_rules_and_the_screenshot_is_taken(rig: Rig, tmp_pat
     )
 
     def cells(name: str) -> list[tuple[int, int, str]]:
-        found = rig.driver.find_elements(By.CSS_SELECTOR, f"#road-{name} .cell")
-        return sorted(
-            (int(c.get_attribute("data-col")), int(c.get_attribute("data-row")), c.get_attribute("class"))
-            for c in found
-        )
+        def read(driver: Any) -> list[tuple[int, int, str]]:
+            found = driver.find_elements(By.CSS_SELECTOR, f"#road-{name} .cell")
+            return sorted(
+                (int(c.get_attribute("data-col")), int(c.get_attribute("data-row")), c.get_attribute("class"))
+                for c in found
+            )
+
+        return list(_until(rig, read, f"the {name} road"))
 
     assert cells("bead_plate") == sorted(
         (c["col"], c["row"], f"cell {c['result']}") for c in expected["bead_plate"]
@@ -496,23 +526,27 @@ def test_a_hostile_table_id_and_alert_text_render_as_text(rig: Rig) -> None:
         client.loop_stop()
         client.disconnect()
     rig.driver.get(rig.console.url + "/")
-    cell = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, "#floor .invalid-id"), "the hostile row")
-    assert cell.text == EVIL
+    assert _text(rig, "#floor .invalid-id", "the hostile row") == EVIL
     # the floor: the real table online at its last hand; worst first (evil: no status, an alert)
-    rows = rig.driver.find_elements(By.CSS_SELECTOR, "#floor tr[data-table]")
-    by_id = {row.get_attribute("data-table"): row.text for row in rows}
+    rows = _until(
+        rig,
+        lambda d: [
+            (row.get_attribute("data-table"), row.text)
+            for row in d.find_elements(By.CSS_SELECTOR, "#floor tr[data-table]")
+        ],
+        "the floor rows",
+    )
+    by_id = dict(rows)
     assert by_id[TABLE_ID].startswith(f"{TABLE_ID} online {HANDS} ")
-    assert rows[0].get_attribute("data-table") == "evil"
+    assert rows[0][0] == "evil"
     rig.driver.get(f"{rig.console.url}/table/{TABLE_ID}")
-    refused = _until(rig, lambda d: d.find_element(By.ID, "refused"), "the refused count")
-    assert refused.get_attribute("data-count") == "1"
-    assert "(last: events, signature does not verify)" in refused.text
+    assert _attribute(rig, "#refused", "data-count", "the refused count") == "1"
+    assert "(last: events, signature does not verify)" in _text(rig, "#refused", "the refused count")
     assert rig.driver.find_elements(By.CSS_SELECTOR, ".card[data-hand='99']") == []
-    assert rig.driver.find_element(By.ID, "trust").get_attribute("data-trust") == "verified"
+    assert _attribute(rig, "#trust", "data-trust", "the trust mark") == "verified"
     rig.driver.get(rig.console.url + "/table/evil")
-    message = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ".alert .message"), "the hostile alert")
-    assert message.text == EVIL
-    assert rig.driver.find_element(By.ID, "trust").get_attribute("data-trust") == "unverified"
+    assert _text(rig, ".alert .message", "the hostile alert") == EVIL
+    assert _attribute(rig, "#trust", "data-trust", "the trust mark") == "unverified"
     rig.driver.get(rig.console.url + "/table/" + EVIL.replace('"', "%22").replace(" ", "%20"))
     _until(rig, lambda d: d.find_elements(By.ID, "connection"), "the page of the hostile id")
     assert rig.driver.find_elements(By.TAG_NAME, "img") == []
