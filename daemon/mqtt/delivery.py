@@ -29,6 +29,7 @@ from daemon.mqtt.counters import Counters
 from daemon.mqtt.envelope import event_payload
 from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.open_alerts import open_episode_alerts
+from daemon.mqtt.packed_properties import FrozenProperties
 from daemon.mqtt.resend import ResendQueue
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import DeliverySettings, Protocol
@@ -273,13 +274,14 @@ def _event_properties(protocol: Protocol, settings: DeliverySettings) -> Propert
     """The properties of every event PUBLISH (None with MQTT 3.1.1), built once."""
     if protocol is not Protocol.MQTT5:
         return None
-    props = Properties(PacketTypes.PUBLISH)  # type: ignore[no-untyped-call]
-    props.ContentType = "application/json"
-    props.PayloadFormatIndicator = 1
-    props.UserProperty = [("contract", "baccarat/v1"), ("schema_version", "1")]
+    values: dict[str, Any] = {
+        "ContentType": "application/json",
+        "PayloadFormatIndicator": 1,
+        "UserProperty": [("contract", "baccarat/v1"), ("schema_version", "1")],
+    }
     if settings.message_expiry_s is not None:
-        props.MessageExpiryInterval = settings.message_expiry_s
-    return props
+        values["MessageExpiryInterval"] = settings.message_expiry_s
+    return FrozenProperties(PacketTypes.PUBLISH, values)
 
 
 def _varint_length(value: int) -> int:
