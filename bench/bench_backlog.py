@@ -10,11 +10,14 @@
    over first → last acknowledgement, and the subscriber's copy checked for order and gaps.
 
 With the server acknowledgement on (``--server-ack on``, the default; issue #13) the
-subscriber is the reference consumer (:class:`daemon.mqtt.ordered_consumer.OrderedConsumer`
-behind :class:`daemon.mqtt.consumer_client.ConsumerClient`, persistent session, SQLite
-checkpoint, signed acknowledgement every 0.2 s) and the table waits for it: also measured,
-broker up → the server's acknowledgement of the last backlog event (read from the journal's
-meta), and the consumer's checkpoint checked for every event once, in order.
+subscriber is the game server stand-in: the shipped reference consumer, ``baccarat-edge tail
+--checkpoint`` (:class:`daemon.mqtt.ordered_consumer.OrderedConsumer` behind
+:class:`daemon.mqtt.consumer_client.ConsumerClient`, persistent session, SQLite checkpoint,
+signed acknowledgement every 0.2 s), in its own process as a game server would be, and the
+table waits for it: also measured, broker up → the server's acknowledgement of the last backlog
+event (read from the journal's meta), and the consumer's checkpoint checked for every event
+once, in order. The CPU each process spent per backlog event from broker up to done (the
+daemon, mosquitto, the game server, this process) says where the two cores went.
 
 Baseline in the same run: bare paho publishing the same number of same-sized QoS 1 messages
 as fast as it can to the same broker, time to the last PUBACK. Target: at least 5,000 events/s
@@ -27,8 +30,11 @@ as fast as it can to the same broker, time to the last PUBACK. Target: at least 
 from __future__ import annotations
 
 import argparse
+import re
+import signal
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -39,7 +45,7 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from bench.common import collapsed_profile, pyspy_start, report, rss_bytes
+from bench.common import collapsed_profile, cpu_seconds, pyspy_start, report, rss_bytes
 from bench.rig import (
     Broker,
     DaemonProcess,
@@ -53,9 +59,9 @@ from bench.rig import (
     shoe_stream,
     write_config,
 )
+from daemon.journal.reading import events_page
 from daemon.mqtt.checkpoint import Checkpoint
-from daemon.mqtt.consumer_client import ConsumerClient
-from daemon.mqtt.ordered_consumer import OrderedConsumer
+from daemon.mqtt.envelope import event_payload
 from daemon.mqtt.secrets import SigningKeySource
 from drivers.simulate import VirtualShoe
 
@@ -109,6 +115,17 @@ def paho_burst(port: int, count: int, size: int) -> float:
         client.disconnect()
 
 
+def _median_wire_size(state_dir: Path, events_key: Path, after_seq: int) -> int:
+    """Median bytes of the backlog's first 500 event payloads as the table publishes them (signed)."""
+    key = SigningKeySource(file=events_key).load()
+    db = sqlite3.connect(f"file:{state_dir / 'journal.sqlite3'}?mode=ro", uri=True, timeout=5.0)
+    try:
+        events = events_page(db, after_seq, None)
+    finally:
+        db.close()
+    return int(statistics.median(len(event_payload(e, TABLE_ID, time.time(), key)) for e in events))
+
+
 def _server_ack_seq(state_dir: Path) -> int:
     """The seq the game server acknowledged, from the journal's meta (read-only)."""
     db = sqlite3.connect(f"file:{state_dir / 'journal.sqlite3'}?mode=ro", uri=True, timeout=5.0)
@@ -119,20 +136,58 @@ def _server_ack_seq(state_dir: Path) -> int:
         db.close()
 
 
-def _game_server(table_dir: Path, port: int) -> tuple[ConsumerClient, OrderedConsumer]:
-    """The reference consumer, acknowledging with the table's legacy command key (it holds the
-    game_server role; bench/rig.py configures no keyring)."""
-    consumer = OrderedConsumer(
-        TABLE_ID,
-        Checkpoint(table_dir / "game-server-checkpoint.sqlite3", TABLE_ID),
-        SigningKeySource(file=table_dir / "events.key").load(),
-    )
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="bench-game-server", protocol=mqtt.MQTTv5)
-    runner = ConsumerClient(client, consumer, None, SigningKeySource(file=table_dir / "command.key").load())
-    runner.connect("127.0.0.1", port)
-    if not runner.subscribed.wait(10):
-        raise RuntimeError("the game server stand-in did not subscribe")
-    return runner, consumer
+class GameServer:
+    """The game server stand-in: the shipped reference consumer, ``baccarat-edge tail
+    --checkpoint``, in its own process (a game server is another machine, so it must not share
+    the bench's interpreter lock), acknowledging with the table's legacy command key (key id
+    ``table``: it holds the game_server role; bench/rig.py configures no keyring)."""
+
+    def __init__(self, config: Path, table_dir: Path) -> None:
+        self.checkpoint = table_dir / "game-server-checkpoint.sqlite3"
+        self._stderr = table_dir / "game-server.stderr"
+        self._stderr_file = open(self._stderr, "wb")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daemon.cli", "tail", "--config", str(config), "--json",
+             "--checkpoint", str(self.checkpoint), "--key-id", "table",
+             "--command-key-file", str(table_dir / "command.key"), "--client-id", "bench-game-server"],
+            cwd=Path(__file__).resolve().parent.parent,
+            stdout=subprocess.DEVNULL,
+            stderr=self._stderr_file,
+        )  # fmt: skip
+        if not await_condition(lambda: b"subscribed" in self._stderr.read_bytes(), 15.0):
+            self.stop()
+            raise RuntimeError(f"the game server stand-in did not subscribe:\n{self.report()}")
+
+    def stop(self) -> None:
+        """Ctrl-C, as an operator ends it: it commits, acknowledges and prints its summary."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        self._stderr_file.close()
+
+    def report(self) -> str:
+        return self._stderr.read_text(errors="replace")
+
+    def checkpoint_figures(self, acknowledged: int) -> dict[str, Any]:
+        """What the stopped consumer's checkpoint holds and what its summary said."""
+        checkpoint = Checkpoint(self.checkpoint, TABLE_ID)
+        try:
+            seqs = [seq for seq, _ in checkpoint.processed_seqs()]
+        finally:
+            checkpoint.close()
+        summary = re.search(r"(\d+) duplicates dropped; (\d+) rejected; (\d+) conflicts", self.report())
+        return {
+            "server_acknowledged_seq": acknowledged,
+            "processed": len(seqs),
+            "once_in_seq_order": seqs == list(range(1, len(seqs) + 1)),
+            "duplicates_dropped": int(summary.group(1)) if summary else None,
+            "rejected": int(summary.group(2)) if summary else None,
+            "conflicts": int(summary.group(3)) if summary else None,
+        }
 
 
 def run(
@@ -163,13 +218,19 @@ def _run_on(
     server_ack: bool,
 ) -> dict[str, Any]:
     recorder = EventRecorder(
-        broker.port, persistent=True, topics=("baccarat/v1/+/events", "baccarat/v1/+/status")
+        broker.port,
+        persistent=True,
+        # With the server acknowledgement on, the game server stand-in is the events
+        # subscriber (its checkpoint is checked); a second copy would only take CPU from it.
+        topics=("baccarat/v1/+/status", "baccarat/v1/+/cmd")
+        if server_ack
+        else ("baccarat/v1/+/events", "baccarat/v1/+/status"),
     ).start()
     pty = TimedPty(tmp / "shoe")
     delivery: dict[str, Any] = {} if inflight_window is None else {"inflight_window": inflight_window}
     delivery["server_ack"] = {"enabled": server_ack}
     config = write_config(tmp / "table", TABLE_ID, pty.path, broker.port, delivery=delivery)
-    game: tuple[ConsumerClient, OrderedConsumer] | None = None
+    game: GameServer | None = None
     state_dir = tmp / "table" / "state"
     notify = NotifySocket(tmp / "notify.sock")
     daemon = DaemonProcess(config, tmp / "daemon.log", notify_socket=notify.path)
@@ -180,7 +241,7 @@ def _run_on(
         if not await_condition(lambda: any(b'"online"' in r.payload for r in recorder.snapshot()), 15.0):
             raise RuntimeError(f"the daemon did not come online:\n{daemon.tail()}")
         if server_ack:
-            game = _game_server(tmp / "table", broker.port)
+            game = GameServer(config, tmp / "table")
         before = journal_last_seq(state_dir)
         broker.stop()
         down_at = time.monotonic()
@@ -201,6 +262,12 @@ def _run_on(
         backlog, delivered, _, _ = _delivery(state_dir, before)
         last_backlog_seq = journal_last_seq(state_dir)
         spy = None if profile is None else pyspy_start(daemon.pid, 4.0, profile)
+        game_profile = None if profile is None or game is None else profile.with_suffix(".game-server.txt")
+        game_spy = (
+            None if game_profile is None or game is None else pyspy_start(game.proc.pid, 4.0, game_profile)
+        )
+        cpu_before = cpu_seconds(daemon.pid)
+        others_before = (time.process_time(), 0.0 if game is None else cpu_seconds(game.proc.pid))
         broker.start()
         up_wall = time.time()
         up = time.monotonic()
@@ -210,6 +277,7 @@ def _run_on(
         if not finished:
             raise RuntimeError(f"backlog not acknowledged within 180 s:\n{daemon.tail()}")
         drained_s = time.monotonic() - up
+        drain_cpu_s = cpu_seconds(daemon.pid) - cpu_before
         server_acked_s: float | None = None
         if server_ack:
             if not await_condition(lambda: _server_ack_seq(state_dir) >= last_backlog_seq, 180.0, 0.02):
@@ -217,38 +285,38 @@ def _run_on(
                     f"the server did not acknowledge the backlog within 180 s:\n{daemon.tail()}"
                 )
             server_acked_s = time.monotonic() - up
+        assert broker.proc is not None
+        cpu_to_done = {  # broker up -> the last PUBACK, or the server's acknowledgement when on
+            "table_daemon": cpu_seconds(daemon.pid) - cpu_before,
+            "mosquitto": cpu_seconds(broker.proc.pid),
+            "game_server": 0.0 if game is None else cpu_seconds(game.proc.pid) - others_before[1],
+            "bench_and_subscriber": time.process_time() - others_before[0],
+        }
         _, _, first_ack, last_ack = _delivery(state_dir, before, last_backlog_seq)
-        if spy is not None:
-            spy.wait(30)
-        received_all = await_condition(
+        for started in (spy, game_spy):
+            if started is not None:
+                started.wait(30)
+        received_all = server_ack or await_condition(
             lambda: sum(1 for r in recorder.snapshot() if r.topic.endswith("/events")) >= before + backlog,
             60.0,
         )
         checkpoint: dict[str, Any] | None = None
         if game is not None:
-            runner, consumer = game
-            with runner.lock:
-                seqs = [seq for seq, _ in consumer.checkpoint.processed_seqs()]
-            checkpoint = {
-                "server_acknowledged_seq": _server_ack_seq(state_dir),
-                "processed": len(seqs),
-                "once_in_seq_order": seqs == list(range(1, len(seqs) + 1)),
-                "duplicates_dropped": consumer.stats.duplicates,
-                "conflicts": consumer.stats.conflicts,
-                "resends_asked": len(runner.resends_asked),
-            }
+            game.stop()
+            checkpoint = game.checkpoint_figures(_server_ack_seq(state_dir))
+            checkpoint["resends_asked"] = sum(
+                1 for r in recorder.snapshot() if r.topic.endswith("/cmd") and b'"resend"' in r.payload
+            )
     finally:
         daemon.stop()
         notify.close()
         pty.close()
         recorder.stop()
         if game is not None:
-            game[0].stop()
-            game[1].checkpoint.close()
+            game.stop()
     envelopes = [env for _, env in parse_events(recorder.snapshot()) if "seq" in env and "kind" in env]
     backlog_envs = [e for e in envelopes if int(e["seq"]) > before]
-    sizes = [len(r.payload) for r in recorder.snapshot() if r.topic.endswith("/events")]
-    size = int(statistics.median(sizes))
+    size = _median_wire_size(state_dir, tmp / "table" / "events.key", before)
     burst_s = paho_burst(broker.port, backlog, size)
     if first_ack is None or last_ack is None:
         raise RuntimeError("no delivery time recorded in the journal")
@@ -280,7 +348,11 @@ def _run_on(
         "baseline_bare_paho_burst_s": round(burst_s, 2),
         "baseline_bare_paho_msgs_per_s": round(backlog / burst_s),
         "ratio_drain_time_to_baseline": round((last_ack - first_ack) / burst_s, 2),
-        "subscriber": {
+        "daemon_cpu_us_per_event_drained": round(drain_cpu_s * 1e6 / backlog, 1),
+        "cpu_us_per_event_to_done": {name: round(s * 1e6 / backlog, 1) for name, s in cpu_to_done.items()},
+        "subscriber": "the game server stand-in: game_server_checkpoint"
+        if server_ack
+        else {
             "received_all": received_all,
             "backlog_copies_received": len(backlog_envs),
             **seq_report(backlog_envs),
@@ -306,6 +378,8 @@ def _run_on(
         figures["target_met"] = rate_up >= TARGET_EVENTS_PER_S and rate_server >= TARGET_EVENTS_PER_S
     if profile is not None and profile.exists():
         figures["py_spy_drain_first_4s"] = collapsed_profile(profile)
+    if game_profile is not None and game_profile.exists():
+        figures["py_spy_game_server_first_4s"] = collapsed_profile(game_profile)
     return figures
 
 
@@ -323,7 +397,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--py-spy", type=Path, default=None, metavar="FILE",
-        help="profile the daemon's first 4 s of draining with py-spy (collapsed stacks to FILE)",
+        help="profile the daemon's first 4 s of draining with py-spy (collapsed stacks to FILE; the game "
+        "server stand-in's to FILE with the suffix .game-server.txt)",
     )  # fmt: skip
     parser.add_argument(
         "--server-ack",
