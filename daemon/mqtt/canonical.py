@@ -13,12 +13,13 @@ Fast path: for most values the standard library's encoder, with sorted keys, no 
 no ASCII escaping, already prints exactly the JCS bytes, at a fraction of the cost of the
 general algorithm below (which publishing every event paid twice over). It is used only after
 a walk proved every part of the value is one where both agree: exact ``dict``/``list``/
-``tuple``/``str``/``bool``/``None``, integers within +-2**53, floats that ``repr()`` prints in
-fixed notation with a fraction (``1e-4 <= |x| < 1e16``; Python prints ``1e-05`` where
-ECMAScript prints ``0.00001``), integral floats within +-2**53 (handed to the encoder as the
-int ECMAScript prints: ``-1.0`` -> ``-1``) and keys without characters beyond U+FFFF (so code
-point order is UTF-16 code unit order). Anything else goes through the general algorithm; a
-property test proves both give the same bytes.
+``tuple``/``bool``/``None``, strings (``str`` and its subclasses, such as the engine's
+``StrEnum`` members: both encoders print a string's characters), integers within +-2**53,
+floats that ``repr()`` prints in fixed notation with a fraction (``1e-4 <= |x| < 1e16``;
+Python prints ``1e-05`` where ECMAScript prints ``0.00001``), integral floats within +-2**53
+(handed to the encoder as the int ECMAScript prints: ``-1.0`` -> ``-1``) and keys without
+characters beyond U+FFFF (so code point order is UTF-16 code unit order). Anything else goes
+through the general algorithm; a property test proves both give the same bytes.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _encoder_ready(value: Any) -> Any:
     :data:`_NEEDS_GENERAL`. The form is ``value`` itself unless it holds integral floats,
     which become ints (ECMAScript prints ``-1.0`` as ``-1``); containers are copied only then."""
     kind = type(value)
-    if kind is str or kind is bool or value is None:
+    if isinstance(value, str) or kind is bool or value is None:
         return value
     if kind is int:
         return value if -_MAX_EXACT_INT <= value <= _MAX_EXACT_INT else _NEEDS_GENERAL
@@ -74,7 +75,7 @@ def _encoder_ready(value: Any) -> Any:
     if kind is dict:
         copy: dict[str, Any] | None = None
         for key, item in value.items():
-            if type(key) is not str or not (key.isascii() or max(key) <= _LAST_BMP_CHAR):
+            if not isinstance(key, str) or not (key.isascii() or max(key) <= _LAST_BMP_CHAR):
                 return _NEEDS_GENERAL
             ready = _encoder_ready(item)
             if ready is not item:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+from enum import StrEnum
 from typing import Any
 
 import pytest
@@ -197,6 +198,20 @@ edge_values = st.recursive(
 @given(edge_values)
 def test_fast_path_gives_the_general_algorithms_bytes(value: object) -> None:
     assert canonical_json(value) == canonical_json_general(value)
+
+
+class Colour(StrEnum):
+    RED = "red"
+    ODD = "\ue000\u2028"
+
+
+def test_string_enum_members_take_the_fast_path_with_the_general_algorithms_bytes() -> None:
+    # The engine's state snapshot holds StrEnum members (phase, alert code, card source).
+    value = {Colour.RED: [Colour.ODD, "red"], "colour": Colour.RED, "n": 1.5, Colour.ODD: None}
+    assert _encoder_ready(value) is value
+    assert canonical_json(value) == canonical_json_general(value)
+    assert canonical_json(value) == canonical_json({str(k): v for k, v in value.items()})
+    assert b'"colour":"red"' in canonical_json(value)
 
 
 def test_fast_path_gives_the_general_algorithms_bytes_for_a_published_event() -> None:
