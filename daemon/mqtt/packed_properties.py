@@ -1,11 +1,11 @@
 """MQTT 5 properties packed once: the event PUBLISH properties never change after start-up.
 
-paho packs a publish's :class:`~paho.mqtt.properties.Properties` on every ``publish()``:
-about 20 us of pure Python per event (it walks every property name the packet type may
-carry), a tenth of the daemon's CPU per event while it drains a backlog (``bench/README.md``,
-"Backlog drain with the server acknowledgement"). :class:`FrozenProperties` packs them once,
-when built, and refuses any change afterwards, so the bytes on the wire are always the ones
-packed.
+paho packs a publish's :class:`~paho.mqtt.properties.Properties` inside every ``publish()``,
+under its message mutex, walking every property name the packet type may carry. While a
+backlog drains that was the largest cost the daemon added: packing once took its CPU per
+drained event from 207-227 us to 141-152 us (``bench/README.md``, "Issues #11 and #13, third
+pass"). :class:`FrozenProperties` packs them when built and refuses any change afterwards,
+so the bytes on the wire are always the ones packed.
 """
 
 from __future__ import annotations
