@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -40,7 +39,6 @@ from daemon.mqtt.topics import PREFIX, TableTopics
 if TYPE_CHECKING:
     import paho.mqtt.client as mqtt
 
-log = logging.getLogger(__name__)
 
 SHARE_PREFIX = "$share"
 
@@ -93,6 +91,8 @@ class ShardConsumer:
         import paho.mqtt.client as mqtt
         from paho.mqtt.enums import CallbackAPIVersion
 
+        from daemon.mqtt.ticking_session import TickingSession
+
         self.host, self.port = host, port
         self.filters = shard_filters(tables, shard, shards)
         self.consumers: dict[str, OrderedConsumer] = {}
@@ -103,14 +103,11 @@ class ShardConsumer:
         self.on_processed = on_processed
         self.session_expiry_s = session_expiry_s
         self._ack_key_id, self._ack_key = ack_key_id, ack_key
-        self._interval_s = interval_s
         self._clock = clock
         self._acked: dict[str, tuple[int, str | None]] = {}
         self.lock = threading.Lock()
         self.subscribed = threading.Event()
         self.resends_asked: list[tuple[str, int, int]] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self.client = mqtt.Client(
             CallbackAPIVersion.VERSION2,
             client_id=client_id or f"baccarat-consumer-{group_name(shard, shards)}",
@@ -121,27 +118,15 @@ class ShardConsumer:
         self.client.on_connect = self._on_connect
         self.client.on_subscribe = self._on_subscribe
         self.client.on_message = self._on_message
+        self._session = TickingSession(self.client, self.tick, interval_s, "shard-ack")
 
     def start(self) -> None:
         """Connect (persistent session), subscribe, start acknowledging; paho reconnects."""
-        from paho.mqtt.packettypes import PacketTypes
-        from paho.mqtt.properties import Properties
-
-        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
-        props.SessionExpiryInterval = self.session_expiry_s
-        self.client.connect(self.host, self.port, keepalive=15, clean_start=False, properties=props)
-        self.client.loop_start()
-        self._thread = threading.Thread(target=self._tick_loop, name="shard-ack", daemon=True)
-        self._thread.start()
+        self._session.open(self.host, self.port, keepalive=15, session_expiry_s=self.session_expiry_s)
 
     def stop(self) -> None:
         """Commit and acknowledge once more, disconnect, close the checkpoints."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        self.tick()
-        self.client.disconnect()
-        self.client.loop_stop()
+        self._session.close()
         for consumer in self.consumers.values():
             consumer.checkpoint.close()
 
@@ -168,13 +153,6 @@ class ShardConsumer:
             return
         for topic, message, retain in outgoing:
             self.client.publish(topic, encode(message), qos=1, retain=retain)
-
-    def _tick_loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            try:
-                self.tick()
-            except Exception:
-                log.exception("shard acknowledgement failed")
 
     def _on_connect(self, client: mqtt.Client, _u: object, flags: Any, reason: Any, _p: object) -> None:
         if reason.is_failure or not self.filters:

@@ -23,12 +23,11 @@ from collections.abc import Callable
 from typing import Any
 
 import paho.mqtt.client as mqtt
-from paho.mqtt.packettypes import PacketTypes
-from paho.mqtt.properties import Properties
 
 from daemon.mqtt.envelope import encode
 from daemon.mqtt.ordered_consumer import Fed, OrderedConsumer
 from daemon.mqtt.secrets import Secret
+from daemon.mqtt.ticking_session import TickingSession
 from daemon.mqtt.topics import TableTopics
 
 log = logging.getLogger(__name__)
@@ -57,7 +56,6 @@ class ConsumerClient:
         self._ack_key = ack_key
         self._on_processed = on_processed
         self._on_fed = on_fed
-        self._interval_s = interval_s
         self._clock = clock
         self.lock = threading.Lock()
         self.subscribed = threading.Event()
@@ -65,8 +63,7 @@ class ConsumerClient:
         """The last ``seq`` acknowledged to the table."""
         self.resends_asked: list[tuple[int, int]] = []
         self._acked: tuple[int, str | None] = (0, None)  # (seq, event_id) last acknowledged
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._session = TickingSession(client, self.tick, interval_s, "consumer-ack")
         client.on_connect = self._on_connect
         client.on_message = self._on_message
         client.on_subscribe = self._on_subscribe
@@ -74,22 +71,12 @@ class ConsumerClient:
 
     def connect(self, host: str, port: int) -> None:
         """Connect with a persistent session and start paho's loop and the ack thread."""
-        props = Properties(PacketTypes.CONNECT)  # type: ignore[no-untyped-call]
-        props.SessionExpiryInterval = SESSION_EXPIRY_S
         self.client.reconnect_delay_set(1, 2)
-        self.client.connect(host, port, keepalive=30, clean_start=False, properties=props)
-        self.client.loop_start()
-        self._thread = threading.Thread(target=self._tick_loop, name="consumer-ack", daemon=True)
-        self._thread.start()
+        self._session.open(host, port, keepalive=30, session_expiry_s=SESSION_EXPIRY_S)
 
     def stop(self) -> None:
         """Commit, acknowledge once more, disconnect."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
-        self.tick()
-        self.client.disconnect()
-        self.client.loop_stop()
+        self._session.close()
 
     def tick(self) -> None:
         """Commit; publish the acknowledgement if it moved and a resend for each open gap."""
@@ -111,13 +98,6 @@ class ConsumerClient:
             log.info("asking table %s for seq %d..%d", self.consumer.table_id, first, last)
             self.resends_asked.append((first, last))
             self.client.publish(self.topics.cmd, encode(command), qos=1)
-
-    def _tick_loop(self) -> None:
-        while not self._stop.wait(self._interval_s):
-            try:
-                self.tick()
-            except Exception:
-                log.exception("consumer acknowledgement failed")
 
     def _on_connect(self, client: mqtt.Client, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
         if reason.is_failure:
