@@ -165,8 +165,9 @@ class AngelEyeDecoder:
         """Consume ``data`` observed at ``at``; return the frames it completed, in order."""
         if not self._emit_duplicates and not self._pending and self._recent and data == self._recent[-1]:
             # A shoe sends every frame three times, each copy its own read: a copy of the newest
-            # frame taken, with nothing buffered, is what the loop below would count as a repeat
-            # (``_finish_frame``), decided here without finding the frame again. Measured worth
+            # frame taken (as remembered: BCC in upper case), with nothing buffered, is what the
+            # loop below would count as a repeat (``_finish_frame``), decided here without
+            # finding the frame again. Measured worth
             # it: bench/README.md, "Issue #11 re-measure".
             self._dropped_duplicates += 1
             return []
@@ -285,14 +286,16 @@ class AngelEyeDecoder:
     # -- a whole frame: checked, repeat or new, its meaning --------------------------------
 
     def _finish_frame(self, raw: bytes, at: float, out: list[DecodedFrame]) -> None:
-        # A repeat transmission is byte-identical to a frame already taken (same SEQ and
-        # payload, hence the same BCC): its check and its meaning were settled then. A start
-        # frame resets the repeat memory, so the memory holds nothing older than the last
-        # start: a start frame is a repeat only while it is still the newest frame taken (its
-        # copies follow it); the same start frame after other frames is the shoe starting
+        # A repeat transmission has the SEQ and payload of a frame already taken, hence the
+        # same BCC value, which a shoe may write in either case: the memory keeps each frame
+        # taken with its BCC in upper case, so a repeat's check and meaning were settled then.
+        # A start frame resets the repeat memory, so the memory holds nothing older than the
+        # last start: a start frame is a repeat only while it is still the newest frame taken
+        # (its copies follow it); the same start frame after other frames is the shoe starting
         # again, and resets the memory again.
         recent = self._recent
-        if raw in recent and (raw[2] != START_CODE or recent[-1] == raw):
+        key = raw[:-2] + raw[-2:].upper()
+        if key in recent and (raw[2] != START_CODE or recent[-1] == key):
             if not self._emit_duplicates:
                 self._dropped_duplicates += 1
                 return
@@ -314,7 +317,7 @@ class AngelEyeDecoder:
             return
         if raw[2] == START_CODE:
             recent.clear()
-        recent.append(raw)
+        recent.append(key)
         self._settle(DecodedFrame(raw=raw, input=meaning), at, out)
 
     # -- cards lost on the wire ------------------------------------------------------

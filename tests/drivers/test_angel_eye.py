@@ -238,6 +238,22 @@ def test_lower_case_bcc_is_the_same_value() -> None:
     assert decode(frame[:-2] + frame[-2:].lower())[0].status == "input"
 
 
+def test_a_copy_with_its_bcc_in_the_other_case_is_a_repeat() -> None:
+    """Found by the reference fuzz test: a repeat is the same SEQ and payload, whatever the case
+    of its BCC's hex letters; a copy with a wrong BCC is still refused."""
+    frame = encode_frame(ord("1"), "D", bytes([0x01, 0xA1]))
+    assert frame[-2:] == b"D6"
+    lower = frame[:-2] + frame[-2:].lower()
+    assert [f.status for f in decode(frame + lower)] == ["input", "duplicate"]
+    assert [f.status for f in decode(lower + frame + lower)] == ["input", "duplicate", "duplicate"]
+    wrong = frame[:-2] + b"d7"
+    assert [f.status for f in decode(frame + wrong)] == ["input", "rejected"]
+    dropping = AngelEyeDecoder()
+    dropping.drop_duplicates()
+    assert [f.status for f in dropping.feed(lower, 0.0) + dropping.feed(frame, 0.1)] == ["input"]
+    assert dropping.take_dropped_duplicates() == 1
+
+
 def test_repeats_suppressed_on_seq_and_payload_reset_by_start() -> None:
     p1 = encode_frame(ord("1"), "D", bytes([0x81, 0xB8]))
     b1_same_card = encode_frame(ord("2"), "D", bytes([0x91, 0xB8]))
