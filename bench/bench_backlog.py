@@ -67,6 +67,7 @@ from daemon.journal.reading import events_page
 from daemon.mqtt.checkpoint import Checkpoint
 from daemon.mqtt.envelope import event_payload
 from daemon.mqtt.secrets import SigningKeySource
+from daemon.mqtt.settings import LEGACY_KEY_ID
 from drivers.simulate import VirtualShoe
 
 TABLE_ID = "BACKLOG-1"
@@ -144,7 +145,7 @@ class GameServer:
     """The game server stand-in: the shipped reference consumer, ``baccarat-edge tail
     --checkpoint``, in its own process (a game server is another machine, so it must not share
     the bench's interpreter lock), acknowledging with the table's legacy command key (key id
-    ``table``: it holds the game_server role; bench/rig.py configures no keyring)."""
+    :data:`LEGACY_KEY_ID`: it holds the game_server role; bench/rig.py configures no keyring)."""
 
     def __init__(self, config: Path, table_dir: Path) -> None:
         self.checkpoint = table_dir / "game-server-checkpoint.sqlite3"
@@ -152,7 +153,7 @@ class GameServer:
         self._stderr_file = open(self._stderr, "wb")  # noqa: SIM115 - closed in stop()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "daemon.cli", "tail", "--config", str(config), "--json",
-             "--checkpoint", str(self.checkpoint), "--key-id", "table",
+             "--checkpoint", str(self.checkpoint), "--key-id", LEGACY_KEY_ID,
              "--command-key-file", str(table_dir / "command.key"), "--client-id", "bench-game-server"],
             cwd=Path(__file__).resolve().parent.parent,
             stdout=subprocess.DEVNULL,
