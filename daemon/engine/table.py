@@ -108,15 +108,17 @@ class Engine(ReadSequencer, SupervisorCommands):
         """Decide, apply and return the events caused by one input."""
         out: list[Event] = []
         self._out = out
-        if not math.isfinite(inp.at):
-            # A driver bug: no time to order it by. Say so (at the last good time), use nothing.
+        unusable = _unusable_time(inp)
+        if unusable is not None:
+            # A driver bug: a time that can be neither ordered by nor journaled (JSON has no
+            # NaN or infinity). Say so (at the last good time), use nothing.
             self._alert(
                 AlertCode.INVALID_INPUT,
                 self._now,
                 Source.SYSTEM,
                 device=getattr(inp, "device", None),
                 input=type(inp).__name__,
-                reason=f"time {inp.at!r} is not a finite number",
+                reason=unusable,
             )
             self._out = []
             return out
@@ -181,3 +183,12 @@ class Engine(ReadSequencer, SupervisorCommands):
                 self._release_all(device, "rescanned")
         self._out = []
         return out
+
+
+def _unusable_time(inp: EngineInput) -> str | None:
+    """Why a time an input carries is not a finite number, None when all of them are."""
+    if not math.isfinite(inp.at):
+        return f"time {inp.at!r} is not a finite number"
+    if isinstance(inp, BettingOpened) and inp.closes_at is not None and not math.isfinite(inp.closes_at):
+        return f"closes_at {inp.closes_at!r} is not a finite number"
+    return None

@@ -218,6 +218,25 @@ def test_a_bad_betting_command_is_refused_and_changes_nothing(
     assert_restores(eng, out + events)
 
 
+@pytest.mark.parametrize("closes_at", [float("inf"), float("-inf"), float("nan")])
+def test_an_opening_with_a_close_time_that_is_no_number_is_an_invalid_input(closes_at: float) -> None:
+    """Found by the game-flow property test: a button or shoe opening carrying an infinite
+    close time became a betting_opened event no journal could store (JSON has no infinity)."""
+    eng = window(betting={"source": "button"})
+    start_shoe(eng, at=100.0)
+    opened = BettingOpened(at=110.0, source=GameFlowSource.BUTTON, closes_at=closes_at, device="button")
+    events = feed(eng, [opened])
+    assert kinds(events) == ["alert_raised"]
+    (alert,) = alerts(events, "invalid_input")
+    assert alert.data["details"] == {
+        "input": "BettingOpened",
+        "reason": f"closes_at {closes_at!r} is not a finite number",
+    }
+    assert eng.state.flow_phase != "betting"
+    roundtrip(events)  # journaled as JSON
+    assert_restores(eng, start_shoe(window(betting={"source": "button"}), at=100.0) + events)
+
+
 def test_a_close_for_another_round_is_refused_and_alerted() -> None:
     eng = window()
     out = start_shoe(eng)
