@@ -180,7 +180,8 @@ class ConsoleTable:
         }
         if view.last_rounds and view.last_rounds[0].hand == view.round_hand and not view.round_open:
             round_model["result"] = view.last_rounds[0].winner
-        pairs = [self.pairs.get(h) for h in range(1, (view.hand or 0) + 1)]
+        # the pairs of this shoe's hands seen so far (never a list as long as a hostile hand number)
+        pairs = [p for h, p in self.pairs.items() if 1 <= h <= (view.hand or 0)]
         return {
             "table_id": self.table_id,
             "valid_id": self.valid_id,

@@ -129,3 +129,14 @@ def test_any_payload_leaves_a_model_that_renders(suffix: str, payload: bytes) ->
     floor.apply(f"baccarat/v1/T1/{suffix}", payload)
     json.dumps(floor.floor_model())
     json.dumps(floor.table_model("T1"))
+
+
+def test_a_huge_hand_number_costs_no_memory() -> None:
+    """Found when the suite was OOM-killed: a state naming hand 10**12 made the table model
+    build a list with one entry per hand number."""
+    floor = Floor()
+    floor.apply("baccarat/v1/T1/state", json.dumps({"state": {"hand": 10**12}}).encode())
+    model = floor.table_model("T1")
+    assert model is not None
+    assert model["shoe"]["player_pairs"] == 0
+    json.dumps(model)
