@@ -73,8 +73,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         file_valid = _file_itself_valid(args.file)
         if args.json:
-            problems = [str(p) for p in exc.problems]
-            print(json.dumps({"valid": False, "file_valid": file_valid, "problems": problems}))
+            listed = [str(p) for p in exc.problems]
+            print(json.dumps({"valid": False, "file_valid": file_valid, "problems": listed}))
         else:
             print(str(exc), file=sys.stderr)
             if file_valid:
