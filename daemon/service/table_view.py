@@ -17,6 +17,10 @@ from common.cards import Card, CardParseError, hand_total
 from daemon.service.roads import bead_plate, big_road, big_road_grid
 
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
+SEEN_IDS = 4096
+"""Event ids remembered to drop duplicates: at-least-once delivery repeats an event soon after
+the original (a reconnect's resend), so the newest few thousand suffice, and a table-day of
+events costs no memory that is never given back."""
 _SUIT_SYMBOL = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
 
 
@@ -62,7 +66,13 @@ class TableView:
     betting_round_id: str | None = None
     betting_source: str | None = None
     _seen_ids: set[str] = field(default_factory=set)
+    _seen_order: deque[str] = field(default_factory=deque)  # ``_seen_ids`` oldest first
     _result_hands: list[int | None] = field(default_factory=list)  # hand of each entry of ``results``
+
+    @property
+    def remembered_ids(self) -> int:
+        """Event ids held for de-duplication now (at most :data:`SEEN_IDS`)."""
+        return len(self._seen_ids)
 
     # ------------------------------------------------------------------ input
     def apply(self, topic: str, payload: bytes) -> None:
@@ -199,6 +209,9 @@ class TableView:
                 self.duplicates += 1
                 return
             self._seen_ids.add(event_id)
+            self._seen_order.append(event_id)
+            if len(self._seen_order) > SEEN_IDS:
+                self._seen_ids.discard(self._seen_order.popleft())
         if isinstance(seq, int):
             if self.last_seq is not None and seq > self.last_seq + 1:
                 self.gaps.append((self.last_seq + 1, seq - 1))

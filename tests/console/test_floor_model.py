@@ -68,7 +68,7 @@ def test_only_configured_tables_and_known_topics_are_kept() -> None:
     floor.apply("baccarat/v1/T2/status", b'{"status": "online"}')
     floor.apply("baccarat/v1/T1/cmd", b"{}")
     floor.apply("elsewhere/T1/status", b"{}")
-    assert floor.floor_model() == {"tables": []}
+    assert floor.floor_model() == {"tables": [], "refused_unknown": 0}
     assert floor.ignored == 3
     capped = Floor()
     for n in range(MAX_TABLES + 5):

@@ -187,7 +187,7 @@ def test_an_expired_session_ends_the_stream(app: ConsoleApp) -> None:
     assert browser.log_in() == 303
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=10)
     cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
     received = b""
     while b"data: " not in received:
         received += sock.recv(4096)
@@ -235,7 +235,7 @@ def test_stopping_ends_open_streams(tmp_path: Path) -> None:
     assert browser.log_in() == 303
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=10)
     cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
     first = sock.recv(4096)
     assert first.startswith(b"HTTP/1.1 200")
     stopper = threading.Thread(target=app.stop)
@@ -270,7 +270,7 @@ def _open_stream(app: ConsoleApp, browser: Browser, path: str = "/stream/floor")
     """A live stream of ``browser``'s session, its first model received."""
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=10)
     cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
     received = b""
     while b"data: " not in received:
         chunk = sock.recv(4096)
