@@ -135,8 +135,7 @@ def _say(console: ConsoleApp, table_id: str, passwords: dict[str, str], log_path
     for name, password in passwords.items():
         print(f"  log in as {name!r} with password {password!r}", file=sys.stderr)
     print(
-        f"  {demo_story()} Daemon and console log: {log_path}. "
-        "Ctrl-C ends the demo.",
+        f"  {demo_story()} Daemon and console log: {log_path}. Ctrl-C ends the demo.",
         file=sys.stderr,
     )
 

@@ -55,6 +55,7 @@ class Floor:
                 if table is None:
                     return
                 table.apply(suffix, payload)
+                table.changes += 1
             self.version += 1
             self._changed.notify_all()
 
@@ -74,6 +75,7 @@ class Floor:
             count = self.refused_unknown
         else:
             table.refuse(suffix, reason)
+            table.changes += 1
             count = table.refused
         if count == 1 or count % REFUSALS_LOGGED_EVERY == 0:
             log.warning(
@@ -121,6 +123,13 @@ class Floor:
         with self._changed:
             table = self._tables.get(table_id)
             return table.table_model() if table is not None else None
+
+    def stamp(self, table_id: str) -> int:
+        """How many times ``table_id``'s model changed (-1: not on the floor): a stream
+        rebuilds a table's model only when this moved."""
+        with self._changed:
+            table = self._tables.get(table_id)
+            return table.changes if table is not None else -1
 
     def known(self, table_id: str) -> bool:
         with self._changed:

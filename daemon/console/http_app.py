@@ -37,6 +37,8 @@ SESSION_COOKIE = "console_session"
 LOGIN_COOKIE = "console_login"
 KEEPALIVE_S = 15.0
 STREAM_POLL_S = 1.0
+FLOOR_EVERY_S = 0.25
+"""The floor's model (every table) is rebuilt at most this often on one stream."""
 """How often an idle stream looks whether its client went away."""
 MAX_BODY = 16_384
 MAX_PANES = 6
@@ -237,7 +239,9 @@ class ConsoleHandler(BaseHTTPRequestHandler):
             self._html(200, app_page(view, session.csrf, user.name, user.role.value, actions, unquote(raw)))
         elif path.startswith("/tables/"):
             ids = [t for t in unquote(path.removeprefix("/tables/")).split(",") if t][:MAX_PANES]
-            self._html(200, app_page("tables", session.csrf, user.name, user.role.value, actions, ",".join(ids)))
+            self._html(
+                200, app_page("tables", session.csrf, user.name, user.role.value, actions, ",".join(ids))
+            )
         elif path == "/api/floor":
             self._json(200, self.app.floor.floor_model())
         elif path.startswith("/api/table/"):
@@ -271,7 +275,9 @@ class ConsoleHandler(BaseHTTPRequestHandler):
 
     def _stream(self, session: Session, views: list[str] | None) -> None:
         if not views:
-            self._json(400, {"error": f"name 1 to {MAX_VIEWS_PER_STREAM} views (v=floor, v=table:ID, v=dealer:ID)"})
+            self._json(
+                400, {"error": f"name 1 to {MAX_VIEWS_PER_STREAM} views (v=floor, v=table:ID, v=dealer:ID)"}
+            )
             return
         refusal = self.app.streams.acquire(session.session_id)
         if refusal is not None:
@@ -323,6 +329,9 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         floor = self.app.floor
         seen = -1
         last: dict[str, bytes] = {}
+        stamps: dict[str, tuple[int, bool]] = {}
+        floor_built = 0.0
+        floor_due = False
         last_write = time.monotonic()
         try:
             while not self.server.stopping.is_set() and not self._client_gone():
@@ -331,10 +340,25 @@ class ConsoleHandler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     return
                 version = floor.version
-                if version != seen:
+                if version != seen or floor_due:
                     seen = version
+                    floor_due = False
                     out = b""
+                    connected = self.app.feed.connected.is_set()
                     for view in views:
+                        kind, _, table_id = view.partition(":")
+                        if kind == "floor":
+                            # every table's card changes the floor: at most FLOOR_EVERY_S apart
+                            if time.monotonic() - floor_built < FLOOR_EVERY_S and view in last:
+                                floor_due = True  # built at the next look
+                                continue
+                            floor_built = time.monotonic()
+                            stamp = (version, connected)
+                        else:
+                            stamp = (floor.stamp(table_id), connected)
+                        if stamps.get(view) == stamp:
+                            continue
+                        stamps[view] = stamp
                         data = json.dumps(self._view_model(view)).encode()
                         if data != last.get(view):
                             last[view] = data
@@ -348,7 +372,10 @@ class ConsoleHandler(BaseHTTPRequestHandler):
                     self.wfile.write(b": keepalive\n\n")
                     self.wfile.flush()
                     last_write = time.monotonic()
-                floor.wait_change(seen, STREAM_POLL_S)
+                wait = STREAM_POLL_S
+                if floor_due:
+                    wait = min(wait, max(0.0, FLOOR_EVERY_S - (time.monotonic() - floor_built)))
+                floor.wait_change(seen, wait)
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             return
 

@@ -43,7 +43,10 @@ class ListenSettings(BaseModel):
     @classmethod
     def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         for name in value:
-            if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*", name):
+            if not re.fullmatch(
+                r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*",
+                name,
+            ):
                 raise ValueError(f"{name[:80]!r} is not a DNS name (letters, digits, '-' and '.')")
         return tuple(n.lower() for n in value)
 

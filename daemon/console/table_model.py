@@ -17,6 +17,7 @@ from daemon.console.roads import DERIVED_OFFSETS, all_roads, big_road_cells, der
 from daemon.console.tableau_hint import next_card
 from daemon.console.verification import Trust
 from daemon.console.wording import pit_words
+from daemon.journal.pace import DEALING_MISTAKES, PaceTracker, add_record
 from daemon.mqtt.topics import TopicError, validate_table_id
 from daemon.service.table_view import RoundLine, TableView
 
@@ -64,7 +65,11 @@ class ConsoleTable:
     alert_history: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=ALERT_HISTORY_LINES))
     dealer: dict[str, Any] | None = None
     """The dealer on the table now (its last ``dealer_changed``), None when never told."""
+    pace: PaceTracker = field(default_factory=PaceTracker)
+    """Dealers' pace from the events this console has seen (since it started)."""
     refused: int = 0
+    changes: int = 0
+    """Messages taken or refused: a view model only changes when this moves."""
     last_refused: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -112,6 +117,7 @@ class ConsoleTable:
             return
         kind, data = env.get("kind"), env["data"]
         hand = data.get("hand")
+        add_record(self.pace, env)
         now = time.time()
         ts = env.get("ts")
         table_ts = float(ts) if isinstance(ts, int | float) and not isinstance(ts, bool) else None
@@ -129,7 +135,9 @@ class ConsoleTable:
                     "alert_id": alert_id[:80],
                     "code": str(data.get("code", "alert"))[:80],
                     "words": pit_words(str(data.get("code", "alert"))),
-                    "how": "acknowledged" if data.get("reason") == "acknowledged" else str(data.get("reason", ""))[:80],
+                    "how": "acknowledged"
+                    if data.get("reason") == "acknowledged"
+                    else str(data.get("reason", ""))[:80],
                     "actor": str(data.get("actor") or "the table")[:120],
                     "ts": table_ts,
                     "open_s": round(now - raised, 1) if raised is not None else None,
@@ -224,6 +232,7 @@ class ConsoleTable:
             "variant": self.variant(),
             "dealer": self.dealer,
             "critical": any(_critical(a) for a in self.view.open_alerts.values()),
+            "rounds_per_hour": self.pace.report()["table"]["rounds_per_hour"],
             "table_id": self.table_id,
             "valid_id": self.valid_id,
             "status": self.view.status or "unknown",
@@ -294,6 +303,8 @@ class ConsoleTable:
             "backlog": self.backlog,
             "stream": {"events": view.events_seen, "gaps": len(view.gaps), "malformed": view.malformed},
             "trust": self.trust.value,
+            "pace": self.pace.report(),
+            "mistake_names": DEALING_MISTAKES,
             "refused": {"count": self.refused, "last": self.last_refused},
         }
 

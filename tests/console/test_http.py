@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,17 @@ def app(tmp_path: Path) -> Iterator[ConsoleApp]:
         console.stop()
 
 
+@dataclass(frozen=True)
+class Where:
+    """A console by its port alone (one this test did not start, e.g. the demo's)."""
+
+    port: int
+
+
 class Browser:
     """A minimal cookie-keeping client that does not follow redirects."""
 
-    def __init__(self, app: ConsoleApp, context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, app: ConsoleApp | Where, context: ssl.SSLContext | None = None) -> None:
         self.app = app
         self.context = context
         self.cookies: dict[str, str] = {}

@@ -56,24 +56,39 @@ class Table:
     cards: int = 0
 
     def publish(self, suffix: str, payload: bytes, retain: bool = False) -> None:
-        self.client.publish(f"baccarat/v1/{self.table_id}/{suffix}", payload, qos=1, retain=retain).wait_for_publish(10)
+        self.client.publish(
+            f"baccarat/v1/{self.table_id}/{suffix}", payload, qos=1, retain=retain
+        ).wait_for_publish(10)
 
     def status(self, status: str = "online") -> None:
         body = {"table_id": self.table_id, "status": status, "ts": time.time()}
         self.publish("status", encode(signed_message(body, EVENTS_KEY)), retain=True)
 
     def state(self) -> None:
-        snapshot = {"shoe": {"shoe_id": "s1", "decks": 8, "cards_out": self.cards, "phase": "dealing"},
-                    "variant": "standard", "hand": self.hand, "game_flow": {"phase": "waiting", "round_id": None}}  # fmt: skip
+        snapshot = {
+            "shoe": {"shoe_id": "s1", "decks": 8, "cards_out": self.cards, "phase": "dealing"},
+            "variant": "standard",
+            "hand": self.hand,
+            "game_flow": {"phase": "waiting", "round_id": None},
+        }
         body = {"table_id": self.table_id, "ts": time.time(), "last_seq": self.seq, "state": snapshot}
         self.publish("state", encode(signed_message(body, EVENTS_KEY)), retain=True)
 
     def event(self, kind: str, data: dict[str, Any], hand: int | None = None) -> None:
         self.seq += 1
-        env: dict[str, Any] = {"schema_version": 1, "event_id": f"{self.table_id[:20]}-{self.seq}-{secrets.token_hex(3)}",
-                               "seq": self.seq, "table_id": self.table_id, "shoe_id": "s1", "hand": hand,
-                               "kind": kind, "ts": time.time(), "source": "reader", "data": data,
-                               "published_at": time.time()}  # fmt: skip
+        env: dict[str, Any] = {
+            "schema_version": 1,
+            "event_id": f"{self.table_id[:20]}-{self.seq}-{secrets.token_hex(3)}",
+            "seq": self.seq,
+            "table_id": self.table_id,
+            "shoe_id": "s1",
+            "hand": hand,
+            "kind": kind,
+            "ts": time.time(),
+            "source": "reader",
+            "data": data,
+            "published_at": time.time(),
+        }
         env["sig"] = sign(env, EVENTS_KEY, UNSIGNED_EVENT_FIELDS)
         self.publish("events", encode(env))
 
@@ -89,8 +104,13 @@ class Table:
     def complete(self, hand: int, winner: str, cards: dict[str, str]) -> None:
         player = [cards[s] for s in ("P1", "P2", "P3") if s in cards]
         banker = [cards[s] for s in ("B1", "B2", "B3") if s in cards]
-        outcome = {"winner": winner, "player": {"cards": player}, "banker": {"cards": banker},
-                   "player_pair": False, "banker_pair": False}  # fmt: skip
+        outcome = {
+            "winner": winner,
+            "player": {"cards": player},
+            "banker": {"cards": banker},
+            "player_pair": False,
+            "banker_pair": False,
+        }
         self.event("round_completed", {"hand": hand, "outcome": outcome}, hand)
 
     def play(self, winner: str, with_cards: bool = True) -> int:
@@ -143,9 +163,16 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     )
     console = ConsoleApp(settings)
     console.start()
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=f"pit-{secrets.token_hex(3)}", protocol=mqtt.MQTTv5)
+    client = mqtt.Client(
+        CallbackAPIVersion.VERSION2, client_id=f"pit-{secrets.token_hex(3)}", protocol=mqtt.MQTTv5
+    )
     connected = threading.Event()
-    client.on_connect = lambda c, *_a: (c.subscribe("baccarat/v1/+/cmd", 1), connected.set())
+
+    def on_connect(c: mqtt.Client, *_a: Any) -> None:
+        c.subscribe("baccarat/v1/+/cmd", 1)
+        connected.set()
+
+    client.on_connect = on_connect
     client.connect("127.0.0.1", broker.port)
     client.loop_start()
     assert connected.wait(10)
@@ -182,8 +209,15 @@ def _answer(rig: Rig, msg: mqtt.MQTTMessage) -> None:
     command = json.loads(msg.payload)
     table_id = msg.topic.split("/")[2]
     rig.commands.append(command)
-    reply = {"table_id": table_id, "command_id": command.get("command_id"), "action": command.get("action"),
-             "status": "accepted", "code": None, "reason": None, "ts": time.time()}  # fmt: skip
+    reply = {
+        "table_id": table_id,
+        "command_id": command.get("command_id"),
+        "action": command.get("action"),
+        "status": "accepted",
+        "code": None,
+        "reason": None,
+        "ts": time.time(),
+    }
     threading.Thread(target=_reply, args=(rig, table_id, command, reply), daemon=True).start()
 
 
@@ -192,8 +226,16 @@ def _reply(rig: Rig, table_id: str, command: dict[str, Any], reply: dict[str, An
     actor = f"supervisor:{command.get('key_id', '?')}"
     if command.get("action") == "acknowledge_alert":
         alert_id = command.get("args", {}).get("alert_id")
-        table.event("alert_cleared", {"alert_id": alert_id, "code": "unneeded_card", "reason": "acknowledged",
-                                      "actor": actor, "command_id": command.get("command_id")})  # fmt: skip
+        table.event(
+            "alert_cleared",
+            {
+                "alert_id": alert_id,
+                "code": "unneeded_card",
+                "reason": "acknowledged",
+                "actor": actor,
+                "command_id": command.get("command_id"),
+            },
+        )
     table.publish("cmd/reply", encode(signed_message(reply, EVENTS_KEY)))
 
 
@@ -202,8 +244,9 @@ def _until(rig: Rig, condition: Any, what: str, timeout: float = WAIT) -> Any:
     from selenium.webdriver.support.ui import WebDriverWait
 
     try:
-        wait = WebDriverWait(rig.driver, timeout, poll_frequency=0.05,
-                             ignored_exceptions=(StaleElementReferenceException,))  # fmt: skip
+        wait = WebDriverWait(
+            rig.driver, timeout, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,)
+        )
         return wait.until(condition)
     except TimeoutException:
         page = rig.driver.execute_script("return document.body ? document.body.innerText : '';")
@@ -256,23 +299,33 @@ def test_log_in_and_the_floor_shows_every_table(rig: Rig) -> None:
     from selenium.webdriver.common.by import By
 
     _log_in(rig, "anna")
-    _until(rig, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#floor [data-table]")) == len(rig.tables),
-           "every table on the floor")  # fmt: skip
+    _until(
+        rig,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#floor [data-table]")) == len(rig.tables),
+        "every table on the floor",
+    )
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
-def test_nothing_runs_off_screen_and_roads_show_their_newest_column(rig: Rig, width: int, height: int) -> None:
+def test_nothing_runs_off_screen_and_roads_show_their_newest_column(
+    rig: Rig, width: int, height: int
+) -> None:
     """A 63-column shoe ended at 2,724 px in a 1,400 px window; a long table id pushed the
     floor's columns 90,000 px right."""
     from selenium.webdriver.common.by import By
 
     _size(rig, width, height)
     rig.driver.get(rig.console.url + "/")
-    _until(rig, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#floor [data-table]")) == len(rig.tables), "floor")
+    _until(
+        rig,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, "#floor [data-table]")) == len(rig.tables),
+        "floor",
+    )
     scroll, inner = _js(rig, NO_SIDEWAYS)
     assert scroll <= inner, f"the floor scrolls sideways: {scroll} px in {inner}"
     tile = rig.driver.find_element(By.CSS_SELECTOR, "#floor [data-table='T2']")
-    assert "Mia Chen" in tile.text and "25" not in tile.find_element(By.CSS_SELECTOR, "dd[data-figure='Limits']").text
+    assert "Mia Chen" in tile.text
+    assert "25" not in tile.find_element(By.CSS_SELECTOR, "dd[data-figure='Limits']").text
     assert tile.find_element(By.CSS_SELECTOR, "dd[data-figure='Limits']").text == "100 - 10,000"
     assert tile.find_element(By.CSS_SELECTOR, "dd[data-figure='Cards left']").text == str(8 * 52 - 20)
     assert tile.find_element(By.CSS_SELECTOR, ".status .shape").text == "✔"
@@ -285,10 +338,16 @@ def test_nothing_runs_off_screen_and_roads_show_their_newest_column(rig: Rig, wi
     for road in ("big_road", "bead_plate"):
         col, left, right, box_left, box_right, inner = _js(rig, NEWEST, road)
         assert col >= 10
-        assert box_left - 1 <= left and right <= box_right + 1 and right <= inner, (road, left, right, box_right)
+        where = (road, left, right, box_left, box_right, inner)
+        assert box_left - 1 <= left, where
+        assert right <= box_right + 1, where
+        assert right <= inner, where
     # colour plus shape: a Banker cell is square-cornered, a Player cell round
-    radii = _js(rig, """return ['P', 'B'].map((k) => getComputedStyle(
-        document.querySelector('#road-big_road .cell.' + k)).borderTopLeftRadius);""")
+    radii = _js(
+        rig,
+        """return ['P', 'B'].map((k) => getComputedStyle(
+        document.querySelector('#road-big_road .cell.' + k)).borderTopLeftRadius);""",
+    )
     assert radii[0] != radii[1]
     _shot(rig, f"table-{width}")
     rig.driver.get(rig.console.url + "/dealer/T1")
@@ -297,7 +356,9 @@ def test_nothing_runs_off_screen_and_roads_show_their_newest_column(rig: Rig, wi
     assert scroll <= inner
     _shot(rig, f"dealer-{width}")
     rig.driver.get(rig.console.url + "/tables/T1,T2,T3,T4")
-    _until(rig, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#panes .pane")) == 4, "four tables on one screen")
+    _until(
+        rig, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#panes .pane")) == 4, "four tables on one screen"
+    )
     scroll, inner = _js(rig, NO_SIDEWAYS)
     assert scroll <= inner
     _js(rig, "return 1;")
@@ -313,9 +374,27 @@ def test_eight_pages_share_one_stream_and_an_action_still_goes_through(rig: Rig)
     first = driver.current_window_handle
     t6 = rig.tables["T6"]
     hand = t6.hand
-    t6.event("alert_raised", {"alert_id": "a-t6", "code": "unneeded_card", "severity": "critical",
-                              "message": "card after round", "hand": hand, "holds": "next_round"})  # fmt: skip
-    pages = ["/", "/table/T1", "/table/T2", "/table/T3", "/dealer/T1", "/dealer/T2", "/tables/T4,T5", "/table/T6"]
+    t6.event(
+        "alert_raised",
+        {
+            "alert_id": "a-t6",
+            "code": "unneeded_card",
+            "severity": "critical",
+            "message": "card after round",
+            "hand": hand,
+            "holds": "next_round",
+        },
+    )
+    pages = [
+        "/",
+        "/table/T1",
+        "/table/T2",
+        "/table/T3",
+        "/dealer/T1",
+        "/dealer/T2",
+        "/tables/T4,T5",
+        "/table/T6",
+    ]
     handles = []
     for path in pages:
         driver.switch_to.new_window("tab")
@@ -326,13 +405,23 @@ def test_eight_pages_share_one_stream_and_an_action_still_goes_through(rig: Rig)
     assert rig.console.streams.open_count(session) == 1
     # the eighth page acts: its Confirm reaches the table and the reply comes back
     ack = ".alert[data-alert-id='a-t6'] button[data-action='acknowledge_alert']"
-    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ack).is_enabled() and d.find_element(By.CSS_SELECTOR, ack), "ack")
+    _until(
+        rig,
+        lambda d: d.find_element(By.CSS_SELECTOR, ack).is_enabled() and d.find_element(By.CSS_SELECTOR, ack),
+        "ack",
+    )
     driver.find_element(By.CSS_SELECTOR, ack).click()
     _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
     driver.find_element(By.ID, "confirm-send").click()
-    reply = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']").text, "reply")
+    reply = _until(
+        rig, lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']").text, "reply"
+    )
     assert "acknowledge_alert: accepted" in reply
-    history = _until(rig, lambda d: "acknowledged by" in (t := d.find_element(By.ID, "alert-history").text) and t, "history")
+    history = _until(
+        rig,
+        lambda d: "acknowledged by" in (t := d.find_element(By.ID, "alert-history").text) and t,
+        "history",
+    )
     assert "supervisor:sup-anna" in history
     for handle in handles:
         driver.switch_to.window(handle)
@@ -344,16 +433,28 @@ def test_the_view_keeps_updating_under_an_open_dialog(rig: Rig) -> None:
     from selenium.webdriver.common.by import By
 
     t3 = rig.tables["T3"]
-    t3.event("alert_raised", {"alert_id": "a-t3", "code": "reader_error", "severity": "warning",
-                              "message": "read error", "hand": None, "holds": None})  # fmt: skip
+    t3.event(
+        "alert_raised",
+        {
+            "alert_id": "a-t3",
+            "code": "reader_error",
+            "severity": "warning",
+            "message": "read error",
+            "hand": None,
+            "holds": None,
+        },
+    )
     rig.driver.get(rig.console.url + "/table/T3")
     ack = ".alert[data-alert-id='a-t3'] button[data-action='acknowledge_alert']"
     _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ack), "the alert").click()
     _until(rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog")
     hand = t3.open_round()
     t3.card(hand, "P1", "Qh")
-    _until(rig, lambda d: d.find_elements(By.CSS_SELECTOR, f"#layout .card[data-hand='{hand}'][data-card='Qh']"),
-           "the card dealt while the dialog is open")  # fmt: skip
+    _until(
+        rig,
+        lambda d: d.find_elements(By.CSS_SELECTOR, f"#layout .card[data-hand='{hand}'][data-card='Qh']"),
+        "the card dealt while the dialog is open",
+    )
     assert rig.driver.find_element(By.ID, "confirm").get_attribute("open") is not None
     rig.driver.find_element(By.ID, "confirm-cancel").click()
 
@@ -369,22 +470,45 @@ def test_a_late_hold_keeps_the_current_result_and_clears_the_dealer_alert(rig: R
     for slot, card in cards.items():
         t4.card(held, slot, card)
     t4.event("round_held", {"hand": held, "cards": cards, "blocked_by": ["unneeded_card"]}, held)
-    t4.event("alert_raised", {"alert_id": "a-t4", "code": "unneeded_card", "severity": "critical",
-                              "message": "unneeded card", "hand": held, "holds": held}, held)  # fmt: skip
+    t4.event(
+        "alert_raised",
+        {
+            "alert_id": "a-t4",
+            "code": "unneeded_card",
+            "severity": "critical",
+            "message": "unneeded card",
+            "hand": held,
+            "holds": held,
+        },
+        held,
+    )
     later = t4.play("banker")
     rig.driver.get(rig.console.url + "/dealer/T4")
-    _until(rig, lambda d: "unneeded card" in d.find_element(By.ID, "last-alert").text, "the alert on the dealer display")
+    _until(
+        rig,
+        lambda d: "unneeded card" in d.find_element(By.ID, "last-alert").text,
+        "the alert on the dealer display",
+    )
     t4.event("hold_resolved", {"hand": held, "actor": "supervisor:sup-anna", "command_id": "c1"}, held)
     t4.complete(held, "player", cards)
-    t4.event("alert_cleared", {"alert_id": "a-t4", "code": "unneeded_card", "reason": "hold_resolved",
-                               "actor": "supervisor:sup-anna"}, held)  # fmt: skip
+    t4.event(
+        "alert_cleared",
+        {
+            "alert_id": "a-t4",
+            "code": "unneeded_card",
+            "reason": "hold_resolved",
+            "actor": "supervisor:sup-anna",
+        },
+        held,
+    )
     _until(rig, lambda d: d.find_element(By.ID, "last-alert").text == "", "the resolved alert to go")
     assert rig.driver.find_element(By.CSS_SELECTOR, ".round-title").text == f"Round {later}"
     assert rig.driver.find_element(By.ID, "result").text == "■ Banker wins"
     rig.driver.get(rig.console.url + "/table/T4")
     assert _until(rig, lambda d: d.find_element(By.ID, "result").text, "the result") == "■ Banker wins"
     rounds = rig.driver.find_element(By.ID, "last-rounds").text
-    assert f"{held} Player wins" in rounds and f"{later} Banker wins" in rounds
+    assert f"{held} Player wins" in rounds
+    assert f"{later} Banker wins" in rounds
 
 
 def test_a_new_hold_flashes_in_the_pits_words_and_the_keyboard_can_act(rig: Rig) -> None:
@@ -394,11 +518,26 @@ def test_a_new_hold_flashes_in_the_pits_words_and_the_keyboard_can_act(rig: Rig)
     t5 = rig.tables["T5"]
     rig.driver.get(rig.console.url + "/table/T5")
     _until(rig, lambda d: d.find_elements(By.ID, "holds"), "the table view")
-    t5.event("alert_raised", {"alert_id": "a-t5", "code": "unneeded_card", "severity": "critical",
-                              "message": "card 7h after round", "hand": t5.hand, "holds": "next_round"})  # fmt: skip
-    alert = _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, ".alert.flash[data-alert-id='a-t5']"), "a flash")
-    assert alert.find_element(By.CSS_SELECTOR, "h3").text == "▲ A card was drawn that the tableau did not call for"
-    assert "critical" in alert.text and "open " in alert.text
+    t5.event(
+        "alert_raised",
+        {
+            "alert_id": "a-t5",
+            "code": "unneeded_card",
+            "severity": "critical",
+            "message": "card 7h after round",
+            "hand": t5.hand,
+            "holds": "next_round",
+        },
+    )
+    alert = _until(
+        rig, lambda d: d.find_element(By.CSS_SELECTOR, ".alert.flash[data-alert-id='a-t5']"), "a flash"
+    )
+    assert (
+        alert.find_element(By.CSS_SELECTOR, "h3").text
+        == "▲ A card was drawn that the tableau did not call for"
+    )
+    assert "critical" in alert.text
+    assert "open " in alert.text
     body = rig.driver.find_element(By.TAG_NAME, "body")
     body.click()
     for _ in range(80):  # Tab through the page to the alert's Acknowledge button
@@ -422,19 +561,62 @@ def test_hostile_text_in_every_new_field_stays_isolated_text(rig: Rig) -> None:
 
     t5 = rig.tables["T5"]
     t5.event("dealer_changed", {"dealer_id": EVIL + RLO, "name": RLO + EVIL})
-    t5.event("alert_raised", {"alert_id": "a-evil" + RLO, "code": EVIL + RLO, "severity": "critical",
-                              "message": RLO + "gnp.exe " + EVIL, "hand": None, "holds": None})  # fmt: skip
+    t5.event(
+        "alert_raised",
+        {
+            "alert_id": "a-evil" + RLO,
+            "code": EVIL + RLO,
+            "severity": "critical",
+            "message": RLO + "gnp.exe " + EVIL,
+            "hand": None,
+            "holds": None,
+        },
+    )
     for path in ("/", "/table/T5", "/dealer/T5", "/tables/T5"):
         rig.driver.get(rig.console.url + path)
         _until(rig, lambda d: RLO in d.find_element(By.ID, "app").text, f"the hostile text on {path}")
-        unisolated = _js(rig, """
+        unisolated = _js(
+            rig,
+            """
             const out = [];
             const walk = document.createTreeWalker(document.getElementById('app'), NodeFilter.SHOW_TEXT);
             while (walk.nextNode()) {
               const n = walk.currentNode;
-              if (n.data.includes('\\u202e') && n.parentElement.tagName !== 'BDI') out.push(n.parentElement.outerHTML);
+              const parent = n.parentElement;
+              if (n.data.includes('\\u202e') && parent.tagName !== 'BDI') out.push(parent.outerHTML);
             }
-            return out;""")
+            return out;""",
+        )
         assert unisolated == [], (path, unisolated)
         assert rig.driver.find_elements(By.TAG_NAME, "img") == []
         assert _js(rig, "return window.__pwned === undefined;")
+
+
+def test_the_dealer_on_record_and_their_pace_per_dealer(rig: Rig) -> None:
+    from selenium.webdriver.common.by import By
+
+    t2 = rig.tables["T2"]
+    for winner in ("banker", "player"):
+        t2.play(winner)
+    t2.event(
+        "alert_raised",
+        {
+            "alert_id": "a-t2",
+            "code": "unneeded_card",
+            "severity": "critical",
+            "message": "unneeded",
+            "hand": t2.hand,
+            "holds": "next_round",
+        },
+    )
+    rig.driver.get(rig.console.url + "/table/T2")
+    row = _until(
+        rig, lambda d: d.find_element(By.CSS_SELECTOR, "#pace tr[data-dealer='D-0042']"), "the pace row"
+    )
+    cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
+    assert cells[0] == "D-0042"
+    assert cells[1] == "2"
+    assert cells[6] == "unneeded card 50.0"
+    assert rig.driver.find_element(By.CSS_SELECTOR, "dd[data-figure='Dealer']").text == "Mia Chen"
+    table_row = rig.driver.find_element(By.CSS_SELECTOR, "#pace tr[data-dealer='Table']")
+    assert table_row.find_elements(By.TAG_NAME, "td")[1].text == "7"  # 5 before the dealer was named

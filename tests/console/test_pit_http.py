@@ -27,7 +27,7 @@ from daemon.console.sessions import SessionStore
 from daemon.mqtt.envelope import encode, signed_message
 from daemon.mqtt.secrets import Secret
 from daemon.service.table_view import SEEN_IDS, TableView
-from tests.console.test_http import PASSWORD, Browser, _app
+from tests.console.test_http import Browser, Where, _app
 from tests.support.secrets import write_secret
 
 EVENTS_KEY = "the tables' events key, long enough\n"
@@ -100,7 +100,7 @@ def test_an_unknown_name_costs_the_same_scrypt_as_a_real_one(
         calls.append(int(kwargs["n"]))
         return real_scrypt(password, **kwargs)
 
-    monkeypatch.setattr(passwords.hashlib, "scrypt", counting)
+    monkeypatch.setattr(hashlib, "scrypt", counting)
     assert Browser(app).log_in("wrong password", "anna") == 401
     assert Browser(app).log_in("wrong password", "nobody-by-this-name") == 401
     assert calls == [2**14, 2**14]
@@ -160,7 +160,7 @@ def test_the_console_names_in_the_settings_are_served(tmp_path: Path) -> None:
         host = f"PIT-console.casino.local:{app.port}"
         answer = _raw(app, f"GET /login HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
-        answer = _raw(app, f"GET /login HTTP/1.1\r\nHost: other.casino.local\r\nConnection: close\r\n\r\n")
+        answer = _raw(app, "GET /login HTTP/1.1\r\nHost: other.casino.local\r\nConnection: close\r\n\r\n")
         assert answer.startswith(b"HTTP/1.1 421"), answer[:200]
     finally:
         app.stop()
@@ -180,7 +180,8 @@ def test_each_response_on_a_kept_alive_connection_arrives_in_one_piece(app: Cons
             first = sock.recv(65536)
             head, sep, body = first.partition(b"\r\n\r\n")
             length = re.search(rb"Content-Length: (\d+)", head)
-            assert sep and length is not None, first
+            assert sep, first
+            assert length is not None, first
             assert len(body) == int(length.group(1)), f"the body came apart from the headers: {first!r}"
     finally:
         sock.close()
@@ -259,7 +260,12 @@ def test_remembered_event_ids_are_bounded() -> None:
         env = {"event_id": f"e{seq}", "seq": seq, "kind": "card_outside_game", "data": {"counted": False}}
         view.apply("baccarat/v1/T1/events", json.dumps(env).encode())
     assert view.remembered_ids == SEEN_IDS
-    recent = {"event_id": f"e{3 * SEEN_IDS - 5}", "seq": 3 * SEEN_IDS - 5, "kind": "card_outside_game", "data": {}}
+    recent = {
+        "event_id": f"e{3 * SEEN_IDS - 5}",
+        "seq": 3 * SEEN_IDS - 5,
+        "kind": "card_outside_game",
+        "data": {},
+    }
     view.apply("baccarat/v1/T1/events", json.dumps(recent).encode())
     assert view.duplicates == 1  # a repeat of a recent event is still dropped
 
@@ -268,8 +274,11 @@ def test_remembered_event_ids_are_bounded() -> None:
 def test_the_demo_tells_the_round_it_holds_and_warns_of_nothing(tmp_path: Path) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "daemon.cli", "console", "--demo", "--port", "0", "--speed", "20"],
-        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env={**os.environ, "PYTHONWARNINGS": "default"},
-    )  # fmt: skip
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "PYTHONWARNINGS": "default"},
+    )
     try:
         assert process.stderr is not None
         lines: list[str] = []
@@ -282,7 +291,8 @@ def test_the_demo_tells_the_round_it_holds_and_warns_of_nothing(tmp_path: Path) 
         assert "after hand 3: round 4 is held" in text
         url = re.search(r"open (http://127\.0\.0\.1:\d+)/table/(\S+) ", text)
         password = re.search(r"log in as 'supervisor' with password '([^']+)'", text)
-        assert url is not None and password is not None
+        assert url is not None
+        assert password is not None
         held = _demo_holds(url.group(1), url.group(2), password.group(1))
         assert held == [4]
     finally:
@@ -293,8 +303,8 @@ def test_the_demo_tells_the_round_it_holds_and_warns_of_nothing(tmp_path: Path) 
 def _demo_holds(base: str, table: str, password: str) -> list[int]:
     """The held rounds the demo's console shows, once it shows one."""
     parts = urllib.parse.urlsplit(base)
-    fake = type("A", (), {"port": parts.port})()
-    browser = Browser(fake)  # type: ignore[arg-type]
+    assert parts.port is not None
+    browser = Browser(Where(parts.port))
     assert browser.log_in(password, "supervisor") == 303
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:

@@ -126,6 +126,7 @@
     add("Limits", row.limits);
     add("Variant", row.variant);
     add("Backlog", row.backlog);
+    add("Rounds/h", row.rounds_per_hour);
     tile.appendChild(facts);
     const marks = el("p", "marks");
     if (row.held_rounds) marks.appendChild(el("span", "mark held", "▲ " + row.held_rounds + " held"));
@@ -435,6 +436,34 @@
     return wrap;
   }
 
+  // Pace and accuracy per dealer and for the table (rounds per hour, the split of a round,
+  // dealing mistakes per 100 rounds), from the events this console has seen.
+  function pace(model) {
+    const wrap = el("section", "pace");
+    wrap.id = "pace";
+    wrap.appendChild(el("h2", null, "Dealers' pace (since the console started)"));
+    const table = el("table");
+    const head = el("tr");
+    for (const h of ["Dealer", "Rounds", "Rounds/h", "Betting s", "Dealing s", "Settling s", "Mistakes per 100"]) head.appendChild(el("th", null, h));
+    table.appendChild(head);
+    const rows = [["Table", model.pace.table]].concat(Object.entries(model.pace.dealers).map(([d, f]) => [d || "(no dealer named)", f]));
+    for (const [name, f] of rows) {
+      const tr = el("tr");
+      tr.dataset.dealer = name;
+      const cell = el("td");
+      cell.appendChild(bidi(name));
+      tr.appendChild(cell);
+      tr.appendChild(el("td", null, f.rounds));
+      tr.appendChild(el("td", null, f.rounds_per_hour === null ? "-" : f.rounds_per_hour));
+      for (const phase of ["betting", "dealing", "settling"]) tr.appendChild(el("td", null, f.seconds_per_round[phase]));
+      const mistakes = Object.entries(f.mistakes_per_100_rounds).map(([k, v]) => (model.mistake_names[k] || k) + " " + v);
+      tr.appendChild(el("td", null, mistakes.join(", ") || "none"));
+      table.appendChild(tr);
+    }
+    wrap.appendChild(table);
+    return wrap;
+  }
+
   let lastReply = null;
 
   function replyPanel() {
@@ -489,6 +518,7 @@
     right.appendChild(holdsAndAlerts(model));
     right.appendChild(lastRounds(model));
     right.appendChild(alertHistory(model));
+    right.appendChild(pace(model));
     right.appendChild(history(model));
     cols.appendChild(left);
     cols.appendChild(right);
