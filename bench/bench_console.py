@@ -109,11 +109,39 @@ class FloorPublisher:
         self._send(table, "events", encode(env))
 
     def state(self, table: str, cards_out: int) -> None:
+        """A retained state valid by the contract's schema (the console checks it)."""
+        shoe = {
+            "shoe_id": "bench",
+            "phase": "ready",
+            "decks": 8,
+            "cards_out": cards_out,
+            "burn_remaining": 0,
+            "round_burn_remaining": 0,
+            "cut_card_seen": False,
+            "last_hand": None,
+            "end_reason": None,
+        }
+        flow = {
+            "phase": "waiting",
+            "round_id": None,
+            "closes_at": None,
+            "last_round_id": None,
+            "burn_signalled": False,
+        }
         snapshot = {
-            "shoe": {"shoe_id": "bench", "decks": 8, "cards_out": cards_out, "phase": "dealing"},
+            "shoe": shoe,
             "variant": "standard",
             "hand": self.hand[table],
-            "game_flow": {"phase": "waiting", "round_id": None},
+            "round": None,
+            "offered_bets": {"hand": None, "bets": []},
+            "alerts": [],
+            "held_rounds": [],
+            "rescan_needed": False,
+            "disconnected_devices": [],
+            "storage": {"full": False, "detail": None, "refused_cards": 0},
+            "reads_waiting_in_pull": 0,
+            "game_flow": flow,
+            "results": [],
         }
         body = {"table_id": table, "ts": time.time(), "last_seq": self.seq[table], "state": snapshot}
         self._send(table, "state", encode(signed_message(body, KEY)), retain=True)

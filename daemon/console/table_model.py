@@ -73,7 +73,7 @@ class ConsoleTable:
     last_refused: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        self.view = TableView(self.table_id)
+        self.view = TableView(self.table_id, schema_checked=True)
         try:
             validate_table_id(self.table_id)
             self.valid_id = True

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.cards import Card, CardParseError, hand_total
+from daemon.fleet.payloads import KINDS as RETAINED_KINDS
+from daemon.fleet.payloads import check as check_retained
 from daemon.service.roads import bead_plate, big_road, big_road_grid
 
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
@@ -65,6 +67,9 @@ class TableView:
     betting_phase: str | None = None  # waiting / betting / dealing (betting_window); None: never seen
     betting_round_id: str | None = None
     betting_source: str | None = None
+    schema_checked: bool = False
+    """Retained ``status``/``health``/``state`` must be valid by the contract's schemas (the
+    console); else anything is taken that has the fields read (the technician's monitor)."""
     _seen_ids: set[str] = field(default_factory=set)
     _seen_order: deque[str] = field(default_factory=deque)  # ``_seen_ids`` oldest first
     _result_hands: list[int | None] = field(default_factory=list)  # hand of each entry of ``results``
@@ -78,6 +83,9 @@ class TableView:
     def apply(self, topic: str, payload: bytes) -> None:
         """Fold one MQTT message into the view."""
         suffix = topic.split(f"/{self.table_id}/", 1)[-1] if f"/{self.table_id}/" in topic else topic
+        if self.schema_checked and suffix in RETAINED_KINDS:
+            self._apply_checked(suffix, payload)
+            return
         if suffix == "status":
             self.status = payload.decode("utf-8", "replace").strip() or None
             if self.status and self.status.startswith("{"):
@@ -98,6 +106,21 @@ class TableView:
         elif suffix == "events":
             self._apply_event(body)
         # alerts are also in events; cmd/reply are not shown
+
+    def _apply_checked(self, kind: str, payload: bytes) -> None:
+        """A retained ``status``, ``health`` or ``state`` checked against the contract's schema
+        (the fleet view's parser): used only when valid, else counted as malformed with why."""
+        checked = check_retained(kind, self.table_id, payload)
+        if checked.message is None:
+            self._problem(kind, checked.problem or "not valid")
+            return
+        message = checked.message
+        if kind == "status":
+            self.status = str(message["status"])
+        elif kind == "health":
+            self.health = message
+        else:
+            self._apply_state(message)
 
     def _json(self, topic: str, payload: bytes) -> Any:
         try:

@@ -65,11 +65,39 @@ class Table:
         self.publish("status", encode(signed_message(body, EVENTS_KEY)), retain=True)
 
     def state(self) -> None:
+        """A retained state valid by the contract's schema (the console checks it)."""
+        shoe = {
+            "shoe_id": "s1",
+            "phase": "ready",
+            "decks": 8,
+            "cards_out": self.cards,
+            "burn_remaining": 0,
+            "round_burn_remaining": 0,
+            "cut_card_seen": False,
+            "last_hand": None,
+            "end_reason": None,
+        }
+        flow = {
+            "phase": "waiting",
+            "round_id": None,
+            "closes_at": None,
+            "last_round_id": None,
+            "burn_signalled": False,
+        }
         snapshot = {
-            "shoe": {"shoe_id": "s1", "decks": 8, "cards_out": self.cards, "phase": "dealing"},
+            "shoe": shoe,
             "variant": "standard",
             "hand": self.hand,
-            "game_flow": {"phase": "waiting", "round_id": None},
+            "round": None,
+            "offered_bets": {"hand": None, "bets": []},
+            "alerts": [],
+            "held_rounds": [],
+            "rescan_needed": False,
+            "disconnected_devices": [],
+            "storage": {"full": False, "detail": None, "refused_cards": 0},
+            "reads_waiting_in_pull": 0,
+            "game_flow": flow,
+            "results": [],
         }
         body = {"table_id": self.table_id, "ts": time.time(), "last_seq": self.seq, "state": snapshot}
         self.publish("state", encode(signed_message(body, EVENTS_KEY)), retain=True)
