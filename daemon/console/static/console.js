@@ -96,6 +96,7 @@
     const tile = el("article", "tile sev-" + row.severity);
     tile.dataset.table = row.table_id;
     const head = el("h2", "tile-head");
+    head.title = row.table_id; // a long id is cut to two lines: all of it on hover
     if (row.valid_id) {
       const link = el("a", "table-link");
       link.appendChild(bidi(row.table_id));
@@ -126,14 +127,14 @@
     add("Limits", row.limits);
     add("Variant", row.variant);
     add("Backlog", row.backlog);
-    add("Rounds/h", row.rounds_per_hour);
+    add("Rounds/h", row.rounds_per_hour === null ? null : Math.round(row.rounds_per_hour));
     tile.appendChild(facts);
     const marks = el("p", "marks");
     if (row.held_rounds) marks.appendChild(el("span", "mark held", "▲ " + row.held_rounds + " held"));
     if (row.open_alerts) marks.appendChild(el("span", "mark alerts " + (row.critical ? "critical" : "warning"),
       (row.critical ? "▲ " : "◆ ") + row.open_alerts + " alert" + (row.open_alerts > 1 ? "s" : "")));
     marks.appendChild(el("span", "trust " + row.trust + (row.refused ? " refused" : ""),
-      (row.trust === "verified" ? "🔒 " : "⚠ ") + row.trust + (row.refused ? ", " + row.refused + " refused" : "")));
+      (row.trust === "verified" ? "✔ " : "⚠ ") + row.trust + (row.refused ? ", " + row.refused + " refused" : "")));
     tile.appendChild(marks);
     tile.appendChild(miniRoad(row.big_road));
     if (row.valid_id) {
@@ -444,7 +445,7 @@
     wrap.appendChild(el("h2", null, "Dealers' pace (since the console started)"));
     const table = el("table");
     const head = el("tr");
-    for (const h of ["Dealer", "Rounds", "Rounds/h", "Betting s", "Dealing s", "Settling s", "Mistakes per 100"]) head.appendChild(el("th", null, h));
+    for (const h of ["Dealer", "Rounds", "Per hour", "Bet s", "Deal s", "Settle s", "Mistakes /100"]) head.appendChild(el("th", null, h));
     table.appendChild(head);
     const rows = [["Table", model.pace.table]].concat(Object.entries(model.pace.dealers).map(([d, f]) => [d || "(no dealer named)", f]));
     for (const [name, f] of rows) {
@@ -454,7 +455,7 @@
       cell.appendChild(bidi(name));
       tr.appendChild(cell);
       tr.appendChild(el("td", null, f.rounds));
-      tr.appendChild(el("td", null, f.rounds_per_hour === null ? "-" : f.rounds_per_hour));
+      tr.appendChild(el("td", null, f.rounds_per_hour === null ? "-" : Math.round(f.rounds_per_hour)));
       for (const phase of ["betting", "dealing", "settling"]) tr.appendChild(el("td", null, f.seconds_per_round[phase]));
       const mistakes = Object.entries(f.mistakes_per_100_rounds).map(([k, v]) => (model.mistake_names[k] || k) + " " + v);
       tr.appendChild(el("td", null, mistakes.join(", ") || "none"));
@@ -483,7 +484,7 @@
   function trustNotes(model) {
     const box = el("div", "trust-notes");
     const trust = el("p", "trust " + model.trust, model.trust === "verified"
-      ? "🔒 Signatures verified with the table's key."
+      ? "✔ Signatures verified with the table's key."
       : "⚠ Unverified: no key is configured for this table, so anyone able to publish on its topics could have sent what is shown.");
     trust.id = "trust";
     trust.dataset.trust = model.trust;
@@ -707,7 +708,7 @@
   if (who) who.textContent = body.dataset.user + " (" + body.dataset.role + ")";
   const sound = document.getElementById("sound");
   if (sound) {
-    const label = () => { sound.textContent = soundOn() ? "🔔 Sound on" : "🔕 Sound off"; sound.setAttribute("aria-pressed", String(soundOn())); };
+    const label = () => { sound.textContent = soundOn() ? "♪ Sound on" : "✖ Sound off"; sound.setAttribute("aria-pressed", String(soundOn())); };
     sound.addEventListener("click", () => { localStorage.setItem("console-sound", soundOn() ? "off" : "on"); label(); beep(); });
     label();
   }
