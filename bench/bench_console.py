@@ -249,6 +249,38 @@ def _pages(driver: Any, base: str, tables: list[str], pages: int) -> list[str]:
     return handles
 
 
+class StreamWatcher:
+    """A plain HTTP client on the console's stream for the watched tables (the session's
+    cookie): when each card first appears in a model, to split the latency into the console's
+    part (card to stream) and the browser's (stream to page)."""
+
+    def __init__(self, port: int, cookie: str, tables: list[str]) -> None:
+        self.port, self.cookie, self.tables = port, cookie, tables
+        self.seen: dict[str, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import http.client
+
+        query = "&".join(f"v=table:{t}" for t in self.tables)
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        conn.request("GET", f"/stream?{query}", headers={"Cookie": f"console_session={self.cookie}"})
+        response = conn.getresponse()
+        while not self.stop.is_set():
+            line = response.readline()
+            if not line:
+                return
+            if not line.startswith(b"data: "):
+                continue
+            now = time.time()
+            message = json.loads(line[6:])
+            table = message["view"].split(":", 1)[1]
+            rnd = message["model"].get("round") or {}
+            for slot, card in (rnd.get("cards") or {}).items():
+                self.seen.setdefault(f"{table}|{rnd.get('hand')}|{slot}|{card}", now)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", type=int, default=50)
@@ -270,6 +302,9 @@ def main() -> int:
             floor.status()
             driver = start_chromium(tmp / "chromium")
             handles = _pages(driver, f"http://127.0.0.1:{port}", floor.ids, args.pages)
+            cookie = driver.get_cookie("console_session")["value"]
+            watcher = StreamWatcher(port, cookie, floor.ids[: args.pages - 1])
+            watcher.thread.start()
             rss_start, cpu_start = rss_bytes(console.pid), cpu_seconds(console.pid)
             floor.run(args.latency_s, args.round_s, 1.0)
             time.sleep(2)
@@ -283,6 +318,8 @@ def main() -> int:
                     published = floor.published.get(f"{table}|{key}")
                     if published is not None:
                         delays.append(at_ms / 1000.0 - published)
+            watcher.stop.set()
+            to_stream = [at - floor.published[k] for k, at in watcher.seen.items() if k in floor.published]
             watched = sum(1 for k in floor.published if k.split("|")[0] in floor.ids[: args.pages - 1])
             rss_after_latency = rss_bytes(console.pid)
             # phase 2: an hour's worth of events, faster
@@ -315,6 +352,12 @@ def main() -> int:
                     "p95": round(percentile(delays, 95) * 1000, 1) if delays else None,
                     "p99": round(percentile(delays, 99) * 1000, 1) if delays else None,
                     "max": round(max(delays) * 1000, 1) if delays else None,
+                },
+                "card_to_stream_ms": {
+                    "p50": round(percentile(to_stream, 50) * 1000, 1) if to_stream else None,
+                    "p95": round(percentile(to_stream, 95) * 1000, 1) if to_stream else None,
+                    "p99": round(percentile(to_stream, 99) * 1000, 1) if to_stream else None,
+                    "n": len(to_stream),
                 },
                 "console_cpu_share_phase1": round(cpu_phase1 / args.latency_s, 3),
                 "rss_mib": {

@@ -34,6 +34,14 @@ function reconnect() {
       if (page.views.includes(message.view)) port.postMessage({ type: "model", view: message.view, model: message.model });
     }
   };
+  next.onerror = () => {
+    // a refused stream (429/503) is not retried by the browser: try again in a few seconds
+    if (next.readyState === EventSource.CLOSED && source === next) {
+      source = null;
+      sourceKey = "";
+      setTimeout(reconnect, 5000);
+    }
+  };
   next.addEventListener("expired", () => {
     next.close();
     source = null;
