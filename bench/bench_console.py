@@ -249,6 +249,32 @@ def _pages(driver: Any, base: str, tables: list[str], pages: int) -> list[str]:
     return handles
 
 
+class MqttWatcher:
+    """A plain MQTT subscriber beside the console: when each card event reaches a client of
+    the broker at all (the same-run baseline: publisher, broker and this machine's load)."""
+
+    def __init__(self, port: int) -> None:
+        self.seen: dict[str, float] = {}
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=f"bench-watch-{secrets.token_hex(3)}", protocol=mqtt.MQTTv5
+        )
+        self.client.on_message = self._message
+        self.client.on_connect = lambda c, *_a: c.subscribe("baccarat/v1/+/events", 1)
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+
+    def _message(self, _c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
+        now = time.time()
+        env = json.loads(msg.payload)
+        if env.get("kind") == "card_dealt":
+            d = env["data"]
+            self.seen.setdefault(f"{env['table_id']}|{d['round']}|{d['slot']}|{d['card']}", now)
+
+    def close(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
 class StreamWatcher:
     """A plain HTTP client on the console's stream for the watched tables (the session's
     cookie): when each card first appears in a model, to split the latency into the console's
@@ -305,6 +331,7 @@ def main() -> int:
             cookie = driver.get_cookie("console_session")["value"]
             watcher = StreamWatcher(port, cookie, floor.ids[: args.pages - 1])
             watcher.thread.start()
+            mqtt_watcher = MqttWatcher(broker.port)
             rss_start, cpu_start = rss_bytes(console.pid), cpu_seconds(console.pid)
             floor.run(args.latency_s, args.round_s, 1.0)
             time.sleep(2)
@@ -319,6 +346,8 @@ def main() -> int:
                     if published is not None:
                         delays.append(at_ms / 1000.0 - published)
             watcher.stop.set()
+            mqtt_watcher.close()
+            to_mqtt = [at - floor.published[k] for k, at in mqtt_watcher.seen.items() if k in floor.published]
             to_stream = [at - floor.published[k] for k, at in watcher.seen.items() if k in floor.published]
             watched = sum(1 for k in floor.published if k.split("|")[0] in floor.ids[: args.pages - 1])
             rss_after_latency = rss_bytes(console.pid)
@@ -352,6 +381,12 @@ def main() -> int:
                     "p95": round(percentile(delays, 95) * 1000, 1) if delays else None,
                     "p99": round(percentile(delays, 99) * 1000, 1) if delays else None,
                     "max": round(max(delays) * 1000, 1) if delays else None,
+                },
+                "card_to_mqtt_subscriber_ms (baseline)": {
+                    "p50": round(percentile(to_mqtt, 50) * 1000, 1) if to_mqtt else None,
+                    "p95": round(percentile(to_mqtt, 95) * 1000, 1) if to_mqtt else None,
+                    "p99": round(percentile(to_mqtt, 99) * 1000, 1) if to_mqtt else None,
+                    "n": len(to_mqtt),
                 },
                 "card_to_stream_ms": {
                     "p50": round(percentile(to_stream, 50) * 1000, 1) if to_stream else None,
