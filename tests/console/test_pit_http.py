@@ -313,3 +313,20 @@ def _demo_holds(base: str, table: str, password: str) -> list[int]:
             return [h["hand"] for h in holds]
         time.sleep(0.3)
     raise AssertionError("the demo never held a round")
+
+
+def test_limits_and_host_names_in_the_settings_are_checked(tmp_path: Path) -> None:
+    from pydantic import ValidationError
+
+    for bad in (
+        {"limits": {"T1": "25\u202e000"}},
+        {"limits": {"T1": "x" * 41}},
+        {"limits": {"a/b": "25"}},
+        {"listen": {"hostnames": ["evil.example/x"]}},
+        {"listen": {"hostnames": ["a b"]}},
+    ):
+        with pytest.raises(ValidationError):
+            _app(tmp_path, **bad)
+    app = _app(tmp_path, limits={"T1": "25 - 5,000"}, listen={"hostnames": ["Pit.Local"]})
+    assert app.settings.limits == {"T1": "25 - 5,000"}
+    assert app.settings.listen.hostnames == ("pit.local",)
