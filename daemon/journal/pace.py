@@ -43,6 +43,10 @@ DEALING_MISTAKES = {
 }
 """Alert codes that are a dealer's mistake, with the pit's name for each."""
 _RECENT_HANDS = 64
+MAX_DEALERS = 500
+"""Dealers one table's tracker keeps apart; later new ids count under :data:`OTHERS` (a
+stream of made-up ids cannot grow memory without end)."""
+OTHERS = "(others)"
 
 
 @dataclass(slots=True)
@@ -104,7 +108,11 @@ class PaceTracker:
     def _figures(self, dealer: str) -> PaceFigures:
         figures = self.dealers.get(dealer)
         if figures is None:
-            figures = self.dealers[dealer] = PaceFigures()
+            if len(self.dealers) >= MAX_DEALERS:
+                dealer = OTHERS
+                figures = self.dealers.get(OTHERS)
+            if figures is None:
+                figures = self.dealers[dealer] = PaceFigures()
         return figures
 
     def _start(self, at: float) -> None:

@@ -108,3 +108,20 @@ def test_pace_metrics_pass_promtool_and_carry_the_journal_figures(tmp_path: Path
         in text
     )
     assert 'baccarat_edge_pace_rounds{table="T\\"2",dealer="*"} 0' in text
+
+
+def test_made_up_dealer_ids_cannot_grow_the_tracker_without_end() -> None:
+    from daemon.journal.pace import MAX_DEALERS, OTHERS
+
+    events: list[dict[str, Any]] = []
+    for n in range(MAX_DEALERS + 50):
+        at = 10.0 * n
+        events += [
+            {"kind": "dealer_changed", "at": at, "hand": None, "data": {"dealer_id": f"d{n}"}},
+            {"kind": "round_opened", "at": at, "hand": n + 1, "data": {"hand": n + 1}},
+            {"kind": "round_completed", "at": at + 5, "hand": n + 1, "data": {"hand": n + 1}},
+        ]
+    report = pace_from_events(events).report()
+    assert len(report["dealers"]) == MAX_DEALERS + 1
+    assert report["dealers"][OTHERS]["rounds"] == 50
+    assert report["table"]["rounds"] == MAX_DEALERS + 50
