@@ -649,3 +649,27 @@ def test_the_dealer_on_record_and_their_pace_per_dealer(rig: Rig) -> None:
     assert rig.driver.find_element(By.CSS_SELECTOR, "dd[data-figure='Dealer']").text == "Mia Chen"
     table_row = rig.driver.find_element(By.CSS_SELECTOR, "#pace tr[data-dealer='Table']")
     assert table_row.find_elements(By.TAG_NAME, "td")[1].text == "7"  # 5 before the dealer was named
+
+
+def test_a_table_online_but_without_a_card_for_five_minutes_reads_silent(rig: Rig) -> None:
+    from selenium.webdriver.common.by import By
+
+    rig.driver.get(rig.console.url + "/")
+    tile = "#floor [data-table='T3'] .status"
+    assert (
+        _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, tile).get_attribute("data-status"), "T3")
+        == "online"
+    )
+    # the page's clock five minutes on (the console's own "last card" time stays)
+    _js(rig, "const now = Date.now.bind(Date); Date.now = () => now() + 301000;")
+    rig.tables["T3"].open_round()  # an update of the floor redraws it
+    _until(
+        rig,
+        lambda d: d.find_element(By.CSS_SELECTOR, tile).get_attribute("data-status") == "silent",
+        "silent",
+    )
+    assert rig.driver.find_element(By.CSS_SELECTOR, tile).text == "◷ silent"
+    age = rig.driver.find_element(
+        By.CSS_SELECTOR, "#floor [data-table='T3'] dd[data-figure='Last card']"
+    ).text
+    assert " min " in age  # five minutes and more
