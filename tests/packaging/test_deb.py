@@ -282,7 +282,7 @@ def _statuses(client: mqtt.Client) -> tuple[list[str], threading.Condition]:
 
 def _monitor_shows_the_table_online(root: Path, line: str, env: dict[str, str]) -> str:
     """The guide's ``monitor`` line, as written, until its screen shows the table online and
-    the reader connected; then Ctrl-C (SIGINT to its process group), which ends it with 0."""
+    the reader connected; then Ctrl-C (SIGINT to the monitor), which ends it with 0."""
     monitor = subprocess.Popen(
         root_argv(root, ["bash", "-c", f"cd ~\n{line}\n"], user=TECHNICIAN, env=env),
         stdout=subprocess.PIPE,
@@ -310,7 +310,8 @@ def _monitor_shows_the_table_online(root: Path, line: str, env: dict[str, str]) 
         assert monitor.poll() is None, f"monitor ended by itself (exit {monitor.returncode}):\n{text[-3000:]}"
         assert "status: online" in text, text[-3000:]
         assert "reader connected" in text, text[-3000:]
-        os.killpg(monitor.pid, signal.SIGINT)
+        [program] = _programs_in_root(root, "monitor")
+        os.kill(program, signal.SIGINT)  # Ctrl-C: the terminal signals the program in front
         assert monitor.wait(timeout=60) == 0, "".join(screen)[-3000:]
     finally:
         if monitor.poll() is None:
@@ -318,6 +319,30 @@ def _monitor_shows_the_table_online(root: Path, line: str, env: dict[str, str]) 
             monitor.wait(timeout=30)
         reader.join(timeout=30)
     return text
+
+
+def _programs_in_root(root: Path, subcommand: str) -> list[int]:
+    """Host pids of the ``baccarat-edge SUBCOMMAND`` processes running inside ``root`` (not the
+    ``sudo`` that started one: a terminal's Ctrl-C reaches the program, sudo does not relay it
+    a second time)."""
+    found: list[int] = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            in_root = os.readlink(proc / "root") == str(root)
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # ended meanwhile
+        words = [w.decode(errors="replace") for w in argv]
+        if (
+            in_root
+            and words[0] != "sudo"
+            and subcommand in words
+            and any("baccarat-edge" in w for w in words)
+        ):
+            found.append(int(proc.name))
+    return found
 
 
 def _enable_start_and_monitor(
