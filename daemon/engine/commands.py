@@ -12,8 +12,9 @@ import re
 from collections.abc import Mapping
 
 from common.cards import Card, CardParseError
+from common.slots import ROUND_SLOTS
 
-ROUND_SLOT_NAMES = ("P1", "B1", "P2", "B2", "P3", "B3")
+ROUND_SLOT_NAMES: tuple[str, ...] = ROUND_SLOTS
 CARD_SLOT_NAMES = (*ROUND_SLOT_NAMES, "indicator", "burn")
 
 ACTIONS: dict[str, str] = {

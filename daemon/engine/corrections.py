@@ -9,11 +9,12 @@ from common.inputs import (
     Source,
     SupervisorCommand,
 )
+from common.slots import MIRROR, ROUND_SLOTS, SLOT_NAMED
 from daemon.alerts import UNNEEDED_CODES
 from daemon.engine import commands as args_
 from daemon.engine.dealing import Dealing, Effect, Placement
 from daemon.engine.events import EventKind
-from daemon.engine.rounds import ROUND_SLOTS, RoundState
+from daemon.engine.rounds import RoundState
 from daemon.engine.state import OUTSIDE_SHOE
 from daemon.rules.outcome import next_slot
 
@@ -77,7 +78,7 @@ class RoundCorrections(Dealing):
         Cards new to the round are "supplied" (checked against the shoe's composition and
         counted); cards no longer in it are "removed" (they stay counted: they left the shoe).
         """
-        ordered = {s: after[s] for s in ROUND_SLOTS if s in after}
+        ordered: dict[str, str] = {s: after[s] for s in ROUND_SLOTS if s in after}
         probe = RoundState(hand=rnd.hand, opened_at=rnd.opened_at, cards=ordered)
         try:
             next_slot(*probe.sides())
@@ -177,8 +178,7 @@ class RoundCorrections(Dealing):
         if args_.opt_flag(cmd.args, "sides"):
             if "a" in cmd.args or "b" in cmd.args:
                 return "give either sides=true or slots a and b, not both"
-            mirror = {"P1": "B1", "B1": "P1", "P2": "B2", "B2": "P2", "P3": "B3", "B3": "P3"}
-            after = {mirror[s]: c for s, c in rnd.cards.items()}
+            after: dict[str, str] = {MIRROR[SLOT_NAMED[s]]: c for s, c in rnd.cards.items()}
         else:
             a, b = args_.req_slot(cmd.args, "a"), args_.req_slot(cmd.args, "b")
             if a == b or a not in rnd.cards or b not in rnd.cards:

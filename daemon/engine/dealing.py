@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.inputs import DeviceTarget, SupervisorCommand
+from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode
 from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, RefusalAggregation
 from daemon.engine.events import EventKind
-from daemon.engine.rounds import ROUND_SLOTS, RoundState
+from daemon.engine.rounds import RoundState
 from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
 from daemon.engine.state import OUTSIDE_SHOE, FlowPhase, Phase

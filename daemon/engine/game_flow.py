@@ -28,11 +28,11 @@ from common.inputs import (
     Source,
     SupervisorCommand,
 )
+from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode
 from daemon.engine import commands as args_
 from daemon.engine.dealing import Effect, Placement
 from daemon.engine.events import EventKind
-from daemon.engine.rounds import ROUND_SLOTS
 from daemon.engine.settings import GameFlow
 from daemon.engine.signals import DeviceSignals
 from daemon.engine.state import GAME_FLOW_ACTOR, OUTSIDE_SHOE, FlowPhase, Phase

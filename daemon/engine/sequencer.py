@@ -12,16 +12,16 @@ from common.inputs import (
     ReadFailed,
     Source,
 )
+from common.slots import ROUND_SLOTS, SLOT_NAMED
 from daemon.alerts import AlertCode
 from daemon.engine.dealing import EXPOSED, Placement
 from daemon.engine.events import EventKind
 from daemon.engine.game_flow import GameFlowSignals
 from daemon.engine.reads import read_fields, read_from_fields
-from daemon.engine.rounds import ROUND_SLOTS
 from daemon.engine.settings import GameFlow
 from daemon.engine.state import DEALING, OUTSIDE_SHOE, Phase
 
-_DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
+_DRAW_ORDER: dict[str, int] = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
 # Bound once: ``Source.CAMERA`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
 # Python 3.11), and every read is checked.
 _CAMERA = Source.CAMERA
@@ -308,7 +308,7 @@ class ReadSequencer(GameFlowSignals):
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
         target = read.target
-        return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
+        return target is not None and target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
         held = self.state.held_reads
@@ -459,7 +459,7 @@ class ReadSequencer(GameFlowSignals):
         code = read.card.code
         fields = read_fields(read)
         source = read.source
-        slot = read.target if read.target in ROUND_SLOTS else None
+        slot = SLOT_NAMED.get(read.target) if read.target is not None else None
         ref_hand: int | None = None
         ref_cards: dict[str, str] = {}
         if st.round is not None and st.round.cards:

@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
-from daemon.engine.rounds import ROUND_SLOTS, RoundState, result_line
+from daemon.engine.rounds import RoundState, result_line
 from daemon.engine.settings import TableSettings
 
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from common.inputs import DeviceTarget
+from common.slots import ROUND_SLOTS
 from daemon.rules.outcome import RoundOutcome, Winner, next_slot
 from drivers.fixtures import GENERATED_PROVENANCE, Fixture, FixtureHeader, UsbIdentity
 from drivers.simulate import SIM_PRODUCT_ID, SIM_VENDOR_ID, Action, ShoePlan, encode_plan
@@ -132,7 +133,7 @@ class Timing:
     rescan: float = 1.5
 
 
-_SLOT_TARGET = {s: DeviceTarget(s) for s in ("P1", "B1", "P2", "B2", "P3", "B3")}
+_SLOT_TARGET: dict[str, DeviceTarget] = {s: DeviceTarget(s) for s in ROUND_SLOTS}
 
 
 def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timing | None = None) -> ShoePlan:
@@ -213,7 +214,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
                 between = cut_before == 0
                 last_hand = hand if deal.cut_card_policy == "finish_current_round" or between else hand + 1
             card = take()
-            (player if slot.side.value == "player" else banker).append(card)
+            (player if slot.is_player else banker).append(card)
             dealt.append((slot.value, card))
         t = _emit_round(acts, dealt, hand, kinds, t, timing, cut_before)
         if Fault.CARD_EXPOSED in kinds:
