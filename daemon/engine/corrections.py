@@ -12,18 +12,32 @@ from common.inputs import (
 from common.slots import MIRROR, ROUND_SLOTS, SLOT_NAMED
 from daemon.alerts import UNNEEDED_CODES
 from daemon.engine import commands as args_
-from daemon.engine.dealing import Dealing, Effect, Placement
+from daemon.engine.commands import Outcome, Refused
+from daemon.engine.dealing import Dealing, Placement
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
+from daemon.engine.phases import OUTSIDE_SHOE, CardPlace
 from daemon.engine.rounds import RoundState
-from daemon.engine.state import OUTSIDE_SHOE
+from daemon.engine.shoe import ShoeSetup
+from daemon.engine.state import TableState
 from daemon.rules.outcome import next_slot
 
 
-class RoundCorrections(Dealing):
-    """The correcting commands (``_cmd_<action>`` returns a refusal or an effect) and the round
-    a command names."""
+class RoundCorrections:
+    """The correcting commands (each returns an effect or a refusal) and the round a command names."""
 
-    def _target_round(self, cmd: SupervisorCommand) -> RoundState | str:
+    state: TableState
+    shoe: ShoeSetup
+    emitter: Emitter
+    dealing: Dealing
+
+    def __init__(self, *, state: TableState, shoe: ShoeSetup, emitter: Emitter, dealing: Dealing) -> None:
+        self.state = state
+        self.shoe = shoe
+        self.emitter = emitter
+        self.dealing = dealing
+
+    def target_round(self, cmd: SupervisorCommand) -> RoundState | Refused:
         st = self.state
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         if hand is None:
@@ -31,48 +45,48 @@ class RoundCorrections(Dealing):
                 return st.round
             if len(st.held) == 1:
                 return next(iter(st.held.values()))
-            return (
+            return Refused(
                 "no round in progress"
                 if not st.held
                 else f"several rounds are held {sorted(st.held)}: give hand"
             )
         rnd = st.round_for(hand)
         if rnd is None:
-            return f"hand {hand} is neither in progress nor held"
+            return Refused(f"hand {hand} is neither in progress nor held")
         return rnd
 
-    def _cmd_assign_card(self, cmd: SupervisorCommand) -> Effect | str:
+    def assign_card(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"card", "slot", "hand"})
         card = args_.req_card(cmd.args, "card")
         slot = args_.slot_arg(cmd.args, "slot", args_.CARD_SLOT_NAMES, False)
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         st = self.state
         if st.phase in OUTSIDE_SHOE and hand is None:
-            return "no shoe is being dealt"
-        if st.counts.get(card.code, 0) >= self.settings.decks:
-            decks = self.settings.decks
-            return f"card {card.code} has already appeared {decks} times in this {decks}-deck shoe"
+            return Refused("no shoe is being dealt")
+        if st.counts.get(card.code, 0) >= self.shoe.settings.decks:
+            decks = self.shoe.settings.decks
+            return Refused(f"card {card.code} has already appeared {decks} times in this {decks}-deck shoe")
         if hand is not None and (st.round is None or st.round.hand != hand):
             rnd = st.held.get(hand)
             if rnd is None:
-                return f"hand {hand} is neither in progress nor held"
+                return Refused(f"hand {hand} is neither in progress nor held")
             needed = rnd.next_slot()
             if needed is None:
-                return f"held round {hand} needs no more cards"
+                return Refused(f"held round {hand} needs no more cards")
             plan = Placement(needed)
         else:
-            plan = self._plan(cmd.at, detect_unneeded=False)
-        if plan.slot == "exposed":
-            return "betting is open: a card drawn now is exposed during betting, never dealt"
+            plan = self.dealing.plan(cmd.at, detect_unneeded=False)
+        if plan.slot is CardPlace.EXPOSED:
+            return Refused("betting is open: a card drawn now is exposed during betting, never dealt")
         if slot is not None and slot != plan.slot:
-            return f"the next card goes to {plan.slot}, not {slot}"
+            return Refused(f"the next card goes to {plan.slot}, not {slot}")
         if plan.opens_round and st.storage_full:
-            return "the journal is full: no new round can open until it has room"
-        return lambda: self._place(plan, card.code, cmd.at, Source.SUPERVISOR, cmd=cmd, hand=hand)
+            return Refused("the journal is full: no new round can open until it has room")
+        return lambda: self.dealing.place(plan, card.code, cmd.at, Source.SUPERVISOR, cmd=cmd, hand=hand)
 
     def _correct(
         self, cmd: SupervisorCommand, rnd: RoundState, after: dict[str, str], action: str
-    ) -> Effect | str:
+    ) -> Outcome:
         """Validate a rearrangement of a round's cards and return its effect.
 
         Cards new to the round are "supplied" (checked against the shoe's composition and
@@ -83,9 +97,9 @@ class RoundCorrections(Dealing):
         try:
             next_slot(*probe.sides())
         except ValueError as exc:
-            return f"the corrected round would be illegal: {exc}"
+            return Refused(f"the corrected round would be illegal: {exc}")
         if ordered == rnd.cards:
-            return "the correction changes nothing"
+            return Refused("the correction changes nothing")
         spare = Counter(rnd.cards.values())
         supplied: list[str] = []
         for slot, code in ordered.items():
@@ -108,17 +122,17 @@ class RoundCorrections(Dealing):
                 burned[ordered[slot]] -= 1
                 from_burn.append(slot)
         new_counts = Counter(ordered[s] for s in supplied if s not in from_burn)
-        decks = self.settings.decks
+        decks = self.shoe.settings.decks
         for code, n in new_counts.items():
             if self.state.counts.get(code, 0) + n > decks:
-                return f"card {code} would appear more than {decks} times in this {decks}-deck shoe"
+                return Refused(f"card {code} would appear more than {decks} times in this {decks}-deck shoe")
 
         # The slot a pending rescan (misread or over-composition card) is waiting for.
         pending_slot = rnd.next_slot() if rnd is self.state.round else None
 
         def effect() -> None:
             source = Source.SUPERVISOR
-            self._emit(
+            self.emitter.emit(
                 EventKind.ROUND_CORRECTED,
                 cmd.at,
                 source,
@@ -137,63 +151,65 @@ class RoundCorrections(Dealing):
                 hand=rnd.hand,
             )
             if st.rescan_alert is not None and pending_slot is not None and pending_slot in supplied:
-                self._clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd)
+                self.emitter.clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd=cmd)
             # The correction is the supervisor's reading of this round's cards: it answers the
             # unneeded-card alerts that held it (other holds stay: resolve_hold).
             unneeded = [a for a in rnd.holds if st.alerts[a]["code"] in UNNEEDED_CODES]
             if rnd is self.state.round and rnd.next_slot() is None:
                 for alert_id in unneeded:
-                    self._clear_alert(alert_id, cmd.at, source, "corrected", cmd)
-                self._decide(rnd, cmd.at, source, cmd.at)
+                    self.emitter.clear_alert(alert_id, cmd.at, source, "corrected", cmd=cmd)
+                self.dealing.decide(rnd, cmd.at, source, cmd.at)
             elif unneeded:
-                self._release_unneeded(unneeded, cmd, "corrected")
+                self.release_unneeded(unneeded, cmd, "corrected")
 
         return effect
 
-    def _cmd_rearrange(self, cmd: SupervisorCommand) -> Effect | str:
+    def rearrange(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"cards", "hand"})
-        rnd = self._target_round(cmd)
-        if isinstance(rnd, str):
+        rnd = self.target_round(cmd)
+        if isinstance(rnd, Refused):
             return rnd
         return self._correct(cmd, rnd, args_.req_slot_cards(cmd.args, "cards"), "rearrange")
 
-    def _cmd_move_card(self, cmd: SupervisorCommand) -> Effect | str:
+    def move_card(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"from", "to", "hand"})
         src, dst = args_.req_slot(cmd.args, "from"), args_.req_slot(cmd.args, "to")
-        rnd = self._target_round(cmd)
-        if isinstance(rnd, str):
+        rnd = self.target_round(cmd)
+        if isinstance(rnd, Refused):
             return rnd
         if src not in rnd.cards:
-            return f"slot {src} of hand {rnd.hand} holds no card"
+            return Refused(f"slot {src} of hand {rnd.hand} holds no card")
         if dst in rnd.cards:
-            return f"slot {dst} of hand {rnd.hand} already holds {rnd.cards[dst]}: use swap"
+            return Refused(f"slot {dst} of hand {rnd.hand} already holds {rnd.cards[dst]}: use swap")
         after = {s: c for s, c in rnd.cards.items() if s != src} | {dst: rnd.cards[src]}
         return self._correct(cmd, rnd, after, "move_card")
 
-    def _cmd_swap(self, cmd: SupervisorCommand) -> Effect | str:
+    def swap(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"a", "b", "sides", "hand"})
-        rnd = self._target_round(cmd)
-        if isinstance(rnd, str):
+        rnd = self.target_round(cmd)
+        if isinstance(rnd, Refused):
             return rnd
         if args_.opt_flag(cmd.args, "sides"):
             if "a" in cmd.args or "b" in cmd.args:
-                return "give either sides=true or slots a and b, not both"
+                return Refused("give either sides=true or slots a and b, not both")
             after: dict[str, str] = {MIRROR[SLOT_NAMED[s]]: c for s, c in rnd.cards.items()}
         else:
             a, b = args_.req_slot(cmd.args, "a"), args_.req_slot(cmd.args, "b")
             if a == b or a not in rnd.cards or b not in rnd.cards:
-                return f"swap needs two different filled slots of hand {rnd.hand}; filled: {list(rnd.cards)}"
+                return Refused(
+                    f"swap needs two different filled slots of hand {rnd.hand}; filled: {list(rnd.cards)}"
+                )
             after = dict(rnd.cards)
             after[a], after[b] = rnd.cards[b], rnd.cards[a]
         return self._correct(cmd, rnd, after, "swap")
 
-    def _release_unneeded(self, alert_ids: list[str], cmd: SupervisorCommand, reason: str) -> None:
+    def release_unneeded(self, alert_ids: list[str], cmd: SupervisorCommand, reason: str) -> None:
         """Clear ``unneeded_card`` (``card_before_betting_closed``) alerts; a held round they alone kept
         back completes as it stands."""
         st = self.state
         source = Source.SUPERVISOR
         held = [r for r in st.held.values() if any(a in r.holds for a in alert_ids)]
         for alert_id in alert_ids:
-            self._clear_alert(alert_id, cmd.at, source, reason, cmd)
+            self.emitter.clear_alert(alert_id, cmd.at, source, reason, cmd=cmd)
         for rnd in held:
-            self._try_complete_held(rnd, cmd.at, source)
+            self.dealing.try_complete_held(rnd, cmd.at, source)

@@ -8,6 +8,7 @@ from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from common.slots import BANKER_SLOTS, OPENING_SLOTS, PLAYER_SLOTS, Slot
+from daemon.engine.payloads import ResultLine
 from daemon.rules.tableau import banker_draws, player_draws
 
 _OPENING = OPENING_SLOTS
@@ -20,7 +21,7 @@ _BANKER_DRAWS = [
 ]
 
 
-def result_line(hand: int, outcome: dict[str, Any]) -> dict[str, Any]:
+def result_line(hand: int, outcome: dict[str, Any]) -> ResultLine:
     """A completed round as the shoe's history keeps it (bead plate, big road, pair marks):
     ``totals``, ``pairs`` and ``naturals`` are ``[player, banker]``."""
     return {

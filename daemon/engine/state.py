@@ -10,39 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
+from daemon.engine.payloads import AlertData, CameraFill, DecidedRound, LockRequest, ReadFields, ResultLine
+from daemon.engine.phases import (
+    DEALING,
+    GAME_FLOW_ACTOR,
+    OUTSIDE_SHOE,
+    BurnKind,
+    CardPlace,
+    FlowPhase,
+    Phase,
+)
 from daemon.engine.rounds import RoundState, result_line
 from daemon.engine.settings import TableSettings
-
-
-class Phase(StrEnum):
-    """Where the table is in the shoe procedure (``README.md``, "State machine")."""
-
-    NO_SHOE = "no_shoe"
-    INDICATOR = "indicator"  # the first card
-    BURNING = "burning"  # the opening burn
-    READY = "ready"  # between rounds
-    ROUND = "round"  # a round in progress
-    OVER = "over"  # the shoe ended
-
-
-class FlowPhase(StrEnum):
-    """Where the betting window is (``game_flow: betting_window``; ``README.md``, "Game flow")."""
-
-    WAITING = "waiting"  # no betting window since the last round was decided: cards are unneeded
-    BETTING = "betting"  # betting is open: a card drawn now is exposed (RULES.md mistake 7)
-    DEALING = "dealing"  # betting closed: the next cards are the round's (after its burn cards)
-
-
-OUTSIDE_SHOE: frozenset[Phase] = frozenset({Phase.NO_SHOE, Phase.OVER})
-"""The phases in which no shoe is being dealt."""
-DEALING: frozenset[Phase] = frozenset({Phase.READY, Phase.ROUND})
-"""The phases in which the next card may belong to a round (a reader's target may reorder a pull)."""
 
 # Bound once: ``Phase.X`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
 # Python 3.11), and the fold runs for every event.
@@ -51,9 +35,13 @@ _READY = Phase.READY
 _ROUND = Phase.ROUND
 _READ_HELD = EventKind.READ_HELD
 _OVER_COMPOSITION = AlertCode.OVER_COMPOSITION
+_INDICATOR = CardPlace.INDICATOR
+_BURN = CardPlace.BURN
+_OPENING = BurnKind.OPENING
+_ROUND_BURN = BurnKind.ROUND
+_SIGNALLED = BurnKind.SIGNALLED
 
-GAME_FLOW_ACTOR = "game_flow"
-"""The ``actor`` of the shoe lock/unlock the engine itself requests with the betting window."""
+__all__ = ["DEALING", "GAME_FLOW_ACTOR", "OUTSIDE_SHOE", "FlowPhase", "Phase", "TableState"]
 
 
 @dataclass
@@ -72,7 +60,7 @@ class TableState:
     hand: int = 0
     round: RoundState | None = None
     held: dict[int, RoundState] = field(default_factory=dict)
-    last_decided: dict[str, Any] | None = None
+    last_decided: DecidedRound | None = None
     decided_at: float | None = None
     unneeded_count: int = 0
     cut_card_seen: bool = False
@@ -81,21 +69,21 @@ class TableState:
     offered_bets: list[str] = field(default_factory=list)
     dies: dict[int, int] = field(default_factory=dict)
     next_round_holds: list[str] = field(default_factory=list)
-    alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    alerts: dict[str, AlertData] = field(default_factory=dict)
     alert_counter: int = 0
     rescan_alert: str | None = None
     disconnected: list[str] = field(default_factory=list)
     # devices that supply cards (sent a reader read, or are announced, and are not cameras)
     reader_devices: list[str] = field(default_factory=list)
-    camera_fill: dict[str, Any] | None = None
+    camera_fill: CameraFill | None = None
     # (device, transmission id, card) -> read time, oldest first, at most duplicate_memory
     recent: dict[tuple[str, str, str], float] = field(default_factory=dict)
     pull_next: dict[str, int] = field(default_factory=dict)
     pull_last_at: dict[str, float] = field(default_factory=dict)
-    held_reads: list[dict[str, Any]] = field(default_factory=list)
+    held_reads: list[ReadFields] = field(default_factory=list)
     hold_counter: int = 0
     # the current shoe's completed rounds, by hand (compact: see ``result_line``)
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[ResultLine] = field(default_factory=list)
     # the journal cannot take a new round (StorageState): opening cards are refused
     storage_full: bool = False
     storage_detail: str | None = None
@@ -112,7 +100,7 @@ class TableState:
     flow_windows: int = 0  # betting windows opened (numbers the engine's lock requests)
     last_round_id: str | None = None
     round_ids: dict[int, str] = field(default_factory=dict)
-    lock_request: dict[str, Any] | None = None
+    lock_request: LockRequest | None = None
     burn_signalled: bool = False  # a slotless reader's BURN_STARTED, until BURN_ENDED
 
     # ------------------------------------------------------------------ fold
@@ -121,7 +109,7 @@ class TableState:
         handler = _APPLY.get(event.kind)
         if handler is not None:
             handler(self, event)
-        read = event.data.get("read")
+        read: ReadFields | None = event.data.get("read")
         if read is not None:
             self._note_read(read, advance_pull=event.kind != _READ_HELD)
 
@@ -129,7 +117,7 @@ class TableState:
         if device not in self.reader_devices and device not in self.settings.camera.devices:
             self.reader_devices = sorted([*self.reader_devices, device])
 
-    def _note_read(self, read: dict[str, Any], *, advance_pull: bool) -> None:
+    def _note_read(self, read: ReadFields, *, advance_pull: bool) -> None:
         source = read.get("source")
         if source == "reader" and read["device"] not in self.reader_devices:  # (new devices only)
             self._note_reader_device(read["device"])
@@ -208,20 +196,20 @@ class TableState:
         self.counts[code] = self.counts.get(code, 0) + 1
         self.cards_out += 1
         slot = d["slot"]
-        if slot == "indicator":
+        if slot == _INDICATOR:
             self.burn_remaining = d["burn_count"]
             self.phase = _BURNING
             if self.burn_remaining == 0:
                 self._ready_for_next_round(None)
-        elif slot == "burn":
+        elif slot == _BURN:
             reason = d["burn"]
-            if reason == "opening":
+            if reason == _OPENING:
                 self.burn_remaining -= 1
                 if self.burn_remaining == 0:
                     self._ready_for_next_round(None)
-            elif reason == "round":
+            elif reason == _ROUND_BURN:
                 self.round_burn_remaining -= 1
-            elif reason == "signalled":  # a slotless reader's marked burn (BURN_STARTED)
+            elif reason == _SIGNALLED:  # a slotless reader's marked burn (BURN_STARTED)
                 self.round_burn_remaining = max(0, self.round_burn_remaining - 1)
             else:  # unneeded: the next round's burn (daemon/rules/RULES.md dealing mistake 1)
                 self.unneeded_count += 1
@@ -254,7 +242,7 @@ class TableState:
         self.storage_refused = d["refused"]
         alert = self.alerts.get(d["alert_id"])
         if alert is not None:  # a fresh copy: the raised event's own data stays as published
-            self.alerts[d["alert_id"]] = {**alert, "details": {**alert["details"], "refused": d["refused"]}}
+            self.alerts[d["alert_id"]] = _with_refused(alert, d["refused"])
 
     def _cards_refused(self, e: Event) -> None:
         """A summary of refused cards absorbed into their episode (``aggregate.py``)."""
@@ -266,7 +254,7 @@ class TableState:
             self.storage_refused = d["refused"]
         alert = self.alerts.get(d["alert_id"])
         if alert is not None:  # a fresh copy, as for card_refused
-            self.alerts[d["alert_id"]] = {**alert, "details": {**alert["details"], "refused": d["refused"]}}
+            self.alerts[d["alert_id"]] = _with_refused(alert, d["refused"])
 
     def _storage_state(self, e: Event) -> None:
         self.storage_full = e.data["full"]
@@ -387,7 +375,7 @@ class TableState:
     def _alert_raised(self, e: Event) -> None:
         d = e.data
         alert_id = d["alert_id"]
-        self.alerts[alert_id] = d
+        self.alerts[alert_id] = cast(AlertData, d)  # the event's own data (as published)
         self.alert_counter = max(self.alert_counter, engine_alert_number(alert_id))
         code = d["code"]
         if code == AlertCode.RESCAN_NEEDED:
@@ -422,7 +410,7 @@ class TableState:
                 rnd.holds = [a for a in rnd.holds if a != alert_id]
 
     def _read_held(self, e: Event) -> None:
-        read = e.data["read"]
+        read: ReadFields = e.data["read"]
         self.held_reads.append(read)
         self.hold_counter = max(self.hold_counter, read["hold_id"])
 
@@ -501,6 +489,12 @@ class TableState:
                 value = {h: r.to_dict() for h, r in value.items()}
             out[name] = value
         return out
+
+
+def _with_refused(alert: AlertData, refused: int) -> AlertData:
+    """A fresh copy of ``alert`` whose details count ``refused`` cards: the raised event's own data
+    stays as it was published."""
+    return {**alert, "details": {**alert["details"], "refused": refused}}
 
 
 _APPLY: dict[str, Callable[[TableState, Event], None]] = {
