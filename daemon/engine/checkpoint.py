@@ -37,6 +37,7 @@ _FOLD_MODULES = (
     "daemon.engine.rounds",
     "daemon.engine.phases",
     "daemon.engine.state",
+    "daemon.engine.fold",
     "daemon.engine.checkpoint",
 )
 """The code a fold runs (``TableState.apply`` and what it calls) and this codec."""
