@@ -12,7 +12,8 @@ refused with its reason (and, where the floor must know, an alert), an input is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, assert_never
 
 from common.inputs import (
     BettingClosed,
@@ -39,6 +40,24 @@ from daemon.engine.settings import GameFlow
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.signals import DeviceSignals
 from daemon.engine.state import TableState
+
+
+class BettingAction(StrEnum):
+    """What a betting window input or command does (its command's action)."""
+
+    OPEN = "open_betting"
+    CLOSE = "close_betting"
+
+
+class LockAction(StrEnum):
+    """The shoe lock the engine asks for with the betting window (``reader_command_requested``)."""
+
+    LOCK = "lock"
+    UNLOCK = "unlock"
+
+
+_OPEN = BettingAction.OPEN
+_CLOSE = BettingAction.CLOSE
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +126,10 @@ class BettingWindow:
         self.signals = signals
 
     # ------------------------------------------------------------------ checks
-    def _flow_problem(self, action: str, source: GameFlowSource, round_id: str | None) -> FlowProblem | None:
-        st = self.state
+    def _flow_problem(
+        self, action: BettingAction, source: GameFlowSource, round_id: str | None
+    ) -> FlowProblem | None:
+        """Why the betting window cannot open or close now (None: it can)."""
         flow = self.shoe.settings.game_flow
         if flow is not GameFlow.BETTING_WINDOW:
             return FlowProblem(f"this table's game_flow is {flow.value!r}: it takes no betting window")
@@ -119,17 +140,30 @@ class BettingWindow:
             )
         if round_id is not None and args_.round_id_parts(round_id) is None:
             return FlowProblem(f"round id {round_id!r} is not in the accepted form (see open_betting)")
-        if st.phase in OUTSIDE_SHOE:
+        if self.state.phase in OUTSIDE_SHOE:
             return FlowProblem("no shoe is being dealt")
+        match action:
+            case BettingAction.OPEN:
+                return self._open_problem(round_id)
+            case BettingAction.CLOSE:
+                return self._close_problem(round_id)
+            case _:
+                assert_never(action)
+
+    def _open_problem(self, round_id: str | None) -> FlowProblem | None:
+        st = self.state
         window = st.flow_round_id
-        if action == "open_betting":
-            if st.phase == Phase.ROUND:
-                return FlowProblem(f"round {st.hand} is being dealt: betting opens after it is decided")
-            if st.flow_phase == FlowPhase.BETTING:
-                if window == round_id:
-                    return FlowProblem(f"betting is already open for round {round_id}", None, repeat=True)
-                return FlowProblem(f"betting is open for round {window}: close it first")
-            return None
+        if st.phase == Phase.ROUND:
+            return FlowProblem(f"round {st.hand} is being dealt: betting opens after it is decided")
+        if st.flow_phase == FlowPhase.BETTING:
+            if window == round_id:
+                return FlowProblem(f"betting is already open for round {round_id}", None, repeat=True)
+            return FlowProblem(f"betting is open for round {window}: close it first")
+        return None
+
+    def _close_problem(self, round_id: str | None) -> FlowProblem | None:
+        st = self.state
+        window = st.flow_round_id
         if st.flow_phase == FlowPhase.DEALING and window == round_id:
             return FlowProblem(f"betting is already closed for round {round_id}", None, repeat=True)
         if st.flow_phase != FlowPhase.BETTING:
@@ -139,7 +173,7 @@ class BettingWindow:
         return None
 
     def _flow_alert(
-        self, problem: FlowProblem, at: float, action: str, source: str, round_id: str | None
+        self, problem: FlowProblem, at: float, action: str, *, source: str, round_id: str | None
     ) -> None:
         if problem.code is not None:
             self.emitter.alert(
@@ -152,7 +186,7 @@ class BettingWindow:
         args_.check_keys(cmd.args, {"round_id", "closes_at"})
         round_id = args_.req_round_id(cmd.args)
         closes_at = args_.opt_time(cmd.args, "closes_at")
-        problem = self._flow_problem("open_betting", GameFlowSource.SERVER, round_id)
+        problem = self._flow_problem(_OPEN, GameFlowSource.SERVER, round_id)
         if problem is not None:
             return self._refused(problem, cmd, round_id)
         sequence = round_id_sequence(self.state.last_round_id, round_id)
@@ -168,7 +202,7 @@ class BettingWindow:
     def close_betting(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"round_id"})
         round_id = args_.req_round_id(cmd.args)
-        problem = self._flow_problem("close_betting", GameFlowSource.SERVER, round_id)
+        problem = self._flow_problem(_CLOSE, GameFlowSource.SERVER, round_id)
         if problem is not None:
             return self._refused(problem, cmd, round_id)
         closing = BettingClosed(cmd.at, GameFlowSource.SERVER, round_id, "server", cmd.command_id)
@@ -178,7 +212,8 @@ class BettingWindow:
         if problem.code is None:
             return Refused(problem.reason)
         return Refused(
-            problem.reason, alert=lambda: self._flow_alert(problem, cmd.at, cmd.action, "server", round_id)
+            problem.reason,
+            alert=lambda: self._flow_alert(problem, cmd.at, cmd.action, source="server", round_id=round_id),
         )
 
     def cut_card(self, cmd: SupervisorCommand) -> Outcome:
@@ -193,10 +228,10 @@ class BettingWindow:
 
     # ------------------------------------------------------------------ inputs (button, shoe lock)
     def on_betting_opened(self, inp: BettingOpened) -> None:
-        problem = self._flow_problem("open_betting", inp.source, inp.round_id)
+        problem = self._flow_problem(_OPEN, inp.source, inp.round_id)
         if problem is not None:
             if not problem.repeat:
-                self._flow_alert(problem, inp.at, "open_betting", inp.source, inp.round_id)
+                self._flow_alert(problem, inp.at, _OPEN, source=inp.source, round_id=inp.round_id)
             return
         sequence = Sequence(None)
         if inp.round_id is not None:
@@ -207,10 +242,10 @@ class BettingWindow:
         self._open(inp, sequence, None)
 
     def on_betting_closed(self, inp: BettingClosed) -> None:
-        problem = self._flow_problem("close_betting", inp.source, inp.round_id)
+        problem = self._flow_problem(_CLOSE, inp.source, inp.round_id)
         if problem is not None:
             if not problem.repeat:
-                self._flow_alert(problem, inp.at, "close_betting", inp.source, inp.round_id)
+                self._flow_alert(problem, inp.at, _CLOSE, source=inp.source, round_id=inp.round_id)
             return
         self._close(inp, None)
 
@@ -236,7 +271,7 @@ class BettingWindow:
         if sequence.reason is not None and inp.round_id is not None:
             self._sequence_alert(inp.at, inp.round_id, sequence, last)
         if self.shoe.settings.betting.lock_shoe:
-            self._request_lock("lock", inp.at)
+            self._request_lock(LockAction.LOCK, inp.at)
 
     def _close(self, inp: BettingClosed, actor: str | None) -> None:
         st = self.state
@@ -256,16 +291,16 @@ class BettingWindow:
         )
         if self.shoe.settings.betting.lock_shoe:
             pending = st.lock_request
-            if pending is not None and pending["action"] == "lock":
+            if pending is not None and pending["action"] == LockAction.LOCK:
                 self.emitter.alert(
                     AlertCode.SHOE_NOT_LOCKED,
                     inp.at,
                     Source.SYSTEM,
-                    action="lock",
+                    action=LockAction.LOCK,
                     command_id=pending["command_id"],
                     reason="the shoe did not confirm the lock before betting closed",
                 )
-            self._request_lock("unlock", inp.at)
+            self._request_lock(LockAction.UNLOCK, inp.at)
 
     def _sequence_alert(self, at: float, round_id: str, sequence: Sequence, last: str | None = None) -> None:
         self.emitter.alert(
@@ -279,7 +314,7 @@ class BettingWindow:
             accepted=sequence.accepted,
         )
 
-    def _request_lock(self, action: str, at: float) -> None:
+    def _request_lock(self, action: LockAction, at: float) -> None:
         """Ask the service to lock/unlock the shoe (``reader_command_requested``); the shoe's
         answer comes back as a ``ReaderSignal`` naming this command id."""
         st = self.state
@@ -312,7 +347,9 @@ class BettingWindow:
                 "command_id": inp.command_id,
             },
         )
-        expected = ReaderSignalKind.LOCKED if request["action"] == "lock" else ReaderSignalKind.UNLOCKED
+        expected = (
+            ReaderSignalKind.LOCKED if request["action"] == LockAction.LOCK else ReaderSignalKind.UNLOCKED
+        )
         if inp.kind is not expected:
             self.emitter.alert(
                 AlertCode.SHOE_NOT_LOCKED,

@@ -76,7 +76,7 @@ class ShoeCommands:
             if isinstance(target, Refused):
                 return target
             target_hand, cards = target.hand, dict(target.cards)
-        return lambda: self._void_round(cmd, target_hand, cards, reason, completed)
+        return lambda: self._void_round(cmd, target_hand, cards, reason=reason, completed=completed)
 
     def _void_as_opening_burn(self, cmd: SupervisorCommand, hand: int | None, reason: str) -> Outcome:
         """daemon/rules/RULES.md shoe procedure: a forgotten opening burn caught before the first round is
@@ -143,7 +143,7 @@ class ShoeCommands:
         return holding + about
 
     def _void_round(
-        self, cmd: SupervisorCommand, hand: int, cards: dict[str, str], reason: str, completed: bool
+        self, cmd: SupervisorCommand, hand: int, cards: dict[str, str], *, reason: str, completed: bool
     ) -> None:
         st = self.state
         source = Source.SUPERVISOR

@@ -20,6 +20,7 @@ from daemon.alerts import AlertCode
 from daemon.engine.dealing import Dealing
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
+from daemon.engine.payloads import Verdict
 from daemon.engine.phases import OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.rounds import side_codes
@@ -121,7 +122,7 @@ class DeviceSignals:
 
     def on_verdict(self, inp: ShoeVerdict) -> None:
         st = self.state
-        verdict = {
+        verdict: Verdict = {
             "outcome": inp.outcome,
             "player_pair": inp.player_pair,
             "banker_pair": inp.banker_pair,
@@ -156,7 +157,7 @@ class DeviceSignals:
             return
         self._check_verdict(st.last_decided["hand"], st.last_decided["cards"], verdict, inp.at)
 
-    def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
+    def _check_verdict(self, hand: int, cards: dict[str, str], verdict: Verdict, at: float) -> None:
         st = self.state
         source = _READER
         # The round's facts from lookup tables (settle.verdict_facts, checked against the rules
