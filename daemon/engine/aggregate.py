@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.inputs import CardRead, EngineInput, ReadFailed, Source, Tick
+from common.inputs import CardRead, DeviceTarget, EngineInput, ReadFailed, Source, Tick
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.payloads import ReadFields
@@ -106,7 +106,9 @@ class RefusalEpisodes:
         if pending.reason == JOURNAL_FULL:
             return st.storage_full and isinstance(inp, CardRead)
         starts_shoe = (
-            self.shoe.settings.device_starts_shoe and isinstance(inp, CardRead) and inp.target == "first_card"
+            self.shoe.settings.device_starts_shoe
+            and isinstance(inp, CardRead)
+            and inp.target == DeviceTarget.FIRST_CARD
         )
         return st.phase in OUTSIDE_SHOE and not starts_shoe
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from common.inputs import DeviceTarget, SupervisorCommand
+from common.inputs import DeviceTarget, Source, SupervisorCommand
 from common.slots import ROUND_SLOTS, Slot
 from daemon.alerts import AlertCode
 from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, RefusalEpisodes
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.payloads import ReadFields
-from daemon.engine.phases import OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase
+from daemon.engine.phases import OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
 from daemon.engine.rounds import RoundState
 from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
@@ -71,6 +71,7 @@ _ROUND_COMPLETED = EventKind.ROUND_COMPLETED
 _BETTING_WINDOW = GameFlow.BETTING_WINDOW
 _FLOW_BETTING = FlowPhase.BETTING
 _FLOW_DEALING = FlowPhase.DEALING
+_CAMERA = Source.CAMERA
 
 
 class Dealing:
@@ -91,7 +92,7 @@ class Dealing:
 
     def refuse_outside_shoe(self, at: float, source: str, fields: ReadFields) -> None:
         st = self.state
-        after_last = st.phase == Phase.OVER and st.shoe_end_reason == "cut_card"
+        after_last = st.phase == Phase.OVER and st.shoe_end_reason == ShoeEnd.CUT_CARD
         code = AlertCode.CARD_AFTER_LAST_ROUND if after_last else AlertCode.NO_SHOE
         episode = st.open_alert_ids(code, fields["device"])  # one open alert per episode
         reason = AFTER_LAST_ROUND if after_last else NO_SHOE
@@ -292,7 +293,7 @@ class Dealing:
                 data["round"] = round_hand
                 if plan.unneeded:
                     data["unneeded"] = True
-                if source == "camera" and self.state.rescan_alert is not None:
+                if source == _CAMERA and self.state.rescan_alert is not None:
                     data["fills_rescan"] = True
             case _:
                 assert_never(slot)
@@ -389,11 +390,11 @@ class Dealing:
     def after_round(self, hand: int, at: float, source: str) -> None:
         st = self.state
         if st.last_hand is not None and hand >= st.last_hand:
-            self.end_shoe(at, source, "cut_card")
+            self.end_shoe(at, source, ShoeEnd.CUT_CARD)
         else:
             self.offer(hand + 1, at, source)
 
-    def end_shoe(self, at: float, source: str, reason: str) -> None:
+    def end_shoe(self, at: float, source: str, reason: ShoeEnd) -> None:
         st = self.state
         self.emitter.emit(
             EventKind.SHOE_ENDED,
@@ -428,7 +429,7 @@ class Dealing:
     def start_shoe(self, at: float, shoe_id: str | None, cmd: SupervisorCommand | None, source: str) -> None:
         st = self.state
         if st.phase not in OUTSIDE_SHOE:
-            self.end_shoe(at, source, "replaced")
+            self.end_shoe(at, source, ShoeEnd.REPLACED)
         new_id = shoe_id or f"shoe-{st.shoes_started + 1}-{round(at * 1000)}"
         data: dict[str, Any] = {
             "shoe_id": new_id,

@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
+from common.inputs import ShoeSignalKind, Source
 from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ReadFields
-from daemon.engine.phases import GAME_FLOW_ACTOR, BurnKind, CardPlace, FlowPhase, Phase
+from daemon.engine.phases import GAME_FLOW_ACTOR, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
 from daemon.engine.rounds import RoundState, result_line
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ _BURN = CardPlace.BURN
 _OPENING = BurnKind.OPENING
 _ROUND_BURN = BurnKind.ROUND
 _SIGNALLED = BurnKind.SIGNALLED
+_READER = Source.READER
+_CAMERA = Source.CAMERA
 
 
 def _note_reader_device(st: TableState, device: str) -> None:
@@ -40,7 +43,7 @@ def _note_reader_device(st: TableState, device: str) -> None:
 
 def note_read(st: TableState, read: ReadFields, *, advance_pull: bool) -> None:
     source = read.get("source")
-    if source == "reader" and read["device"] not in st.reader_devices:  # (new devices only)
+    if source == _READER and read["device"] not in st.reader_devices:  # (new devices only)
         _note_reader_device(st, read["device"])
     tid = read.get("transmission_id")
     card = read.get("card")
@@ -51,7 +54,7 @@ def note_read(st: TableState, read: ReadFields, *, advance_pull: bool) -> None:
         if len(st.recent) > st.settings.duplicate_memory:
             del st.recent[next(iter(st.recent))]
     position = read.get("position")
-    if advance_pull and source != "camera":
+    if advance_pull and source != _CAMERA:
         if position is not None:
             device = read["device"]
             st.pull_next[device] = position + 1
@@ -303,7 +306,7 @@ def _shoe_ended(st: TableState, e: Event) -> None:
     st.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
     _flow_waiting(st)
     st.burn_signalled = False
-    if e.data["reason"] != "cut_card":
+    if e.data["reason"] != ShoeEnd.CUT_CARD:
         st.round = None
         st.held = {}
 
@@ -398,9 +401,9 @@ def _shoe_signal(st: TableState, e: Event) -> None:
     kind = e.data["signal"]
     if not e.data["applied"]:
         return
-    if kind == "burn_started":
+    if kind == ShoeSignalKind.BURN_STARTED:
         st.burn_signalled = True
-    elif kind == "burn_ended":
+    elif kind == ShoeSignalKind.BURN_ENDED:
         st.burn_signalled = False
 
 

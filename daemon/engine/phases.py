@@ -52,3 +52,11 @@ class BurnKind(StrEnum):
     ROUND = "round"  # the per-round burn (``burn_before_each_round``)
     UNNEEDED = "unneeded"  # a card the last round did not need: the next round's burn (mistake 1)
     SIGNALLED = "signalled"  # marked a burn card by a slotless reader (``BURN_STARTED``)
+
+
+class ShoeEnd(StrEnum):
+    """Why a shoe ended (``shoe_ended`` data ``reason``)."""
+
+    CUT_CARD = "cut_card"  # its last round (after the cut card) was decided
+    REPLACED = "replaced"  # a new shoe started before it ended
+    VOIDED = "voided"  # a supervisor voided it

@@ -24,7 +24,7 @@ from daemon.engine.payloads import Verdict
 from daemon.engine.phases import OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.rounds import side_codes
-from daemon.engine.settings import GameFlow
+from daemon.engine.settings import CutCardPolicy, GameFlow
 from daemon.engine.settle import verdict_facts
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
@@ -109,7 +109,7 @@ class DeviceSignals:
             self.emitter.alert(AlertCode.UNEXPECTED_CUT_CARD, inp.at, source, device=inp.device, raw=inp.raw)
             return
         during = st.round.hand if st.phase == Phase.ROUND and st.round is not None else None
-        finish = self.shoe.settings.cut_card_policy.value == "finish_current_round"
+        finish = self.shoe.settings.cut_card_policy is CutCardPolicy.FINISH_CURRENT_ROUND
         last = during if during is not None and finish else (during or st.hand) + 1
         self.emitter.emit(
             EventKind.CUT_CARD,
