@@ -4,12 +4,13 @@ unneeded cards of mistakes 1-2): ``assign_card``, ``rearrange``, ``move_card``, 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from common.inputs import (
     Source,
     SupervisorCommand,
 )
-from common.slots import MIRROR, ROUND_SLOTS, SLOT_NAMED
+from common.slots import MIRROR, ROUND_SLOTS, SLOT_NAMED, Slot
 from daemon.alerts import UNNEEDED_CODES
 from daemon.engine import commands as args_
 from daemon.engine.commands import Outcome, Refused
@@ -21,6 +22,23 @@ from daemon.engine.rounds import RoundState
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
 from daemon.rules.outcome import next_slot
+
+
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """A validated correction of a round's cards, as its ``round_corrected`` event records it."""
+
+    action: str
+    after: dict[str, str]
+    """The round's cards after it, in draw order."""
+    supplied: list[str]
+    """Slots whose card is new to the round (counted against the shoe, unless ``from_burn``)."""
+    removed: list[str]
+    """Cards no longer in the round (they stay counted: they left the shoe)."""
+    from_burn: list[str]
+    """Supplied slots whose card was burned as unneeded (counted already)."""
+    pending_slot: Slot | None
+    """The slot a pending rescan is waiting for (the round in progress only)."""
 
 
 class RoundCorrections:
@@ -107,9 +125,25 @@ class RoundCorrections:
                 spare[code] -= 1
             else:
                 supplied.append(slot)
-        removed = sorted(spare.elements())
-        # A card the engine took as this round's unneeded burn (a fast dealer's real Player 1) is
-        # out of the shoe and counted already: put back into the round, it is not counted again.
+        correction = Correction(
+            action=action,
+            after=ordered,
+            supplied=supplied,
+            removed=sorted(spare.elements()),
+            from_burn=self._from_unneeded_burn(rnd, ordered, supplied),
+            # The slot a pending rescan (misread or over-composition card) is waiting for.
+            pending_slot=rnd.next_slot() if rnd is self.state.round else None,
+        )
+        new_counts = Counter(ordered[s] for s in supplied if s not in correction.from_burn)
+        decks = self.shoe.settings.decks
+        for code, n in new_counts.items():
+            if self.state.counts.get(code, 0) + n > decks:
+                return Refused(f"card {code} would appear more than {decks} times in this {decks}-deck shoe")
+        return lambda: self._apply_correction(cmd, rnd, correction)
+
+    def _from_unneeded_burn(self, rnd: RoundState, ordered: dict[str, str], supplied: list[str]) -> list[str]:
+        """The supplied slots whose card the engine took as this round's unneeded burn (a fast
+        dealer's real Player 1): out of the shoe and counted already, so not counted again."""
         st = self.state
         burned = Counter(
             st.alerts[a]["details"]["card"]
@@ -121,48 +155,41 @@ class RoundCorrections:
             if burned[ordered[slot]] > 0:
                 burned[ordered[slot]] -= 1
                 from_burn.append(slot)
-        new_counts = Counter(ordered[s] for s in supplied if s not in from_burn)
-        decks = self.shoe.settings.decks
-        for code, n in new_counts.items():
-            if self.state.counts.get(code, 0) + n > decks:
-                return Refused(f"card {code} would appear more than {decks} times in this {decks}-deck shoe")
+        return from_burn
 
-        # The slot a pending rescan (misread or over-composition card) is waiting for.
-        pending_slot = rnd.next_slot() if rnd is self.state.round else None
-
-        def effect() -> None:
-            source = Source.SUPERVISOR
-            self.emitter.emit(
-                EventKind.ROUND_CORRECTED,
-                cmd.at,
-                source,
-                {
-                    "hand": rnd.hand,
-                    "action": action,
-                    "before": dict(rnd.cards),
-                    "after": ordered,
-                    "supplied": supplied,
-                    "removed": removed,
-                    **({"from_unneeded_burn": from_burn} if from_burn else {}),
-                    "args": dict(cmd.args),
-                    "actor": cmd.actor,
-                    "command_id": cmd.command_id,
-                },
-                hand=rnd.hand,
-            )
-            if st.rescan_alert is not None and pending_slot is not None and pending_slot in supplied:
-                self.emitter.clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd=cmd)
-            # The correction is the supervisor's reading of this round's cards: it answers the
-            # unneeded-card alerts that held it (other holds stay: resolve_hold).
-            unneeded = [a for a in rnd.holds if st.alerts[a]["code"] in UNNEEDED_CODES]
-            if rnd is self.state.round and rnd.next_slot() is None:
-                for alert_id in unneeded:
-                    self.emitter.clear_alert(alert_id, cmd.at, source, "corrected", cmd=cmd)
-                self.dealing.decide(rnd, cmd.at, source, cmd.at)
-            elif unneeded:
-                self.release_unneeded(unneeded, cmd, "corrected")
-
-        return effect
+    def _apply_correction(self, cmd: SupervisorCommand, rnd: RoundState, correction: Correction) -> None:
+        st = self.state
+        source = Source.SUPERVISOR
+        self.emitter.emit(
+            EventKind.ROUND_CORRECTED,
+            cmd.at,
+            source,
+            {
+                "hand": rnd.hand,
+                "action": correction.action,
+                "before": dict(rnd.cards),
+                "after": correction.after,
+                "supplied": correction.supplied,
+                "removed": correction.removed,
+                **({"from_unneeded_burn": correction.from_burn} if correction.from_burn else {}),
+                "args": dict(cmd.args),
+                "actor": cmd.actor,
+                "command_id": cmd.command_id,
+            },
+            hand=rnd.hand,
+        )
+        pending_slot = correction.pending_slot
+        if st.rescan_alert is not None and pending_slot is not None and pending_slot in correction.supplied:
+            self.emitter.clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd=cmd)
+        # The correction is the supervisor's reading of this round's cards: it answers the
+        # unneeded-card alerts that held it (other holds stay: resolve_hold).
+        unneeded = [a for a in rnd.holds if st.alerts[a]["code"] in UNNEEDED_CODES]
+        if rnd is st.round and rnd.next_slot() is None:
+            for alert_id in unneeded:
+                self.emitter.clear_alert(alert_id, cmd.at, source, "corrected", cmd=cmd)
+            self.dealing.decide(rnd, cmd.at, source, cmd.at)
+        elif unneeded:
+            self.release_unneeded(unneeded, cmd, "corrected")
 
     def rearrange(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"cards", "hand"})

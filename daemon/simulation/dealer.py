@@ -35,7 +35,7 @@ from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from common.inputs import DeviceTarget
-from common.slots import ROUND_SLOTS
+from common.slots import ROUND_SLOTS, Slot
 from daemon.rules.outcome import RoundOutcome, Winner, next_slot
 from drivers.fixtures import GENERATED_PROVENANCE, Fixture, FixtureHeader, UsbIdentity
 from drivers.simulate import SIM_PRODUCT_ID, SIM_VENDOR_ID, Action, ShoePlan, encode_plan
@@ -202,7 +202,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
         dealt: list[tuple[str, Card]] = []
         cut_before: int | None = None  # the cut card comes out just before this card of the round
         while (slot := next_slot(player, banker)) is not None:
-            if slot.value == "P1" and carried_p1 is not None:
+            if slot is Slot.P1 and carried_p1 is not None:
                 card, carried_p1 = carried_p1, None
                 player.append(card)
                 continue  # drawn already, as the second unneeded card of the previous round
@@ -294,13 +294,13 @@ def _emit_round(
             acts.append(Action(at, "draw", card=draw.card, target=draw.target, hand=hand, corrupt_all=True))
             acts.append(Action(at + 0.5, "supervisor", hand=hand, supervisor={
                 "action": "assign_card",
-                "args": {"card": draw.card.code, "slot": "B1", "hand": hand}}))  # fmt: skip
+                "args": {"card": draw.card.code, "slot": Slot.B1, "hand": hand}}))  # fmt: skip
             continue
         if Fault.MISSING_CARD in kinds and i == 1:
             assert draw.card is not None
             acts.append(Action(at + 0.5, "supervisor", hand=hand, supervisor={
                 "action": "assign_card",
-                "args": {"card": draw.card.code, "slot": "B1", "hand": hand}}))  # fmt: skip
+                "args": {"card": draw.card.code, "slot": Slot.B1, "hand": hand}}))  # fmt: skip
             continue
         acts.append(
             Action(at, "draw", card=draw.card, target=draw.target, hand=hand,
