@@ -37,5 +37,6 @@ def test_a_refusal_the_floor_must_see_raises_its_alert_after_the_reply() -> None
     assert [a.data["code"] for a in alerts(out)] == [AlertCode.BETTING_OUT_OF_ORDER]
     handler = eng.commands.handlers["close_betting"]
     refused = handler(SupervisorCommand("close_betting", 51.0, "sup", "x2", {"round_id": "7"}))
-    assert isinstance(refused, Refused) and refused.alert is not None
+    assert isinstance(refused, Refused)
+    assert refused.alert is not None
     assert refused.reason == out[0].data["reason"]
