@@ -115,3 +115,35 @@ class WaitingCard(TypedDict):
 
     position: int | None
     card: str | None
+
+
+class OutcomeSummary(TypedDict):
+    """A decided round's outcome without its cards (``RoundOutcome.to_dict()``'s other keys, in order)."""
+
+    player_total: int
+    banker_total: int
+    winner: str
+    margin: int
+    player_natural: bool
+    banker_natural: bool
+    player_pair: bool
+    banker_pair: bool
+    player_suited_pair: bool
+    banker_suited_pair: bool
+    cards: int
+    first_card: str
+
+
+class RoundOutcomeData(OutcomeSummary):
+    """A decided round's outcome (``round_completed`` data ``outcome``): its cards, then the summary."""
+
+    player: list[str]
+    banker: list[str]
+
+
+class BetResolution(TypedDict):
+    """How one offered bet resolved (``Resolution.to_dict()``)."""
+
+    outcome: str
+    multiplier: str
+    multiplier_float: float
