@@ -6,7 +6,7 @@ procedure and dealing mistakes)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any
 
 from common.inputs import DeviceTarget, Source, SupervisorCommand
 from common.slots import ROUND_SLOTS, Slot
@@ -72,6 +72,8 @@ _BETTING_WINDOW = GameFlow.BETTING_WINDOW
 _FLOW_BETTING = FlowPhase.BETTING
 _FLOW_DEALING = FlowPhase.DEALING
 _CAMERA = Source.CAMERA
+_PLACE_INDICATOR = CardPlace.INDICATOR
+_PLACE_BURN = CardPlace.BURN
 
 
 class Dealing:
@@ -282,21 +284,20 @@ class Dealing:
         """A ``card_dealt`` event's data (without the read and the command)."""
         data: dict[str, Any] = {"card": code, "slot": plan.slot, "source": source}
         slot = plan.slot
-        match slot:
-            case CardPlace.INDICATOR:
-                data["burn_count"] = self.shoe.settings.burn_count(RANKS[code])
-            case CardPlace.BURN:
-                data["burn"] = plan.burn
-            case CardPlace.EXPOSED:
-                raise AssertionError("a card exposed during betting is never placed")
-            case Slot():
-                data["round"] = round_hand
-                if plan.unneeded:
-                    data["unneeded"] = True
-                if source == _CAMERA and self.state.rescan_alert is not None:
-                    data["fills_rescan"] = True
-            case _:
-                assert_never(slot)
+        # (if/elif on bound members, not ``match``: a ``case CardPlace.X`` looks the member up on
+        # the enum class for every card)
+        if isinstance(slot, Slot):
+            data["round"] = round_hand
+            if plan.unneeded:
+                data["unneeded"] = True
+            if source == _CAMERA and self.state.rescan_alert is not None:
+                data["fills_rescan"] = True
+        elif slot is _PLACE_INDICATOR:
+            data["burn_count"] = self.shoe.settings.burn_count(RANKS[code])
+        elif slot is _PLACE_BURN:
+            data["burn"] = plan.burn
+        else:
+            raise AssertionError(f"a card for {slot} is never placed")  # exposed during betting
         return data
 
     def _unneeded_alert(

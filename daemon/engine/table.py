@@ -233,9 +233,11 @@ class Engine:
         sequencer.pull_gap_raised = False
         if st.held_reads:
             sequencer.expire_pulls(inp.at)
-        first = self.restart.applies_to(inp)
-        if first is not None:
-            self.restart.check(first)
+        restart = self.restart
+        if restart.restart_marks is not None or restart.restart_round is not None:
+            first = restart.applies_to(inp)
+            if first is not None:
+                restart.check(first)
         self._route(inp)
         # A rescan open before this input, or raised by it for a pull's gap, and now closed:
         # the cards held below the missing one follow.
