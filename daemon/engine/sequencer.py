@@ -251,7 +251,9 @@ class ReadSequencer:
         fields = read_fields(read)
         tid = read.transmission_id
         if tid is not None:
-            seen_at = st.recent.get((device, tid, read.card.code))
+            code = fields["card"]
+            assert code is not None  # (a card read's fields name its card)
+            seen_at = st.recent.get((device, tid, code))
             if seen_at is not None and read.at - seen_at <= self.shoe.settings.duplicate_window_s:
                 return  # the same card of the same transmission again, within the window
         if st.rescan_alert is not None:
@@ -286,7 +288,7 @@ class ReadSequencer:
             plan: Placement | None = None
             if read.target is not None:  # (no look-ahead at all for readers that name no slot)
                 plan = self._expected_plan(read.at)
-                expected = None if plan is None else _round_slot(plan)
+                expected = plan.slot if plan is not None and isinstance(plan.slot, Slot) else None
                 if expected is not None and self._names_later_slot(read, expected):
                     self._hold_for_target(read, expected)
                     return
@@ -431,7 +433,8 @@ class ReadSequencer:
         if fields is None:
             fields = read_fields(read)
         source = fields["source"]
-        code = read.card.code
+        code = fields["card"]
+        assert code is not None  # (a card read's fields name its card; ``Card.code`` is a property)
         if st.phase in OUTSIDE_SHOE:
             if (
                 self.shoe.settings.device_starts_shoe
