@@ -245,8 +245,24 @@ class Dealing:
         st = self.state
         if plan.opens_round:
             self._open_round(at, source)
-        round_hand = None if plan.slot in _NO_ROUND else (hand if hand is not None else st.hand)
-        data = self._card_data(plan, code, source, round_hand)
+        slot = plan.slot
+        data: dict[str, Any] = {"card": code, "slot": slot, "source": source}
+        round_hand: int | None = None
+        # (if/elif on bound members, not ``match``: a ``case CardPlace.X`` looks the member up on
+        # the enum class for every card)
+        if isinstance(slot, Slot):
+            round_hand = hand if hand is not None else st.hand
+            data["round"] = round_hand
+            if plan.unneeded:
+                data["unneeded"] = True
+            if source == _CAMERA and st.rescan_alert is not None:
+                data["fills_rescan"] = True
+        elif slot is _PLACE_INDICATOR:
+            data["burn_count"] = self.shoe.settings.burn_count(RANKS[code])
+        elif slot is _PLACE_BURN:
+            data["burn"] = plan.burn
+        else:
+            raise AssertionError(f"a card for {slot} is never placed")  # exposed during betting
         if read is not None:
             data["read"] = read
         if cmd is not None:
@@ -279,26 +295,6 @@ class Dealing:
         if st.flow_round_id is not None and st.flow_phase == _FLOW_DEALING:
             opened["round_id"] = st.flow_round_id
         self.emitter.emit(_ROUND_OPENED, at, source, opened, hand=next_hand)
-
-    def _card_data(self, plan: Placement, code: str, source: str, round_hand: int | None) -> dict[str, Any]:
-        """A ``card_dealt`` event's data (without the read and the command)."""
-        data: dict[str, Any] = {"card": code, "slot": plan.slot, "source": source}
-        slot = plan.slot
-        # (if/elif on bound members, not ``match``: a ``case CardPlace.X`` looks the member up on
-        # the enum class for every card)
-        if isinstance(slot, Slot):
-            data["round"] = round_hand
-            if plan.unneeded:
-                data["unneeded"] = True
-            if source == _CAMERA and self.state.rescan_alert is not None:
-                data["fills_rescan"] = True
-        elif slot is _PLACE_INDICATOR:
-            data["burn_count"] = self.shoe.settings.burn_count(RANKS[code])
-        elif slot is _PLACE_BURN:
-            data["burn"] = plan.burn
-        else:
-            raise AssertionError(f"a card for {slot} is never placed")  # exposed during betting
-        return data
 
     def _unneeded_alert(
         self,

@@ -21,7 +21,8 @@ class Emitter:
 
     state: TableState
     out: list[Event]
-    """The events emitted since ``collect`` began (one input's)."""
+    """Where the events emitted are collected: the caller gives a fresh list for each input and
+    takes it back (``Engine.handle``)."""
     now: float
     """The time of the last input or event (what an event no input caused is stamped with)."""
 
@@ -29,16 +30,6 @@ class Emitter:
         self.state = state
         self.out = []
         self.now = 0.0
-
-    def collect(self) -> list[Event]:
-        """Start collecting one input's events; the list returned fills as they are emitted."""
-        out: list[Event] = []
-        self.out = out
-        return out
-
-    def done(self) -> None:
-        """Stop collecting (an event emitted outside ``handle`` would be a bug: it is dropped)."""
-        self.out = []
 
     def emit(
         self,

@@ -201,16 +201,18 @@ class Engine:
     def summarise_refusals(self) -> list[Event]:
         """The pending ``cards_refused`` summary now (empty when none): the service asks before
         a clean stop, so no absorbed card is left out of the journal."""
-        out = self.emitter.collect()
+        out: list[Event] = []
+        self.emitter.out = out
         self.refusals.flush()
-        self.emitter.done()
+        self.emitter.out = []
         return out
 
     # ------------------------------------------------------------------ inputs
     def handle(self, inp: EngineInput) -> list[Event]:
         """Decide, apply and return the events caused by one input."""
         emitter = self.emitter
-        out = emitter.collect()
+        out: list[Event] = []
+        emitter.out = out
         unusable = _unusable_time(inp)
         if unusable is not None:
             # A driver bug: a time that can be neither ordered by nor journaled (JSON has no
@@ -223,10 +225,12 @@ class Engine:
                 input=type(inp).__name__,
                 reason=unusable,
             )
-            emitter.done()
+            emitter.out = []
             return out
         emitter.now = inp.at
-        self._before(inp)
+        self.refusals.settle(inp)  # an absorbed refusals' summary before anything else happens
+        if self.settings_notice:
+            self._notice_settings(inp.at)
         st = self.state
         rescan_before = st.rescan_alert
         sequencer = self.sequencer
@@ -249,18 +253,15 @@ class Engine:
             for device in sequencer.held_devices():
                 sequencer.release_by_target(device)
                 sequencer.release_all(device, ReleaseReason.RESCANNED)
-        emitter.done()
+        emitter.out = []
         return out
 
-    def _before(self, inp: EngineInput) -> None:
-        """What comes before any input's own events: an absorbed refusals' summary, and the notice
-        of a shoe restored under another configuration."""
-        self.refusals.settle(inp)
-        if self.settings_notice:
-            self.settings_notice = False
-            differs = self.shoe.differs(self.state)
-            if differs is not None:
-                self.emitter.alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM, **differs)
+    def _notice_settings(self, at: float) -> None:
+        """The first input after a restore under another configuration: say how the shoe differs."""
+        self.settings_notice = False
+        differs = self.shoe.differs(self.state)
+        if differs is not None:
+            self.emitter.alert(AlertCode.SHOE_SETTINGS_DIFFER, at, Source.SYSTEM, **differs)
 
     def _route(self, inp: EngineInput) -> None:
         """The part that handles ``inp``; a device's other input first releases its held pull."""
