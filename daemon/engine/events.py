@@ -48,6 +48,9 @@ class EventKind(StrEnum):
     BETTING_OPENED = "betting_opened"
     BETTING_CLOSED = "betting_closed"
     SHOE_SIGNAL = "shoe_signal"
+    # the dealer on the table (``data.dealer_id``, ``name``): read by the console's pace fold; the
+    # engine's fold keeps nothing of it, and no engine input emits it yet
+    DEALER_CHANGED = "dealer_changed"
 
 
 _KINDS: dict[str, EventKind] = {kind.value: kind for kind in EventKind}
