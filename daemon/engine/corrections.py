@@ -17,7 +17,7 @@ from daemon.engine.commands import Outcome, Refused
 from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.phases import OUTSIDE_SHOE, CardPlace
+from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, CardPlace
 from daemon.engine.rounds import RoundState
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
@@ -148,7 +148,7 @@ class RoundCorrections:
         burned = Counter(
             st.alerts[a]["details"]["card"]
             for a in rnd.holds
-            if st.alerts[a]["code"] in UNNEEDED_CODES and st.alerts[a]["holds"] == "next_round"
+            if st.alerts[a]["code"] in UNNEEDED_CODES and st.alerts[a]["holds"] == NEXT_ROUND
         )
         from_burn: list[str] = []
         for slot in supplied:

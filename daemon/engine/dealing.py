@@ -15,7 +15,7 @@ from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, Ref
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.payloads import ReadFields
-from daemon.engine.phases import OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
 from daemon.engine.rounds import RoundState
 from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
@@ -148,7 +148,7 @@ class Dealing:
         holds: int | str | None = None,
     ) -> bool:
         """Whether another ``code`` fits in the shoe; if not, raise ``over_composition``
-        (holding ``holds``: a hand, ``"next_round"``, or nothing)."""
+        (holding ``holds``: a hand, ``NEXT_ROUND``, or nothing)."""
         seen = self.state.counts.get(code, 0)
         if seen < self.shoe.settings.decks:
             return True
@@ -176,7 +176,7 @@ class Dealing:
         """
         st = self.state
         hand = st.round.hand if st.round is not None else None
-        self.composition_ok(code, at, source, fields, holds=hand if hand is not None else "next_round")
+        self.composition_ok(code, at, source, fields, holds=hand if hand is not None else NEXT_ROUND)
         if st.rescan_alert is None:
             self.emitter.alert(
                 AlertCode.RESCAN_NEEDED,
@@ -277,7 +277,7 @@ class Dealing:
                 at,
                 source,
                 hand=round_hand,
-                holds=round_hand if round_hand is not None else "next_round",
+                holds=round_hand if round_hand is not None else NEXT_ROUND,
                 device=device,
                 card=code,
                 engine_slot=plan.slot,
@@ -317,7 +317,7 @@ class Dealing:
                 at,
                 source,
                 hand=st.hand or None,
-                holds="next_round" if plan.unneeded == 2 else None,
+                holds=NEXT_ROUND if plan.unneeded == 2 else None,
                 device=device,
                 card=code,
                 became="a burn card: betting for the next round had not closed, so it is never that round's "
@@ -333,7 +333,7 @@ class Dealing:
             at,
             source,
             hand=st.hand if plan.unneeded == 1 else round_hand,
-            holds="next_round" if plan.unneeded == 1 else round_hand,
+            holds=NEXT_ROUND if plan.unneeded == 1 else round_hand,
             device=device,
             card=code,
             became=became,

@@ -15,7 +15,7 @@ from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ReadFields
-from daemon.engine.phases import GAME_FLOW_ACTOR, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
 from daemon.engine.rounds import RoundState, result_line
 
 if TYPE_CHECKING:
@@ -327,7 +327,7 @@ def _alert_raised(st: TableState, e: Event) -> None:
         st.storage_alert = alert_id
         st.storage_refused = 0
     holds = d.get("holds")
-    if holds == "next_round":
+    if holds == NEXT_ROUND:
         st.next_round_holds.append(alert_id)
     elif isinstance(holds, int):
         rnd = st.round_for(holds)

@@ -35,7 +35,7 @@ from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.payloads import AlertData, ReadFields
-from daemon.engine.phases import GAME_FLOW_ACTOR, OUTSIDE_SHOE, FlowPhase, Phase
+from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.settings import GameFlow
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.signals import DeviceSignals
@@ -307,7 +307,7 @@ class BettingWindow:
             AlertCode.ROUND_ID_OUT_OF_SEQUENCE,
             at,
             Source.SYSTEM,
-            holds="next_round" if sequence.accepted else None,
+            holds=NEXT_ROUND if sequence.accepted else None,
             round_id=round_id,
             last_round_id=last if sequence.accepted else self.state.last_round_id,
             reason=sequence.reason,
@@ -447,7 +447,7 @@ class BettingWindow:
             AlertCode.CARD_EXPOSED_DURING_BETTING,
             at,
             source,
-            holds="next_round",
+            holds=NEXT_ROUND,
             device=fields.get("device"),
             **details,
         )
@@ -468,7 +468,7 @@ class BettingWindow:
             fields["read_at"],
             fields["source"],
             hand=hand,
-            holds=hand if hand is not None else "next_round",
+            holds=hand if hand is not None else NEXT_ROUND,
             device=fields.get("device"),
             card=fields["card"],
             slot=plan.slot,

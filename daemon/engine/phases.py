@@ -37,6 +37,10 @@ GAME_FLOW_ACTOR = "game_flow"
 """The ``actor`` of the shoe lock/unlock the engine itself requests with the betting window."""
 
 
+NEXT_ROUND = "next_round"
+"""An alert's ``holds`` when it holds the next round to open (else a hand, or None)."""
+
+
 class CardPlace(StrEnum):
     """Where a card goes that is no round's (a round's card goes to a ``common.slots.Slot``)."""
 

@@ -8,7 +8,7 @@ from typing import Any
 from common.inputs import CardRead, EngineInput, OutsideGameCard, Source
 from daemon.alerts import AlertCode
 from daemon.engine.emitter import Emitter
-from daemon.engine.phases import OUTSIDE_SHOE, Phase
+from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, Phase
 from daemon.engine.settings import GameFlow
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
@@ -79,7 +79,7 @@ class RestartCheck:
             inp.at,
             Source.READER,
             hand=hand,
-            holds=hand if hand is not None else "next_round",
+            holds=hand if hand is not None else NEXT_ROUND,
             device=inp.device,
             reason=reason,
             **details,

@@ -20,7 +20,7 @@ from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.game_flow import BettingWindow
 from daemon.engine.payloads import ReadFields
-from daemon.engine.phases import DEALING, OUTSIDE_SHOE
+from daemon.engine.phases import DEALING, NEXT_ROUND, OUTSIDE_SHOE
 from daemon.engine.reads import read_fields, read_from_fields
 from daemon.engine.settings import GameFlow
 from daemon.engine.shoe import ShoeSetup
@@ -161,7 +161,7 @@ class ReadSequencer:
             self.emitter.now,
             source,
             hand=hand,
-            holds=hand if hand is not None else "next_round",
+            holds=hand if hand is not None else NEXT_ROUND,
             device=device,
             reason="pull_gap",
             missing_position=missing,
@@ -326,7 +326,7 @@ class ReadSequencer:
             read.at,
             read.source,
             hand=hand,
-            holds=hand if hand is not None else "next_round",
+            holds=hand if hand is not None else NEXT_ROUND,
             device=read.device,
             card=read.card.code if isinstance(read, CardRead) else None,
             position=read.position,

@@ -21,7 +21,7 @@ from daemon.engine.dealing import Dealing
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.payloads import Verdict
-from daemon.engine.phases import OUTSIDE_SHOE, FlowPhase, Phase
+from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.rounds import side_codes
 from daemon.engine.settings import CutCardPolicy, GameFlow
@@ -94,7 +94,7 @@ class DeviceSignals:
             details["round_id"] = st.flow_round_id
             del details["mode"]
             self.emitter.alert(
-                AlertCode.CARD_EXPOSED_DURING_BETTING, inp.at, source, holds="next_round", device=inp.device,
+                AlertCode.CARD_EXPOSED_DURING_BETTING, inp.at, source, holds=NEXT_ROUND, device=inp.device,
                 **details,
             )  # fmt: skip
             return
