@@ -111,7 +111,7 @@ def test_every_code_has_one_entry_and_ids_follow_their_scheme() -> None:
         assert {"alert_id", "code"} <= set(spec.fields), code
         assert spec.raised_by is RaisedBy.ENGINE or not spec.holds, code  # only the engine holds rounds
         assert (spec.id_scheme is IdScheme.ENGINE) == (spec.raised_by is RaisedBy.ENGINE), code
-        assert ("severity" in spec.fields) == (spec.id_scheme in (IdScheme.DELIVERY, IdScheme.JOURNAL)), code
+        assert ("severity" in spec.fields) == (spec.raised_by is not RaisedBy.ENGINE), code
     assert engine_alert_id("S1", 3) == "S1:a3"
     assert engine_alert_id(None, 1) == "noshoe:a1"
     assert engine_alert_number("shoe-1-2000:a12") == 12

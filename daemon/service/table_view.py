@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.cards import Card, CardParseError, hand_total
-from daemon.service.roads import bead_plate, big_road, big_road_grid
+from daemon.rules.roads import bead_plate, big_road, big_road_grid
 
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
 _SUIT_SYMBOL = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
