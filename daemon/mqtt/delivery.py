@@ -59,6 +59,7 @@ class Delivery:
         journal: Journal,
         events_key: Secret | None,
         counters: Counters,
+        *,
         clock: Callable[[], float],
         wake: Callable[[], None],
         on_boundary: Callable[[], None],

@@ -36,6 +36,7 @@ class StatePublisher:
         journal: Journal,
         snapshot: SnapshotFn | None,
         events_key: Secret | None,
+        *,
         clock: Callable[[], float],
     ) -> None:
         self._connection = connection
@@ -116,6 +117,7 @@ class HealthReporter:
         journal: Journal,
         delivery: Delivery,
         counters: Counters,
+        *,
         events_key: Secret | None,
         clock: Callable[[], float],
         health_extra: HealthExtraFn | None,

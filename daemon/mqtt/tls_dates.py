@@ -42,6 +42,7 @@ class TlsDateWatch:
         journal_event: Callable[[DeliveryEvent], None],
         clock: Callable[[], float],
         recheck_s: float = RECHECK_S,
+        *,
         open_alert: str | None = None,
     ) -> None:
         """``open_alert``: the id of the alert a previous run left open (from the journal)."""

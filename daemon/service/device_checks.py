@@ -32,6 +32,7 @@ def check_camera_devices(
     config: DaemonConfig,
     readers: list[BaseModel],
     camera: BaseModel | None,
+    *,
     found: list[ConfigProblem],
 ) -> None:
     """``table.camera.devices`` names exactly the camera: a camera missing from it would count as a

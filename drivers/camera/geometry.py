@@ -192,7 +192,7 @@ def _fit_quad_wide(contour: Points) -> Points:
 
 
 def _sharpen(
-    frame: Image, quad: Points, area: float, hue: int, params: DetectorParams
+    frame: Image, quad: Points, area: float, hue: int, *, params: DetectorParams
 ) -> tuple[Points, float]:
     """Re-fit a coarse (detection-scale) quad on the full-resolution pixels around it.
 
@@ -264,7 +264,7 @@ def detect_cards(frame: Image, params: DetectorParams | None = None) -> tuple[li
         for fit in (_fit_quad, _fit_quad_wide):
             quad, outline_area = fit(contour), area
             if scale != 1.0:
-                quad, outline_area = _sharpen(frame, quad, area, hue, params)
+                quad, outline_area = _sharpen(frame, quad, area, hue, params=params)
             if _fills(quad, outline_area, params.min_quad_fill):
                 fitted = quad
                 break
