@@ -53,7 +53,7 @@ class AlertCode(StrEnum):
     READER_COMMAND_REFUSED = "reader_command_refused"
     SHOE_SETTINGS_DIFFER = "shoe_settings_differ"
     JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
-    # issue #12: game flow (betting window, round ids, slotless readers, outages)
+    # game flow: the betting window, round ids, readers naming no slot, outages
     CARD_EXPOSED_DURING_BETTING = "card_exposed_during_betting"
     CARD_BEFORE_BETTING_CLOSED = "card_before_betting_closed"
     ROUND_ID_OUT_OF_SEQUENCE = "round_id_out_of_sequence"
@@ -72,9 +72,9 @@ class AlertCode(StrEnum):
     JOURNAL_ROLLED_BACK = "journal_rolled_back"
     JOURNAL_CONTINUITY_UNPROVEN = "journal_continuity_unproven"
     ENGINE_ERROR = "engine_error"
-    # issue #13: the game server's acknowledgement (raised by the MQTT publisher)
+    # the game server's acknowledgement (raised by the MQTT publisher)
     SERVER_ACK_LAGGING = "server_ack_lagging"
-    # issue #13 follow-up: a TLS certificate outside its dates at start (raised by the service)
+    # a TLS certificate outside its dates (raised by the service)
     TLS_CERTIFICATE_DATES = "tls_certificate_dates"
 
 
@@ -336,7 +336,7 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "the journal has room again (StorageState(full=False); cleared by the engine), acknowledge_alert",
         details=("detail", "refused"),
     ),
-    # issue #12: game flow (betting window, round ids, slotless readers, outages)
+    # game flow: the betting window, round ids, readers naming no slot, outages
     AlertCode.CARD_EXPOSED_DURING_BETTING: AlertSpec(
         Severity.CRITICAL,
         "a card came out of the shoe while betting was open (RULES.md dealing mistake 7, a card exposed "
@@ -487,7 +487,7 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         id_scheme=IdScheme.ENGINE_ERROR,
         fields=(*_DELIVERY_FIELDS, "error"),
     ),
-    # issue #13: the game server's acknowledgement
+    # the game server's acknowledgement
     AlertCode.SERVER_ACK_LAGGING: AlertSpec(
         Severity.WARNING,
         "the game server's acknowledgement lags past delivery.server_ack.max_lag_events or max_lag_s: "
@@ -498,7 +498,7 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "acknowledged_seq", "last_seq", "lag_events", "lag_s"),
     ),
-    # issue #13 follow-up: a TLS certificate outside its dates at start
+    # a TLS certificate outside its dates
     AlertCode.TLS_CERTIFICATE_DATES: AlertSpec(
         Severity.CRITICAL,
         "a broker.tls certificate is expired or not yet valid by this PC's clock (a wrong clock "
@@ -517,7 +517,7 @@ HOLDING_CODES: frozenset[AlertCode] = frozenset(code for code, spec in ALERTS.it
 """Codes of the alerts that hold a round."""
 
 UNNEEDED_CODES: frozenset[AlertCode] = frozenset(
-    {AlertCode.UNNEEDED_CARD, AlertCode.CARD_BEFORE_BETTING_CLOSED}  # (the second: issue #12)
+    {AlertCode.UNNEEDED_CARD, AlertCode.CARD_BEFORE_BETTING_CLOSED}  # (the second by the betting window)
 )
 """Unneeded-card alerts (RULES.md mistakes 1-2, by time or by the betting window): acknowledging one
 accepts the engine's reading, and a correction of the round it holds answers it."""

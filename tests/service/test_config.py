@@ -420,7 +420,7 @@ CAMERA = (
 
 
 def test_a_camera_renamed_without_table_camera_devices_is_refused(tmp_path: Path) -> None:
-    """Issue #12: a camera named other than in table.camera.devices would count as a reader."""
+    """A camera named other than in table.camera.devices would count as a reader."""
     path = tmp_path / "table.yaml"
     base = "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a}\n"
     camera = f"camera:\n  settings: {{{CAMERA}, device: overhead}}\n"
@@ -474,7 +474,7 @@ LOCKING_SHOE = (
 
 
 def test_betting_inputs_of_a_reader_need_the_table_to_take_its_window_from_them(tmp_path: Path) -> None:
-    """Issue #12: a dealer button or the shoe's lock as the betting window, configured on both sides."""
+    """A dealer button or the shoe's lock as the betting window, configured on both sides."""
     with pytest.raises(ConfigError) as info:
         load_config(_table(tmp_path, LINE_BUTTON), environ={})
     [problem] = info.value.problems
