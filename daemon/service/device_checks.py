@@ -1,4 +1,5 @@
-"""Checks across a configuration's devices and table settings (the game flow's betting inputs), for ``config.load_config``.
+"""Checks across a configuration's devices and table settings (the game flow's betting
+inputs), for ``config.load_config``.
 
 Each check appends a :class:`ConfigProblem` naming the key to change: a camera the engine would
 take for a reader (or a reader for a camera), and betting inputs (a dealer button, the shoe's
