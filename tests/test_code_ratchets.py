@@ -83,8 +83,8 @@ def qualified_names(source: str) -> dict[int, str]:
 _FIGURE = re.compile(r"\((\d+) > \d+\)")
 
 
-def offenders() -> list[Offender]:
-    """Every product function over a limit, as ruff finds it."""
+def offenders(root: Path = REPO_ROOT, paths: tuple[str, ...] = PRODUCT) -> list[Offender]:
+    """Every function under ``paths`` (the product's by default) over a limit, as ruff finds it."""
     limits = _limits()
     result = subprocess.run(
         [
@@ -100,9 +100,9 @@ def offenders() -> list[Offender]:
             f"lint.pylint.max-positional-args={limits['PLR0917']}",
             "--output-format",
             "json",
-            *PRODUCT,
+            *paths,
         ],
-        cwd=REPO_ROOT,
+        cwd=root,
         capture_output=True,
         text=True,
         check=False,
@@ -111,9 +111,9 @@ def offenders() -> list[Offender]:
     names: dict[str, dict[int, str]] = {}
     found = []
     for item in json.loads(result.stdout):
-        path = Path(item["filename"]).resolve().relative_to(REPO_ROOT).as_posix()
+        path = Path(item["filename"]).resolve().relative_to(root.resolve()).as_posix()
         if path not in names:
-            names[path] = qualified_names((REPO_ROOT / path).read_text("utf-8"))
+            names[path] = qualified_names((root / path).read_text("utf-8"))
         figure = _FIGURE.search(item["message"])
         assert figure, item["message"]
         found.append(Offender(item["code"], path, names[path][item["location"]["row"]], int(figure.group(1))))
@@ -141,6 +141,20 @@ def test_the_limits_are_the_agreed_ones() -> None:
 def test_qualified_names_name_methods_by_their_class() -> None:
     source = "def f():\n    def inner():\n        pass\nclass C:\n    def m(self):\n        pass\n"
     assert qualified_names(source) == {1: "f", 2: "f.inner", 5: "C.m"}
+
+
+def test_the_check_finds_a_function_over_each_limit(tmp_path: Path) -> None:
+    branches = "".join(f"    if x == {n}:\n        return {n}\n" for n in range(16))
+    (tmp_path / "m.py").write_text(
+        "class C:\n"
+        "    def five(self, a, b, c, d, e):\n        return a\n"
+        "    def four(self, a, b, c, d, *, e):\n        return a\n"
+        f"def branchy(x):\n{branches}    return -1\n"
+    )
+    assert offenders(tmp_path, ("m.py",)) == [
+        Offender("C901", "m.py", "branchy", 17),
+        Offender("PLR0917", "m.py", "C.five", 5),
+    ]
 
 
 def test_no_function_is_over_a_limit_unless_listed_and_none_grew(found: list[Offender]) -> None:
