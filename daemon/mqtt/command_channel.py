@@ -111,7 +111,7 @@ class CommandChannel:
                     message,
                     outcome.command.command_id,
                     outcome.command.action,
-                    True,
+                    accepted=True,
                     code=None,
                     reason=served,
                     extra={},
@@ -130,7 +130,7 @@ class CommandChannel:
                 message,
                 outcome.command_id,
                 outcome.action,
-                False,
+                accepted=False,
                 code=outcome.code,
                 reason=outcome.reason,
                 extra=extra,
@@ -250,7 +250,13 @@ class CommandChannel:
                 self._counters.commands_refused += 1
             code = None if accepted else "refused_by_table"
             self._send_reply(
-                message, command.command_id, command.action, accepted, code=code, reason=reason, extra=extra
+                message,
+                command.command_id,
+                command.action,
+                accepted=accepted,
+                code=code,
+                reason=reason,
+                extra=extra,
             )
 
         try:
@@ -267,8 +273,8 @@ class CommandChannel:
         message: CommandMessage,
         command_id: str | None,
         action: str | None,
-        accepted: bool,
         *,
+        accepted: bool,
         code: str | None,
         reason: str | None,
         extra: dict[str, Any],
@@ -276,7 +282,7 @@ class CommandChannel:
         successor = self._successor
         if successor is not None:
             successor._send_reply(
-                message, command_id, action, accepted, code=code, reason=reason, extra=extra
+                message, command_id, action, accepted=accepted, code=code, reason=reason, extra=extra
             )
             return
         body: dict[str, Any] = {

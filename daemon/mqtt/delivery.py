@@ -170,7 +170,7 @@ class Delivery:
             return None
         return {"alert_id": self.failing_alert, "events_waiting": self.window.refused_waiting}
 
-    def _publish(self, event: JournaledEvent, again: bool = False) -> None:
+    def _publish(self, event: JournaledEvent, *, again: bool = False) -> None:
         """Publish ``event``; ``again``: one the broker acknowledged before, sent again for the
         game server (a refusal to send it again is logged: its first copy went out)."""
         mid: int | None = None

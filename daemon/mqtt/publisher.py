@@ -210,7 +210,7 @@ class Publisher:
 
     def health(self) -> dict[str, Any]:
         """Connection, queue depth, oldest undelivered age, counters, journal capacity."""
-        return self._health.report(self.running)
+        return self._health.report(running=self.running)
 
     @property
     def running(self) -> bool:
@@ -266,7 +266,7 @@ class Publisher:
             self._state.publish_requested()
             self._delivery.fill()
             self._state.publish_if_changed(time.monotonic())
-        self._health.publish_when_due(time.monotonic(), self.running)
+        self._health.publish_when_due(time.monotonic(), running=self.running)
 
     def _drain_wait(self) -> float:
         """How long the drain thread may sleep: until a retry or the state is due."""

@@ -55,7 +55,7 @@ class TlsDateWatch:
         self.alert_id = open_alert
         """The id of the open ``tls_certificate_dates`` alert."""
 
-    def check(self, force: bool = False) -> None:
+    def check(self, *, force: bool = False) -> None:
         """Raise or clear the alert (at most every ``recheck_s`` unless ``force``)."""
         now = time.monotonic()
         if not force and now < self._next_check:

@@ -250,7 +250,7 @@ def validate_raw(
         tls = broker.tls if broker is not None else _broker_part(raw, "tls", TlsSettings)
         _check_secrets(raw, auth, signing, found)
         if tls is not None:
-            _check_tls_files(raw, tls, found, tls_dates)
+            _check_tls_files(raw, tls, found, dates=tls_dates)
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
@@ -319,7 +319,7 @@ def _check_secrets(
             found.append(ConfigProblem(source, key_path, str(exc), line))
 
 
-def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem], dates: bool) -> None:
+def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem], *, dates: bool) -> None:
     """Every TLS file ``broker.tls`` names loads as the connection will load it (and, with
     ``dates``, is within its validity dates: ``run`` watches those at runtime instead)."""
     for problem in check_tls_files(tls):

@@ -161,7 +161,7 @@ class JournalWriter:
             self._outage.until_mono = None
             self._outage.spells += 1
 
-    def report_outage_when_due(self, idle_tick: bool) -> None:
+    def report_outage_when_due(self, *, idle_tick: bool) -> None:
         """After a stored input, or on an idle tick at most every OUTAGE_REPORT_RETRY_S."""
         if self._outage is None or not self._outage.recovered:
             return
