@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import lru_cache
 
 from common.cards import Card
 from daemon.audit.bounds import factory_bound, slug_bound, smallest_length
@@ -35,11 +36,14 @@ from daemon.audit.streaks import (
     Run,
     decode,
     encode,
+    longest_equal_run,
     longest_factory_run,
     longest_repeated_run,
     longest_run,
-    longest_same_rank,
-    longest_same_suit,
+    ranks_of,
+    reaches_equal_run,
+    reaches_factory_run,
+    suits_of,
 )
 from daemon.rules.outcome import Winner
 
@@ -135,12 +139,19 @@ class Thresholds:
     factory_order: int
 
 
-def thresholds(settings: IrregularSettings, history_lengths: Sequence[int] = ()) -> Thresholds:
-    """Each detector's threshold for ``settings.alpha``, comparing with earlier shoes of these lengths.
+def thresholds(settings: IrregularSettings, earlier_shoes: int = 0) -> Thresholds:
+    """Each detector's threshold for ``settings.alpha``, comparing with ``earlier_shoes`` shoes.
 
-    The bounds count every card of the shoe as dealt (``decks * 52``), which can only raise
-    them, so the false-alarm rate stays within ``alpha`` however far the cut card is.
+    The bounds count every card of this shoe and of each earlier shoe as dealt
+    (``decks * 52``), which can only raise them, so the false-alarm rate stays within
+    ``alpha`` wherever the cut card was.
     """
+    return _thresholds(settings, earlier_shoes)
+
+
+@lru_cache(maxsize=64)
+def _thresholds(settings: IrregularSettings, earlier_shoes: int) -> Thresholds:
+    # the same few inputs come back shoe after shoe: search each threshold once
     table = NULL_TABLES[settings.decks]
     shoe_cards = settings.decks * 52
     per_winner = settings.alpha / len(Winner)
@@ -150,7 +161,7 @@ def thresholds(settings: IrregularSettings, history_lengths: Sequence[int] = ())
         same_suit=table.threshold(Statistic.SAME_SUIT, settings.alpha),
         repeated_stretch=smallest_length(
             lambda n: slug_bound(
-                decks=settings.decks, dealt=shoe_cards, history_lengths=history_lengths, length=n
+                decks=settings.decks, dealt=shoe_cards, history_lengths=[shoe_cards] * earlier_shoes, length=n
             ),
             settings.alpha,
             longest=shoe_cards,
@@ -173,35 +184,40 @@ def detect(
     if not settings.enabled:
         return ()
     recent = list(history[len(history) - settings.recent_shoes :]) if settings.recent_shoes else []
-    limits = thresholds(settings, [len(h.codes) for h in recent])
+    limits = thresholds(settings, len(recent))
     table = NULL_TABLES[settings.decks]
     shoe_cards = settings.decks * 52
     findings: list[Finding] = []
+    # Each check first asks, cheaply, whether the threshold is reached; the exact run (and
+    # its evidence) is worked out only for the rare shoe where it is.
+    outcomes = "".join([w.value[0] for w in shoe.winners]).encode("ascii")
     for winner in Winner:
-        run = _longest_winner_run(shoe.winners, winner)
-        if run.length >= limits.outcome_run[winner]:
+        limit = limits.outcome_run[winner]
+        if winner.value[0].encode("ascii") * limit in outcomes:
+            run = _longest_winner_run(shoe.winners, winner)
             p, kind = _simulated(table, OUTCOME_STATISTIC[winner], run.length)
             findings.append(
                 Finding(
                     Detector.OUTCOME_RUN,
                     shoe.shoe_id,
                     run.length,
-                    limits.outcome_run[winner],
+                    limit,
                     run.start + 1,
                     p,
                     kind,
                     winner=winner,
                 )
             )
-    for detector, stat, run, limit in (
-        (Detector.SAME_RANK, Statistic.SAME_RANK, longest_same_rank(shoe.codes), limits.same_rank),
-        (Detector.SAME_SUIT, Statistic.SAME_SUIT, longest_same_suit(shoe.codes), limits.same_suit),
+    for detector, stat, keys, limit in (
+        (Detector.SAME_RANK, Statistic.SAME_RANK, ranks_of(shoe.codes), limits.same_rank),
+        (Detector.SAME_SUIT, Statistic.SAME_SUIT, suits_of(shoe.codes), limits.same_suit),
     ):
-        if run.length >= limit:
+        if reaches_equal_run(keys, limit):
+            run = longest_equal_run(keys)
             p, kind = _simulated(table, stat, run.length)
             findings.append(_card_finding(detector, shoe, run, limit, p, kind))
-    factory = longest_factory_run(shoe.codes)
-    if factory.length >= limits.factory_order:
+    if reaches_factory_run(shoe.codes, limits.factory_order):
+        factory = longest_factory_run(shoe.codes)
         p = factory_bound(decks=settings.decks, dealt=shoe_cards, length=factory.length)
         findings.append(
             _card_finding(
@@ -214,7 +230,7 @@ def detect(
             p = slug_bound(
                 decks=settings.decks,
                 dealt=shoe_cards,
-                history_lengths=[len(h.codes) for h in recent],
+                history_lengths=[shoe_cards] * len(recent),
                 length=repeat.length,
             )
             run = Run(repeat.length, repeat.start)

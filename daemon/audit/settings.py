@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from daemon.audit.null_tables import NULL_TABLES
+from daemon.rules.outcome import Winner
 
 MIN_SIMULATED_TAIL_SHOES = 10
 """A simulated threshold needs at least this many simulated shoes expected beyond it."""
@@ -17,7 +18,7 @@ class IrregularSettings(BaseModel):
 
     enabled: bool = Field(default=True, description="Run the detectors at the end of each shoe.")
     alpha: float = Field(
-        default=0.001,
+        default=0.002,
         gt=0.0,
         lt=0.5,
         description="False-alarm rate per fair shoe allowed to each detector (0 < alpha < 0.5).",
@@ -44,11 +45,12 @@ class IrregularSettings(BaseModel):
                 f"table assumes (cut card {table.cut_card_from_end} from the end); "
                 "place it at least that far from the end"
             )
-        floor = MIN_SIMULATED_TAIL_SHOES / table.shoes
+        # the outcome-run detector spends a third of alpha on each winner's run
+        floor = MIN_SIMULATED_TAIL_SHOES * len(Winner) / table.shoes
         if self.alpha < floor:
             raise ValueError(
                 f"alpha: {self.alpha} is below {floor:g}, the smallest rate the {table.shoes:,} "
                 f"simulated shoes of the {self.decks}-deck table resolve "
-                f"(at least {MIN_SIMULATED_TAIL_SHOES} beyond it)"
+                f"(at least {MIN_SIMULATED_TAIL_SHOES} beyond a third of it)"
             )
         return self

@@ -100,7 +100,7 @@ def test_a_run_of_one_outcome_names_the_winner_and_the_first_round() -> None:
 
 
 def test_thresholds_grow_as_alpha_shrinks() -> None:
-    loose, strict = thresholds(IrregularSettings(alpha=0.05), [400] * 5), thresholds(SETTINGS, [400] * 5)
+    loose, strict = thresholds(IrregularSettings(alpha=0.05), 5), thresholds(SETTINGS, 5)
     assert loose.same_suit <= strict.same_suit
     assert loose.factory_order <= strict.factory_order
     assert loose.repeated_stretch <= strict.repeated_stretch

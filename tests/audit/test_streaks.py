@@ -12,10 +12,14 @@ from daemon.audit.streaks import (
     Run,
     decode,
     encode,
+    longest_equal_run,
     longest_factory_run,
     longest_repeated_run,
     longest_same_rank,
     longest_same_suit,
+    ranks_of,
+    reaches_equal_run,
+    reaches_factory_run,
 )
 
 cards = st.lists(st.sampled_from(ALL_CARDS), max_size=40)
@@ -123,3 +127,15 @@ def test_repeated_run_locates_a_copied_slug() -> None:
     found = longest_repeated_run(encode(now), [encode(FACTORY_ORDER), encode(earlier)], k=4)
     assert found is not None
     assert (found.length, found.start, found.earlier_shoe, found.earlier_start) == (12, 5, 1, 20)
+
+
+@given(near_factory, st.integers(min_value=0, max_value=8))
+def test_factory_threshold_check_agrees_with_the_longest_run(dealt: list[Card], length: int) -> None:
+    codes = encode(dealt)
+    assert reaches_factory_run(codes, length) == (longest_factory_run(codes).length >= length)
+
+
+@given(cards, st.integers(min_value=0, max_value=6))
+def test_equal_run_check_agrees_with_the_longest_run(dealt: list[Card], length: int) -> None:
+    ranks = ranks_of(encode(dealt))
+    assert reaches_equal_run(ranks, length) == (longest_equal_run(ranks).length >= length)
