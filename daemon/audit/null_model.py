@@ -9,8 +9,8 @@ the end, comes out). The histogram of each statistic's per-shoe maximum is kept;
 ``P(max >= t)`` is the fraction of simulated shoes that reached ``t``.
 
 The tables the daemon uses are computed once with this module and committed in
-:mod:`daemon.audit.null_tables`; a test recomputes them from the recorded seed and checks
-the committed figures, so they cannot drift from the code. Regenerate with::
+:mod:`daemon.audit.null_tables`; a test checks them against a fresh simulation with another
+seed. Regenerate with (then ``ruff format`` the file)::
 
     python -m daemon.audit.null_model --decks 6 8 --shoes 20000 --seed 20261202
 """
