@@ -31,8 +31,9 @@ from bench.bench_engine import _engine_pass, _shoe
 from common.cards import ALL_CARDS, Card
 from common.inputs import CardRead
 from daemon.audit.factory_order import FACTORY_ORDER
-from daemon.audit.irregular import Detector, ShoeSequence, detect
-from daemon.audit.null_model import deal_shoe
+from daemon.audit.irregular import Detector, ShoeSequence, detect, thresholds
+from daemon.audit.null_model import OUTCOME_STATISTIC, Statistic, deal_shoe
+from daemon.audit.null_tables import NULL_TABLES
 from daemon.audit.settings import IrregularSettings
 from daemon.engine.settings import TableSettings
 from daemon.rules.outcome import play_round
@@ -193,9 +194,25 @@ def main(argv: list[str] | None = None) -> int:
         alpha=args.alpha, decks=DECKS, cut_card_from_end=CUT, recent_shoes=args.recent_shoes
     )
     started = time.monotonic()
+    limits = thresholds(settings, settings.recent_shoes)
+    table = NULL_TABLES[DECKS]
     result = {
         "alpha": args.alpha,
         "recent_shoes": args.recent_shoes,
+        "thresholds": {
+            "outcome_run": {w.value: n for w, n in limits.outcome_run.items()},
+            "same_rank": limits.same_rank,
+            "same_suit": limits.same_suit,
+            "repeated_stretch": limits.repeated_stretch,
+            "factory_order": limits.factory_order,
+        },
+        "simulated_tail_at_threshold": {
+            "outcome_run": round(
+                sum(table.tail(OUTCOME_STATISTIC[w], n) for w, n in limits.outcome_run.items()), 5
+            ),
+            "same_rank": round(table.tail(Statistic.SAME_RANK, limits.same_rank), 5),
+            "same_suit": round(table.tail(Statistic.SAME_SUIT, limits.same_suit), 5),
+        },
         "cost": cost(args.cost_shoes, args.seed, args.repeats, settings),
         "false_alarms": false_alarms(args.shoes, args.seed, settings),
         "detection": detection(args.planted, args.seed + 1, settings),
