@@ -13,7 +13,7 @@
 3. Cost: the detectors' CPU time per dealt card against the engine's (``Engine.handle`` over
    the same shoes' inputs, as ``bench_engine`` feeds them), alternated in the same run.
 
-    .venv/bin/python -m bench.bench_irregular [--shoes 10000] [--planted 1000] [--alpha 0.001] [--json]
+    .venv/bin/python -m bench.bench_irregular [--shoes 10000] [--planted 1000] [--alpha 0.002] [--json]
 """
 
 from __future__ import annotations
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--shoes", type=int, default=10_000)
     parser.add_argument("--planted", type=int, default=1_000)
-    parser.add_argument("--alpha", type=float, default=0.001)
+    parser.add_argument("--alpha", type=float, default=0.002)
     parser.add_argument("--recent-shoes", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--cost-shoes", type=int, default=20)

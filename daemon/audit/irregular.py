@@ -198,13 +198,13 @@ def detect(
             p, kind = _simulated(table, OUTCOME_STATISTIC[winner], run.length)
             findings.append(
                 Finding(
-                    Detector.OUTCOME_RUN,
-                    shoe.shoe_id,
-                    run.length,
-                    limit,
-                    run.start + 1,
-                    p,
-                    kind,
+                    detector=Detector.OUTCOME_RUN,
+                    shoe_id=shoe.shoe_id,
+                    length=run.length,
+                    threshold=limit,
+                    first=run.start + 1,
+                    probability=p,
+                    probability_kind=kind,
                     winner=winner,
                 )
             )
@@ -215,13 +215,18 @@ def detect(
         if reaches_equal_run(keys, limit):
             run = longest_equal_run(keys)
             p, kind = _simulated(table, stat, run.length)
-            findings.append(_card_finding(detector, shoe, run, limit, p, kind))
+            findings.append(_card_finding(detector, shoe, run, limit=limit, p=p, kind=kind))
     if reaches_factory_run(shoe.codes, limits.factory_order):
         factory = longest_factory_run(shoe.codes)
         p = factory_bound(decks=settings.decks, dealt=shoe_cards, length=factory.length)
         findings.append(
             _card_finding(
-                Detector.FACTORY_ORDER, shoe, factory, limits.factory_order, p, ProbabilityKind.EXACT_BOUND
+                Detector.FACTORY_ORDER,
+                shoe,
+                factory,
+                limit=limits.factory_order,
+                p=p,
+                kind=ProbabilityKind.EXACT_BOUND,
             )
         )
     if recent and limits.repeated_stretch <= shoe_cards:
@@ -235,7 +240,12 @@ def detect(
             )
             run = Run(repeat.length, repeat.start)
             found = _card_finding(
-                Detector.REPEATED_STRETCH, shoe, run, limits.repeated_stretch, p, ProbabilityKind.EXACT_BOUND
+                Detector.REPEATED_STRETCH,
+                shoe,
+                run,
+                limit=limits.repeated_stretch,
+                p=p,
+                kind=ProbabilityKind.EXACT_BOUND,
             )
             earlier = recent[repeat.earlier_shoe].shoe_id
             findings.append(replace(found, earlier_shoe_id=earlier, earlier_first=repeat.earlier_start + 1))
@@ -254,15 +264,15 @@ def _simulated(table: NullTable, stat: Statistic, length: int) -> tuple[float, P
 
 
 def _card_finding(
-    detector: Detector, shoe: ShoeSequence, run: Run, limit: int, p: float, kind: ProbabilityKind
+    detector: Detector, shoe: ShoeSequence, run: Run, *, limit: int, p: float, kind: ProbabilityKind
 ) -> Finding:
     return Finding(
-        detector,
-        shoe.shoe_id,
-        run.length,
-        limit,
-        run.start + 1,
-        p,
-        kind,
+        detector=detector,
+        shoe_id=shoe.shoe_id,
+        length=run.length,
+        threshold=limit,
+        first=run.start + 1,
+        probability=p,
+        probability_kind=kind,
         cards=decode(shoe.codes[run.start : run.stop]),
     )

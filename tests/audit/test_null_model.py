@@ -6,10 +6,10 @@ import math
 import random
 
 import pytest
-from daemon.audit.null_tables import NULL_TABLES
 
 from common.cards import ALL_CARDS
 from daemon.audit.null_model import Statistic, deal_shoe, simulate
+from daemon.audit.null_tables import NULL_TABLES
 from daemon.rules.outcome import Winner
 from daemon.simulation.dealer import DealSettings, plan_shoe
 
