@@ -12,6 +12,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from common.cards import ALL_CARDS, Card
 from daemon.audit.certificate import ClassifiedCards, ShoeCertificate, Status, certify
@@ -116,3 +118,28 @@ def test_every_place_is_counted() -> None:
 def test_bad_decks_is_refused() -> None:
     with pytest.raises(ValueError, match="decks"):
         certify("x", decks=0, cards=ClassifiedCards())
+
+
+@given(
+    st.randoms(use_true_random=False),
+    st.integers(min_value=1, max_value=3),
+    st.integers(min_value=0, max_value=5),
+)
+def test_any_split_of_a_whole_shoe_balances_and_a_lost_card_is_named(
+    rnd: random.Random, decks: int, lose: int
+) -> None:
+    """Cards split at random between the five places and the remainder: every card accounted for."""
+    shoe = list(ALL_CARDS) * decks
+    rnd.shuffle(shoe)
+    cuts = sorted(rnd.randrange(len(shoe) + 1) for _ in range(5))
+    parts = [shoe[a:b] for a, b in zip([0, *cuts], [*cuts, len(shoe)], strict=True)]
+    cards = ClassifiedCards(*(tuple(p) for p in parts[:5]))
+    remainder = parts[5]
+    balanced = certify("split", decks=decks, cards=cards, remainder=remainder)
+    assert balanced.status is Status.BALANCED
+    assert balanced.accounted == 52 * decks
+    assert balanced.seen + len(remainder) == 52 * decks
+    lost = remainder[: min(lose, len(remainder))]
+    short = certify("short", decks=decks, cards=cards, remainder=remainder[len(lost) :])
+    assert sum(d.copies for d in short.missing) == len(lost)
+    assert short.status is (Status.MISMATCH if lost else Status.BALANCED)
