@@ -16,8 +16,11 @@ journal alerts carry it in their payload (``severity`` among their fields below)
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class AlertCode(StrEnum):
@@ -502,3 +505,42 @@ UNNEEDED_CODES: frozenset[AlertCode] = frozenset(
 )
 """Unneeded-card alerts (RULES.md mistakes 1-2, by time or by the betting window): acknowledging one
 accepts the engine's reading, and a correction of the round it holds answers it."""
+
+
+_ID_PREFIXES: dict[IdScheme, str] = {
+    IdScheme.DELIVERY: "delivery",
+    IdScheme.JOURNAL: "journal",
+    IdScheme.ENGINE_ERROR: "engine-error",
+}
+
+
+def new_alert_id(scheme: IdScheme) -> str:
+    """A fresh id of a random-id scheme (``<prefix>-<12 hex>``); the engine numbers its own."""
+    prefix = _ID_PREFIXES.get(scheme)
+    if prefix is None:
+        raise ValueError(f"alert ids of scheme {scheme.name} are numbered by the engine")
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def raised_data(
+    code: AlertCode, message: str, fields: Mapping[str, Any], alert_id: str | None = None
+) -> dict[str, Any]:
+    """The ``data`` of an ``alert_raised`` event of a code the publisher or the service raises:
+    a new id of the code's scheme (unless ``alert_id`` is given), the code, the catalogue's
+    severity, ``message`` and the code's own ``fields``. Raises ValueError when the fields are
+    not exactly those the catalogue lists for the code (a payload the contract does not name)."""
+    spec = ALERTS[code]
+    if spec.raised_by is RaisedBy.ENGINE:
+        raise ValueError(f"{code} is an engine alert: the engine raises it")
+    data: dict[str, Any] = {
+        "alert_id": alert_id if alert_id is not None else new_alert_id(spec.id_scheme),
+        "code": code,
+        "severity": spec.severity,
+        "message": message,
+        **fields,
+    }
+    if set(data) != set(spec.fields):
+        unknown = sorted(set(data) - set(spec.fields))
+        missing = sorted(set(spec.fields) - set(data))
+        raise ValueError(f"alert {code}: fields not in the catalogue {unknown}, missing {missing}")
+    return data
