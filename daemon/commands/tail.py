@@ -305,7 +305,7 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
         f"{stats.duplicates} duplicates dropped; {stats.rejected} rejected; {stats.conflicts} conflicts; "
         f"{len(consumer.rollbacks)} rollbacks; {len(consumer.checkpoint.lost())} events listed lost, "
         f"{consumer.recovered} recovered; missing: {_ranges(consumer.missing)}"
-        + (f"; STOPPED: {consumer.stopped}" if consumer.stopped else ""),
+        + (f"; HOLDING: {consumer.stopped}" if consumer.stopped else ""),
         file=sys.stderr,
     )
     trouble = stats.rejected or stats.conflicts or consumer.rollbacks or consumer.missing or consumer.stopped

@@ -18,10 +18,14 @@ This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs
   did not acknowledge, so nothing is lost and nothing is processed out of order.
   :meth:`OrderedConsumer.feed` returns the events processed by that payload, in ``seq`` order,
   each exactly once (stored in the checkpoint: durable at the next :meth:`OrderedConsumer.commit`).
-* **Stop** on a conflict or a chain break (:attr:`OrderedConsumer.stopped` says why): nothing
-  more is processed, events keep waiting, and the committed position keeps being acknowledged.
-  That acknowledgement is off the table's chain, so the table answers it with one
-  ``journal_rolled_back`` alert (it always does: the hash names the whole history).
+* **Hold** on a conflict or a chain break (:attr:`OrderedConsumer.stopped` says why): the event
+  is never processed; one that does not chain is dropped and asked for again. Nothing is
+  processed until an event chains to the position, and the committed position keeps being
+  acknowledged. If the table's history diverged below it, that acknowledgement is off the
+  table's chain, so the table answers it with one ``journal_rolled_back`` alert (it always can:
+  the hash names the whole history); if the event was a stale copy (a broker redelivery), the
+  table's own event chains and processing goes on. Events without chain members (a table
+  without the chain) hold on a conflict until the alert.
 * **Resume** on a verified ``journal_rolled_back`` alert, acted upon when it arrives (once per
   alert, durably): ``continuity: rollback`` — everything processed above ``restore_seq`` is
   moved to ``lost`` and reported (:attr:`rollbacks`), the position falls back to
@@ -89,13 +93,17 @@ class OrderedConsumer:
     waiting_dropped: int = 0
     """Events dropped from memory because more than ``max_waiting`` waited (asked for again)."""
     stopped: str | None = None
-    """Why processing stopped (a conflict or a chain break), None while it goes on."""
+    """Why processing holds (a conflict, or an event that does not chain to the position), None
+    once an event was processed after it or a rollback alert was acted upon."""
+    chain_breaks: int = 0
+    """Events dropped because they did not chain to the position (asked for again)."""
     _waiting: dict[int, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     _dead: dict[int, str] = field(default_factory=dict)  # seq -> event_id, dead-lettered
     _gap: tuple[int, float] | None = None  # (first missing seq, since)
     _asked: dict[int, float] = field(default_factory=dict)  # first missing seq -> asked at
     _known_last: int = 0
     _chain_restart: int | None = None  # the seq a replaced journal's new chain starts at
+    _held: bool = False  # an unchained conflict: nothing is processed until the rollback alert
 
     def __post_init__(self) -> None:
         if self.max_waiting < 1:
@@ -130,7 +138,7 @@ class OrderedConsumer:
                 self.stats.duplicates += 1
                 return Fed(Verdict.DUPLICATE)
             return self._conflict(
-                f"seq {seq} arrived as {held[0]['event_id']} and now as {envelope['event_id']}", stop=False
+                f"seq {seq} arrived as {held[0]['event_id']} and now as {envelope['event_id']}"
             )
         self._waiting[seq] = (envelope, digest)
         self._note_dead_letter(envelope)
@@ -231,18 +239,24 @@ class OrderedConsumer:
         if held.event_id == envelope["event_id"] and held.digest in (digest, None):
             self.stats.duplicates += 1
             return Fed(Verdict.DUPLICATE)
+        unchained = "hash" not in envelope  # a table without the chain: hold until its alert
         if held.event_id == envelope["event_id"]:
-            return self._conflict(f"event_id {held.event_id} (seq {seq}) arrived again with other content")
+            return self._conflict(
+                f"event_id {held.event_id} (seq {seq}) arrived again with other content", hold=unchained
+            )
         return self._conflict(
             f"seq {seq} was processed as event {held.event_id} ({held.kind}), now {envelope['event_id']} "
-            f"({envelope['kind']}) arrives: the table's history is not the one processed here"
+            f"({envelope['kind']}) arrives: the table's history is not the one processed here",
+            hold=unchained,
         )
 
-    def _conflict(self, reason: str, stop: bool = True) -> Fed:
+    def _conflict(self, reason: str, hold: bool = False) -> Fed:
         self.stats.conflicts += 1
         self.conflicts.append(reason)
-        if stop and self.stopped is None:
+        if self.stopped is None:
             self.stopped = f"conflict: {reason}"
+        if hold:
+            self._held = True
         return Fed(Verdict.CONFLICT, reason)
 
     def _chain_breaks(self, seq: int, envelope: dict[str, Any]) -> bool:
@@ -255,22 +269,23 @@ class OrderedConsumer:
 
     def _process_in_order(self) -> tuple[dict[str, Any], ...]:
         out: list[dict[str, Any]] = []
-        while self.stopped is None:
+        while not self._held:
             nxt = self.position + 1
             waiting = self._waiting.get(nxt)
             if waiting is not None:
                 envelope, digest = waiting
+                del self._waiting[nxt]
                 if self._chain_breaks(nxt, envelope):
+                    self.chain_breaks += 1
                     self.stopped = (
                         f"chain break: seq {nxt} ({envelope['event_id']}) does not follow the event "
-                        f"processed at seq {nxt - 1}: the table's history is not the one processed here"
+                        f"processed at seq {nxt - 1}: dropped and asked for again"
                     )
-                    self.conflicts.append(self.stopped)
                     return tuple(out)
-                del self._waiting[nxt]
                 chain = (envelope.get("hash"), envelope.get("epoch"))
                 self.checkpoint.add(nxt, envelope["event_id"], digest, envelope["kind"], chain)
                 self._dead.pop(nxt, None)
+                self.stopped = None
                 if self.checkpoint.recover(nxt, envelope["event_id"]):
                     self.recovered += 1  # the same event the rollback listed: not lost, not twice
                     continue
@@ -319,7 +334,7 @@ class OrderedConsumer:
         self._dead = {s: e for s, e in self._dead.items() if s <= restore}
         self._known_last = max(restore, envelope["seq"])
         self._gap, self._asked = None, {}
-        self.stopped = None
+        self.stopped, self._held = None, False
         lost_text = f"seq {lost[0][0]}..{lost[-1][0]} ({len(lost)} events)" if lost else "nothing processed"
         if skipped:
             lost_text += f"; never received, gone with the old file: seq {skipped[0]}..{skipped[-1]}"

@@ -56,8 +56,9 @@ def _jcs(message: dict[str, Any]) -> bytes:
 
 class MinimalServer:
     """The contract's server rules, nothing else: verify, deduplicate, process in seq order
-    along the chain, stop on a conflict or a chain break, act on a rollback alert once, list
-    what the table lost, acknowledge (seq, event_id, hash, epoch) retained, ask for gaps."""
+    along the chain (a conflict or an event that does not chain is never processed: hold),
+    act on a rollback alert once, list what the table lost, acknowledge (seq, event_id, hash,
+    epoch) retained, ask for gaps."""
 
     def __init__(self, port: int, events_key: bytes, gs_key: bytes) -> None:
         self.port = port
@@ -167,8 +168,8 @@ class MinimalServer:
             return  # a late copy of history the table lost
         if seq <= self.position:
             held = self.processed.get(seq)
-            if held is not None and held[0] != event_id and self.halted is None:
-                self.halted = f"conflict at seq {seq}"
+            if held is not None and held[0] != event_id:
+                self.halted = f"conflict at seq {seq}"  # never processed; the chain holds the rest
             return
         if seq not in self.waiting:
             self.waiting[seq] = envelope
@@ -192,6 +193,7 @@ class MinimalServer:
             del self.waiting[seq]
             self.processed[seq] = (envelope["event_id"], envelope.get("hash"), envelope.get("epoch"))
             self.position = seq
+            self.halted = None
             if (seq, envelope["event_id"]) in self.lost_events:
                 self.lost_events.remove((seq, envelope["event_id"]))  # not lost after all
                 self.recovered_count += 1
@@ -236,7 +238,7 @@ class MinimalServer:
             end = min(self.waiting) - 1 if self.waiting else self.known_last
             ask = None
             now = time.monotonic()
-            if self.halted is None and end > self.position and now - self._asked_at > 1.0:
+            if end > self.position and now - self._asked_at > 1.0:
                 ask = (self.position + 1, min(end, self.position + 10_000))
                 self._asked_at = now
         client = self.client
