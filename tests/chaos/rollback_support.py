@@ -21,7 +21,7 @@ from daemon.journal.continuity_alert import continuity_alert
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.topics import TableTopics
 from tests.mqtt.ack_support import ack_settings
-from tests.mqtt.support import Subscriber
+from tests.mqtt.support import Subscriber, validate_payload
 
 TABLE = "T1"
 TOPICS = TableTopics(TABLE)
@@ -201,6 +201,7 @@ def judge(scenario: str, server_name: str, observer: Subscriber, table: Table, s
     published: dict[str, int] = {}
     alert_ids: set[str] = set()
     for message in observer.on("events"):
+        validate_payload(message.topic, message.payload)  # the contract's schema, chain and alert
         envelope: dict[str, Any] = message.json()
         figures.published += 1
         digest = (
