@@ -298,12 +298,13 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
         pass
     finally:
         runner.stop()
+        lost = len(consumer.checkpoint.lost())
         consumer.checkpoint.close()
     stats = consumer.stats
     print(
         f"tail: {processed} events processed in order; position {consumer.position}; "
         f"{stats.duplicates} duplicates dropped; {stats.rejected} rejected; {stats.conflicts} conflicts; "
-        f"{len(consumer.rollbacks)} rollbacks; {len(consumer.checkpoint.lost())} events listed lost, "
+        f"{len(consumer.rollbacks)} rollbacks; {lost} events listed lost, "
         f"{consumer.recovered} recovered; missing: {_ranges(consumer.missing)}"
         + (f"; HOLDING: {consumer.stopped}" if consumer.stopped else ""),
         file=sys.stderr,

@@ -137,15 +137,15 @@ def verify_chain(db: sqlite3.Connection, table_id: str) -> tuple[int, ChainBreak
                 event_id=event_id,
                 seq=seq,
                 table_id=table_id,
-                shoe_id=parsed.get("shoe_id"),
-                hand=parsed.get("hand"),
-                kind=parsed.get("kind"),
-                ts=parsed.get("at"),
-                source=parsed.get("source"),
+                shoe_id=parsed["shoe_id"],
+                hand=parsed["hand"],
+                kind=parsed["kind"],
+                ts=parsed["at"],
+                source=parsed["source"],
                 data=parsed["data"],
             )
             recomputed = event_hash(members, epoch, prev_hash)
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, KeyError) as exc:
             return checked, ChainBreak(seq, f"the row cannot be hashed ({exc})")
         columns = {"kind": kind, "ts": float(at), "shoe_id": shoe_id, "hand": hand, "source": source}
         differing = [name for name, value in columns.items() if members[name] != value]
