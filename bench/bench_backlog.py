@@ -29,6 +29,16 @@ the broker, not the table's.
 
     .venv/bin/python -m bench.bench_backlog [--events 20000] [--inflight-window N]
         [--server-ack on|off|both] [--py-spy FILE] [--json]
+
+``--chain-cost`` measures what the event chain costs the drain, in this process and the same
+run: the table's per-event work of draining (read a page of pending events, build each signed
+wire payload) for chained events and for the very same events without their chain members
+(what a journal before the chain publishes), alternated round by round; and the append path
+(one JCS form and one SHA-256 per event). The end-to-end drain with and without the chain is
+compared by alternating this script with a checkout of the code before the chain (same
+venv: run it from that checkout's directory).
+
+    .venv/bin/python -m bench.bench_backlog --chain-cost [--events 20000] [--json]
 """
 
 from __future__ import annotations
@@ -43,6 +53,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +74,11 @@ from bench.rig import (
     shoe_stream,
     write_config,
 )
+from daemon.journal import DeliveryEvent, Journal, JournalSettings
 from daemon.journal.reading import events_page
 from daemon.mqtt.checkpoint import Checkpoint
 from daemon.mqtt.envelope import event_payload
-from daemon.mqtt.secrets import SigningKeySource
+from daemon.mqtt.secrets import Secret, SigningKeySource
 from daemon.mqtt.settings import LEGACY_KEY_ID
 from drivers.simulate import VirtualShoe
 
@@ -388,6 +400,57 @@ def _run_on(
     return figures
 
 
+def chain_cost(events: int, rounds: int = 9) -> dict[str, Any]:
+    """Same-run figures of the chain's cost on the drain path (see the module docstring)."""
+    key = Secret(b"bench events key of the backlog table", "bench")
+    with tempfile.TemporaryDirectory(prefix="bench-chain-") as tmp:
+        journal = Journal(JournalSettings(path=Path(tmp) / "journal.sqlite3"), TABLE_ID)
+        batch = [
+            DeliveryEvent(
+                "card_dealt",
+                1_764_400_000.0 + n / 8,
+                {"card": "8s", "slot": "P1", "round": 1 + n // 6, "read": {"raw": "0x1f", "frame": n}},
+                shoe_id="shoe-0001",
+                hand=1 + n // 6,
+                source="reader",
+            )
+            for n in range(events)
+        ]
+        started = time.process_time()
+        for first in range(0, events, 50):  # a card or a round at a time, as a table journals
+            journal.append([], batch[first : first + 50])
+        append_us = (time.process_time() - started) / events * 1e6
+        # CPU time of this (single-threaded) process: on a shared, loaded machine wall time
+        # mostly measures the wait for a core. Alternated page by page, so load shifts hit both.
+        chained_s: list[float] = []
+        plain_s: list[float] = []
+        for _ in range(rounds):
+            spent = {True: 0.0, False: 0.0}
+            after = 0
+            while page := journal.pending(after_seq=after, limit=500):
+                plain = [replace(event, epoch=None, prev_hash=None, hash=None) for event in page]
+                for chained, events_of_page in ((True, page), (False, plain)):
+                    started = time.process_time()
+                    for event in events_of_page:
+                        event_payload(event, TABLE_ID, time.time(), key)
+                    spent[chained] += time.process_time() - started
+                after = page[-1].seq
+            chained_s.append(spent[True])
+            plain_s.append(spent[False])
+        journal.close()
+    chained_us = statistics.median(chained_s) / events * 1e6
+    plain_us = statistics.median(plain_s) / events * 1e6
+    return {
+        "events": events,
+        "rounds": rounds,
+        "append_cpu_us_per_event_with_chain": round(append_us, 1),
+        "drain_wire_cpu_us_per_event_chained": round(chained_us, 2),
+        "drain_wire_cpu_us_per_event_without_chain": round(plain_us, 2),
+        "ratio_chained_to_without": round(chained_us / plain_us, 3),
+        "within_10_percent": chained_us <= 1.10 * plain_us,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -412,8 +475,17 @@ def main(argv: list[str] | None = None) -> int:
         help="delivery.server_ack.enabled, with the reference consumer acknowledging (default on); "
         "both: a run without, then one with, and their ratio",
     )
+    parser.add_argument(
+        "--chain-cost",
+        action="store_true",
+        help="the event chain's cost on the drain path, same run (no broker)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.chain_cost:
+        cost = chain_cost(args.events)
+        report("the event chain's cost on the backlog drain", cost, args.json)
+        return 0 if cost["within_10_percent"] else 1
     modes = {"on": [True], "off": [False], "both": [False, True]}[args.server_ack]
     runs = [run(args.events, args.seed, args.inflight_window, args.py_spy, mode) for mode in modes]
     if len(runs) == 1:
