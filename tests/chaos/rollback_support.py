@@ -194,8 +194,11 @@ class Figures:
         return json.dumps(self.__dict__, sort_keys=True)
 
 
-def judge(scenario: str, server_name: str, observer: Subscriber, table: Table, server: Server) -> Figures:
-    """The figures of a finished scenario from the wire, the table and the server."""
+def judge(
+    scenario: str, server_name: str, observer: Subscriber, table_held: list[tuple[int, str]], server: Server
+) -> Figures:
+    """The figures of a finished scenario from the wire, the table's journal (``(seq,
+    event_id)`` it holds) and the server."""
     figures = Figures(scenario, server_name)
     contents: dict[str, set[str]] = {}
     published: dict[str, int] = {}
@@ -218,7 +221,7 @@ def judge(scenario: str, server_name: str, observer: Subscriber, table: Table, s
     figures.ids = len(contents)
     figures.ids_reused = sum(1 for digests in contents.values() if len(digests) > 1)
     figures.alerts = len(alert_ids)
-    held = {event_id for _, event_id in table.held()}
+    held = {event_id for _, event_id in table_held}
     final = {event_id for _, event_id in server.final()}
     # gone from the table and not kept by the server as settled history (a replaced file's)
     gone = {event_id for event_id in published if event_id not in held and event_id not in final}
@@ -230,3 +233,45 @@ def judge(scenario: str, server_name: str, observer: Subscriber, table: Table, s
     figures.unaccounted = len(set(ever) - final - lost)
     figures.settled_twice = len(ever) - len(set(ever))
     return figures
+
+
+def held_in_file(path: Path) -> list[tuple[int, str]]:
+    """``(seq, event_id)`` of every event in a journal file, read beside a running daemon."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+    try:
+        return [(int(s), str(e)) for s, e in db.execute("SELECT seq, event_id FROM events ORDER BY seq")]
+    finally:
+        db.close()
+
+
+def server_ack_in_file(path: Path) -> int:
+    """The server acknowledgement a running daemon stored in its journal."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+    try:
+        row = db.execute("SELECT value FROM meta WHERE key = 'server_ack_seq'").fetchone()
+        return 0 if row is None else int(row[0])
+    finally:
+        db.close()
+
+
+def snapshot_files(journal: Path, into: Path) -> None:
+    """A live, crash-consistent copy of a running daemon's journal and marker."""
+    into.mkdir(parents=True, exist_ok=True)
+    marker = marker_path_for(journal)
+    shutil.copyfile(marker, into / marker.name)
+    source = sqlite3.connect(f"file:{journal}?mode=ro", uri=True, timeout=5.0)
+    target = sqlite3.connect(into / journal.name)
+    try:
+        source.backup(target)
+    finally:
+        source.close()
+        target.close()
+
+
+def restore_files(journal: Path, snapshot: Path) -> None:
+    """The disk back to ``snapshot``: journal (its WAL gone) and marker together."""
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{journal}{suffix}").unlink(missing_ok=True)
+    shutil.copyfile(snapshot / journal.name, journal)
+    marker = marker_path_for(journal)
+    shutil.copyfile(snapshot / marker.name, marker)

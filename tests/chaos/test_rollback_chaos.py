@@ -1,9 +1,11 @@
 """Rollbacks no restore can fake, against two game servers on a real mosquitto.
 
-The table is the daemon's journal and publisher, opened the way the service opens them (its
-continuity alert journaled at start). Its disk is snapshotted live and reverted (journal and
-marker together, what a VM or disk-image restore does), or its journal file replaced. Two
-servers follow it: the shipped reference consumer (:mod:`daemon.mqtt.ordered_consumer`) and
+In six scenarios the table is the daemon's journal and publisher in this process, opened the
+way the service opens them (its continuity alert journaled at start), so its disk can be
+reverted between opens; in the last one it is the real daemon (``python -m daemon.cli run``,
+as systemd starts it) reading a shoe on a pty, SIGKILLed and its disk reverted. The disk is
+snapshotted live and reverted (journal and marker together, what a VM or disk-image restore
+does), or the journal file replaced. Two servers follow it: the shipped reference consumer (:mod:`daemon.mqtt.ordered_consumer`) and
 :class:`MinimalServer` below, written from the contract alone (the README's rules and the
 schemas; it imports nothing of the project's consumer, signing or canonical JSON).
 
@@ -31,11 +33,25 @@ from paho.mqtt.enums import CallbackAPIVersion
 from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
+from bench.rig import DaemonProcess, NotifySocket, TimedPty, shoe_stream, write_config
 from daemon.mqtt.checkpoint import Checkpoint
 from daemon.mqtt.consumer_client import ConsumerClient
 from daemon.mqtt.ordered_consumer import OrderedConsumer
-from daemon.mqtt.secrets import SecretSource
-from tests.chaos.rollback_support import TABLE, TOPICS, Figures, Server, Table, judge, wait_until
+from daemon.mqtt.secrets import Secret, SecretSource
+from drivers.simulate import VirtualShoe
+from tests.chaos.rollback_support import (
+    TABLE,
+    TOPICS,
+    Figures,
+    Server,
+    Table,
+    held_in_file,
+    judge,
+    restore_files,
+    server_ack_in_file,
+    snapshot_files,
+    wait_until,
+)
 from tests.mqtt.ack_support import key_files
 from tests.mqtt.support import Subscriber
 from tests.support.broker import MosquittoBroker
@@ -60,10 +76,11 @@ class MinimalServer:
     act on a rollback alert once, list what the table lost, acknowledge (seq, event_id, hash,
     epoch) retained, ask for gaps."""
 
-    def __init__(self, port: int, events_key: bytes, gs_key: bytes) -> None:
+    def __init__(self, port: int, events_key: bytes, gs_key: bytes, key_id: str | None = GS_KEY_ID) -> None:
         self.port = port
         self.events_key = events_key
         self.gs_key = gs_key
+        self.key_id = key_id
         self.lock = threading.Lock()
         self.processed: dict[int, tuple[str, str | None, str | None]] = {}  # seq -> id, hash, epoch
         self.position = 0
@@ -245,9 +262,8 @@ class MinimalServer:
         if client is None:
             return
         if ack is not None:
-            client.publish(
-                TOPICS.ack, self._signed({**ack, "key_id": GS_KEY_ID, "ts": int(time.time())}), 1, True
-            )
+            key = {} if self.key_id is None else {"key_id": self.key_id}
+            client.publish(TOPICS.ack, self._signed({**ack, **key, "ts": int(time.time())}), 1, True)
         if ask is not None:
             command = {
                 "table_id": TABLE,
@@ -256,7 +272,7 @@ class MinimalServer:
                 "command_id": f"gap-{secrets.token_hex(4)}",
                 "ts": int(time.time()),
                 "nonce": secrets.token_hex(12),
-                "key_id": GS_KEY_ID,
+                **({"actor": "game_server"} if self.key_id is None else {"key_id": self.key_id}),
             }
             client.publish(TOPICS.cmd, self._signed(command), 1)
 
@@ -271,15 +287,14 @@ class MinimalServer:
 class ReferenceServer:
     """The reference consumer on paho, as ``tail --checkpoint`` runs it (persistent session)."""
 
-    def __init__(self, port: int, checkpoint: Path, files: dict[str, Path]) -> None:
+    def __init__(
+        self, port: int, checkpoint: Path, keys: tuple[Secret, Secret], key_id: str | None = GS_KEY_ID
+    ) -> None:
         self.port = port
-        self.files = files
+        self.ack_key = keys[1]
+        self.key_id = key_id
         self.consumer = OrderedConsumer(
-            TABLE,
-            Checkpoint(checkpoint, TABLE),
-            SecretSource(file=files["events"]).load(),
-            gap_grace_s=0.3,
-            gap_retry_s=1.0,
+            TABLE, Checkpoint(checkpoint, TABLE), keys[0], gap_grace_s=0.3, gap_retry_s=1.0
         )
         self.ever: list[str] = []
         self.runner: ConsumerClient | None = None
@@ -291,8 +306,8 @@ class ReferenceServer:
         self.runner = ConsumerClient(
             client,
             self.consumer,
-            GS_KEY_ID,
-            SecretSource(file=self.files[GS_KEY_ID]).load(),
+            self.key_id,
+            self.ack_key,
             on_processed=lambda envelope: self.ever.append(envelope["event_id"]),
             interval_s=0.1,
         )
@@ -323,6 +338,15 @@ class ReferenceServer:
         return self.consumer.stopped
 
 
+def make_server(
+    kind: str, port: int, workdir: Path, keys: tuple[Secret, Secret], key_id: str | None
+) -> Server:
+    """The reference consumer or the minimal server, with the events key and the ack key."""
+    if kind == "reference":
+        return ReferenceServer(port, workdir / "checkpoint.sqlite3", keys, key_id)
+    return MinimalServer(port, keys[0].reveal(), keys[1].reveal(), key_id)
+
+
 # -- the scenarios -----------------------------------------------------------------------------
 
 
@@ -335,14 +359,11 @@ class Rig:
         self.table = Table(tmp_path, self.broker.port, self.files)
         self.server_kind = server_kind
         self.server: Server
-        if server_kind == "reference":
-            self.server = ReferenceServer(self.broker.port, tmp_path / "checkpoint.sqlite3", self.files)
-        else:
-            self.server = MinimalServer(
-                self.broker.port,
-                SecretSource(file=self.files["events"]).load().reveal(),
-                SecretSource(file=self.files[GS_KEY_ID]).load().reveal(),
-            )
+        keys = (
+            SecretSource(file=self.files["events"]).load(),
+            SecretSource(file=self.files[GS_KEY_ID]).load(),
+        )
+        self.server = make_server(server_kind, self.broker.port, tmp_path, keys, GS_KEY_ID)
         self.snapshots = tmp_path / "snapshots"
         self.started = time.monotonic()
 
@@ -367,7 +388,7 @@ class Rig:
         held = self.table.held()
         # the server holds the table's events (and, after a replaced file, the old file's below)
         assert [(s, e) for s, e in self.server.final() if s >= held[0][0]] == held
-        figures = judge(scenario, self.server_kind, self.observer, self.table, self.server)
+        figures = judge(scenario, self.server_kind, self.observer, held, self.server)
         figures.seconds = round(time.monotonic() - self.started, 2)
         print(f"\nFIGURES {figures.line()}")
         assert figures.ids_reused == 0, figures
@@ -492,3 +513,89 @@ def test_a_replaced_journal_file(rig: Rig) -> None:
     assert figures.restore_seq == [15]
     assert figures.first_lost_seq == [16]
     assert [seq for seq, _ in table.held()] == list(range(16, 22))
+
+
+def test_the_real_daemon_reverted_on_disk(tmp_path: Path, server_kind: str) -> None:
+    """``baccarat-edge run`` as systemd starts it, a shoe dealt into its reader's pty; its disk
+    snapshotted live, the daemon killed and its disk reverted, then the shoe goes on."""
+    broker = MosquittoBroker(tmp_path / "broker")
+    broker.start()
+    observer = Subscriber(broker.port, [TOPICS.events])
+    pty = TimedPty(tmp_path / "shoe")
+    config = write_config(
+        tmp_path / "table", TABLE, pty.path, broker.port, delivery={"server_ack": {"enabled": True}}
+    )
+    journal = tmp_path / "table" / "state" / "journal.sqlite3"
+    keys = (
+        SecretSource(file=tmp_path / "table" / "events.key").load(),
+        SecretSource(file=tmp_path / "table" / "command.key").load(),  # the legacy key: every role
+    )
+    server = make_server(server_kind, broker.port, tmp_path, keys, None)
+    steps = shoe_stream(1, seed=7).steps
+    daemons: list[DaemonProcess] = []
+    started = time.monotonic()
+
+    def start_daemon() -> None:
+        notify = NotifySocket(tmp_path / f"notify-{len(daemons)}.sock")
+        daemons.append(DaemonProcess(config, tmp_path / "daemon.log", notify_socket=notify.path))
+        ready = notify.wait_ready(30.0)
+        notify.close()
+        assert ready is not None, daemons[-1].tail()
+
+    def last_seq() -> int:
+        held = held_in_file(journal)
+        return held[-1][0] if held else 0
+
+    def deal(first: int, last: int) -> None:
+        """Write the frames; return once the journal grew and stood still for half a second."""
+        before = last_seq()
+        shoe = VirtualShoe(steps[first:last], pty, speed=1e9)
+        shoe.start()
+        assert shoe.done.wait(30)
+        wait_until(lambda: last_seq() > before, 20, "the daemon to journal the cards")
+        seen, since = last_seq(), time.monotonic()
+        while time.monotonic() - since < 0.5:
+            time.sleep(0.05)
+            if last_seq() != seen:
+                seen, since = last_seq(), time.monotonic()
+
+    def caught_up() -> bool:
+        held = held_in_file(journal)
+        last = held[-1][0] if held else -1
+        return server.processed_through() == last and server_ack_in_file(journal) == last
+
+    try:
+        start_daemon()
+        server.start()
+        deal(0, 60)
+        wait_until(caught_up, 30, "the server to acknowledge the first cards")
+        snapshot_files(journal, tmp_path / "snapshot")
+        deal(60, 120)
+        wait_until(caught_up, 30, "the server to acknowledge the cards after the snapshot")
+        daemons[-1].kill()  # the VM is reverted: no clean stop
+        restore_files(journal, tmp_path / "snapshot")
+        start_daemon()
+        deal(120, 200)  # the shoe goes on
+        wait_until(caught_up, 40, "the server to follow the reverted table")
+        held = held_in_file(journal)
+        assert [(s, e) for s, e in server.final() if s >= held[0][0]] == held
+        figures = judge("the real daemon reverted on disk", server_kind, observer, held, server)
+        figures.seconds = round(time.monotonic() - started, 2)
+        print(f"\nFIGURES {figures.line()}")
+        assert figures.ids_reused == 0, figures
+        assert figures.alerts == 1, figures
+        assert figures.lost_listed == figures.lost_at_table > 0, figures
+        assert (figures.unaccounted, figures.settled_twice) == (0, 0), figures
+    finally:
+        server.stop()
+        for daemon in daemons:
+            daemon.stop(timeout=10)
+        observer.close()
+        pty.close()
+        broker.stop()
+
+
+@pytest.fixture(params=SERVERS)
+def server_kind(request: pytest.FixtureRequest) -> str:
+    kind: str = request.param
+    return kind
