@@ -5,9 +5,10 @@ way the service opens them (its continuity alert journaled at start), so its dis
 reverted between opens; in the last one it is the real daemon (``python -m daemon.cli run``,
 as systemd starts it) reading a shoe on a pty, SIGKILLed and its disk reverted. The disk is
 snapshotted live and reverted (journal and marker together, what a VM or disk-image restore
-does), or the journal file replaced. Two servers follow it: the shipped reference consumer (:mod:`daemon.mqtt.ordered_consumer`) and
-:class:`MinimalServer` below, written from the contract alone (the README's rules and the
-schemas; it imports nothing of the project's consumer, signing or canonical JSON).
+does), or the journal file replaced. Two servers follow it: the shipped reference consumer
+(:mod:`daemon.mqtt.ordered_consumer`) and :class:`MinimalServer` below, written from the
+contract alone (the README's rules and the schemas; it imports nothing of the project's
+consumer, signing or canonical JSON).
 
 Every scenario must end with: 0 event ids reused for other content on the wire, the rollback
 signalled exactly once (one ``journal_rolled_back`` alert), the server holding exactly the
