@@ -82,6 +82,8 @@ class MinimalServer:
         self.events_key = events_key
         self.gs_key = gs_key
         self.key_id = key_id
+        self.send_epoch = True
+        """The contract makes ``epoch`` in an acknowledgement optional; False: a server that omits it."""
         self.lock = threading.Lock()
         self.processed: dict[int, tuple[str, str | None, str | None]] = {}  # seq -> id, hash, epoch
         self.position = 0
@@ -250,7 +252,7 @@ class MinimalServer:
                 ack = {"schema_version": 1, "table_id": TABLE, "seq": self.position, "event_id": held[0]}
                 if held[1] is not None:
                     ack["hash"] = held[1]
-                if held[2] is not None:
+                if held[2] is not None and self.send_epoch:
                     ack["epoch"] = held[2]
                 self._acked = (self.position, held[0])
             end = min(self.waiting) - 1 if self.waiting else self.known_last
@@ -498,6 +500,38 @@ def test_restarts_after_a_detected_rollback_signal_it_once(rig: Rig) -> None:
     assert table.opens == 5
     assert figures.restore_seq == [15]
     assert table.j.open_rollback() is None  # settled: the server follows this chain
+
+
+def test_a_cautious_restore_point_lists_more_and_recovers_what_comes_back(tmp_path: Path) -> None:
+    """A server that acknowledges no epoch, a table restarted between its last acknowledged seq
+    and the snapshot: the restore point is the earlier epoch start, so the alert names more
+    than was lost; the events that come back unchanged are recovered, never settled twice."""
+    rig = Rig(tmp_path, "minimal")
+    assert isinstance(rig.server, MinimalServer)
+    rig.server.send_epoch = False
+    table, server = rig.table, rig.server
+    try:
+        table.open()
+        server.start()
+        table.online()
+        table.deal(10)
+        rig.caught_up()
+        server.stop()
+        table.restart()  # an ordinary restart: a new epoch from seq 11
+        table.deal(5)
+        table.snapshot(rig.snapshots / "e")  # the server acknowledged seq 10 here
+        server.start()
+        table.deal(5)
+        rig.caught_up()  # seq 20
+        table.revert(rig.snapshots / "e")
+        table.deal(8)
+        table.online()
+        figures = rig.finish("cautious restore point, server acks without epoch")
+        assert figures.restore_seq == [10]  # the real one is 15: never later than it
+        assert figures.lost_listed == figures.lost_at_table == 5
+        assert figures.recovered == 5  # seq 11-15 came back unchanged
+    finally:
+        rig.close()
 
 
 def test_a_replaced_journal_file(rig: Rig) -> None:
