@@ -3,9 +3,10 @@ against the event chain.
 
 Two tables in the journal file:
 
-* ``epochs``: every epoch started since this version (id, number, first ``seq``, when). A
-  restore can only have happened where an epoch starts (every open of an existing journal
-  starts one), so these are the candidate restore points.
+* ``epochs``: every epoch started since this version (id, number, first ``seq``, when), the
+  file's first one included. A restore can only have happened where an epoch starts (every
+  open of an existing journal starts one), so these are the candidate restore points, and an
+  epoch ends where the next one starts.
 * ``rollbacks``: every rollback found (on open, from the marker; or from an acknowledgement),
   with its restore point, first lost ``seq``, lost epoch and the acknowledgement that showed
   it. The newest one stays *open* until the server acknowledges an event of this journal's
@@ -124,10 +125,12 @@ def restore_point(db: sqlite3.Connection, confirmed_seq: int, below: int, lost_e
     acknowledged on this chain) is taken: never above the real point, so nothing lost goes
     unnamed; an event named lost that the server then receives unchanged (same ``event_id``
     and ``hash``) was not lost, the contract says so."""
-    if lost_epoch is not None:
-        row = db.execute("SELECT max(seq) FROM events WHERE epoch = ?", (lost_epoch,)).fetchone()
-        if row is not None and row[0] is not None and int(row[0]) < below:
-            return int(row[0])
+    if lost_epoch is not None:  # index look-ups only: this runs on the drain thread
+        row = db.execute("SELECT first_seq FROM epochs WHERE epoch_id = ?", (lost_epoch,)).fetchone()
+        if row is not None:
+            after = db.execute("SELECT min(first_seq) FROM epochs WHERE first_seq > ?", (row[0],)).fetchone()
+            if after is not None and after[0] is not None and int(after[0]) - 1 < below:
+                return int(after[0]) - 1
     row = db.execute(
         "SELECT min(first_seq) FROM epochs WHERE first_seq - 1 >= ? AND first_seq - 1 < ?",
         (confirmed_seq, below),

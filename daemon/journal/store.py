@@ -168,6 +168,11 @@ class Journal:
         if verdict.new_epoch:
             after = 0 if marker is None else marker.epoch
             self.journal_id, self.epoch = start_epoch(self._db, self._lock, self._clock(), after)
+        elif created:
+            with self._transaction():  # the file's first epoch: where its history starts
+                rollbacks.record_epoch(
+                    self._db, self.journal_id, self.epoch, self._last_seq + 1, self._clock()
+                )
         self._write_marker_or_fail()
         return Continuity(
             kind=verdict.kind,

@@ -285,10 +285,15 @@ def test_the_restore_point_of_an_ack_found_rollback_is_where_its_epoch_ends_here
     unknown.close()
     again = open_journal(tmp_path / "other.sqlite3")  # epochs start at seq 1 (file) and 3
     deal(again, 2)
+    second = again.get(2)
+    assert second is not None
+    assert again.check_acknowledged(2, second.event_id, second.hash)[0] is AckStatus.ON_CHAIN
+    again.record_server_ack(2, second.event_id)  # the server confirmed seq 2 on this chain
     status, cautious = again.check_acknowledged(4, LOST_ID, LOST_HASH, None)
     assert status is AckStatus.ROLLBACK
     assert cautious is not None
-    assert cautious.restore_seq == 2  # no epoch named: the earliest epoch start, never too late
+    # no epoch named: the earliest epoch start at or above what the server confirmed, never too late
+    assert cautious.restore_seq == 2
 
 
 def test_the_marker_file_is_plain_json_naming_table_epoch_and_seq(tmp_path: Path) -> None:
