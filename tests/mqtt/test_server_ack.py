@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from daemon.alerts import AlertCode
@@ -401,3 +403,25 @@ def test_a_new_publisher_goes_on_with_the_open_lag_alert(
         ("alert_cleared", raised_id),
     ]
     assert second.health()["delivery"]["server_ack"]["seq"] == 14
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seq=st.integers(min_value=1, max_value=2**53),
+    as_double=st.booleans(),
+    fraction=st.sampled_from([0.0, 0.5, 0.25]),
+)
+def test_an_integral_number_is_the_integer_and_a_fraction_is_refused_by_name(
+    tmp_path_factory: pytest.TempPathFactory, seq: int, as_double: bool, fraction: float
+) -> None:
+    files = key_files(tmp_path_factory.mktemp("keys"))
+    keyring = Keyring.load(ack_settings(1883, files).signing)
+    event_id = str(uuid.uuid4())
+    value: float = float(seq) + fraction if (as_double or fraction) else seq
+    payload = json.dumps(signed_ack(load_key(files, "gs-1"), "gs-1", value, event_id)).encode()
+    outcome = check_ack(payload, TABLE, keyring)
+    if float(value).is_integer():  # an integral number (a double may not hold the fraction)
+        assert outcome == AckClaim(int(value), event_id, "gs-1")
+    else:
+        assert isinstance(outcome, str)
+        assert "seq" in outcome
