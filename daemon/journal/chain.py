@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.journal.records import JournalableEvent
 from daemon.mqtt.canonical import canonical_json
 
 ENVELOPE_SCHEMA_VERSION = 1
@@ -81,6 +82,33 @@ def event_hash(members: dict[str, Any], epoch: str, prev_hash: str) -> str:
     ``prev_hash`` (``members`` is not changed)."""
     canonical = canonical_json({**members, "epoch": epoch, "prev_hash": prev_hash})
     return hashlib.sha256(canonical).hexdigest()
+
+
+def hash_of_journaled(
+    event: JournalableEvent,
+    *,
+    event_id: str,
+    seq: int,
+    table_id: str,
+    body_text: str,
+    epoch: str,
+    prev_hash: str,
+) -> str:
+    """The hash of an event about to be journaled, over the members its envelope will carry
+    (``data`` as read back from the stored body text: the very value that is published)."""
+    stored = json.loads(body_text).get("data")
+    members = envelope_members(
+        event_id=event_id,
+        seq=seq,
+        table_id=table_id,
+        shoe_id=event.shoe_id,
+        hand=event.hand,
+        kind=event.kind,
+        ts=float(event.at),
+        source=event.source,
+        data=stored if isinstance(stored, dict) else {},
+    )
+    return event_hash(members, epoch, prev_hash)
 
 
 def add_chain_columns(db: sqlite3.Connection) -> None:

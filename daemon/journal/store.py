@@ -34,6 +34,7 @@ from typing import Any
 
 from common.inputs import EngineInput
 from daemon.journal import chain, reading, rollbacks, server_ack
+from daemon.journal.ack_judge import Acknowledged, Standing, judge_acknowledgement
 from daemon.journal.codec import dumps_input
 from daemon.journal.compaction import compact
 from daemon.journal.continuity import (
@@ -60,7 +61,7 @@ from daemon.journal.records import (
     JournalableEvent,
     JournaledEvent,
 )
-from daemon.journal.rollbacks import AckStatus, HeldEvent, Rollback
+from daemon.journal.rollbacks import AckStatus, Rollback
 from daemon.journal.server_ack import ServerAck
 from daemon.journal.settings import FullPolicy, JournalSettings
 from daemon.journal.snapshots import SnapshotStore
@@ -212,7 +213,7 @@ class Journal:
         self, seq: int, event_id: str, ack_hash: str | None = None, ack_epoch: str | None = None
     ) -> tuple[AckStatus, Continuity | None]:
         """Judge the server's acknowledgement of ``seq`` as ``(event_id, ack_hash)`` against the
-        event chain (:func:`daemon.journal.rollbacks.judge_ack`).
+        event chain (:func:`daemon.journal.ack_judge.judge_acknowledgement`).
 
         ``ON_CHAIN``: the journal holds that event (an open rollback is settled once the server
         acknowledges above its restore point). ``RECOGNISED``: the lost history of the open
@@ -222,51 +223,12 @@ class Journal:
         :attr:`continuity`) for the one critical alert. The current epoch's ids are fresh
         (every open starts one), so nothing else changes."""
         with self._lock:
-            if seq <= self._last_seq:
-                row = self._db.execute("SELECT event_id, hash FROM events WHERE seq = ?", (seq,)).fetchone()
-                if row is None:
-                    return AckStatus.RECOGNISED, None  # compacted: nothing left to compare with
-                held: HeldEvent | None = HeldEvent(str(row[0]), row[1])
-            else:
-                held = None
-            pending = rollbacks.open_rollback(self._db)
-            status = rollbacks.judge_ack(held, event_id, ack_hash, seq, pending)
-            if status is AckStatus.ON_CHAIN:
-                if pending is not None and seq > pending.restore_seq:
-                    rollbacks.settle(self._db, self._lock, self._clock())
-                return status, None
-            if status is AckStatus.RECOGNISED:
-                return status, None
-            confirmed = self.server_ack().seq
-            restore = rollbacks.restore_point(self._db, min(confirmed, seq - 1), seq, ack_epoch)
-            lost = Rollback("rollback", "server_ack", restore, max(seq, restore + 1), ack_epoch)
-            rollbacks.record(self._db, self._lock, lost, self._clock(), (seq, event_id, ack_hash))
-            if held is None:
-                why = f"the server acknowledged seq {seq} but the journal ends at seq {self._last_seq}"
-            else:
-                why = (
-                    f"the server acknowledged seq {seq} as event {event_id} but the journal holds "
-                    f"{held.event_id} there (another history)"
-                )
-            self.continuity = Continuity(
-                kind=ContinuityKind.ROLLBACK,
-                journal_seq=self._last_seq,
-                marker_seq=self.marker.written_seq,
-                old_epoch=self.epoch,
-                new_epoch=self.epoch,
-                old_journal_id=self.journal_id,
-                new_journal_id=self.journal_id,
-                detail=(
-                    f"{why}: the journal was rolled back to seq {restore} (a restore its marker could not "
-                    f"see, e.g. a whole-disk revert); events issued after it are lost here"
-                ),
-                acknowledged_seq=seq,
-                restore_seq=restore,
-                lost_through_seq=lost.lost_through_seq,
-                lost_epoch=ack_epoch,
-                detected_by="server_ack",
-            )
-            return status, self.continuity
+            standing = Standing(self._last_seq, self.marker.written_seq, self.epoch, self.journal_id)
+            ack = Acknowledged(seq, event_id, ack_hash, ack_epoch)
+            status, found = judge_acknowledgement(self._db, self._lock, ack, standing, self._clock())
+            if found is not None:
+                self.continuity = found
+            return status, found
 
     def open_rollback(self) -> Rollback | None:
         """The rollback the server has not yet followed (None: none open)."""
@@ -359,7 +321,15 @@ class Journal:
                 next_seq += 1
                 event_id = event_id_for(self.journal_id, self.table_id, seq)
                 prev_hash = tip
-                tip = self._hash_of(event, event_id, seq, text, prev_hash)
+                tip = chain.hash_of_journaled(
+                    event,
+                    event_id=event_id,
+                    seq=seq,
+                    table_id=self.table_id,
+                    body_text=text,
+                    epoch=self.journal_id,
+                    prev_hash=prev_hash,
+                )
                 self._db.execute(
                     "INSERT INTO events(seq, event_id, kind, at, shoe_id, hand, source, origin, body, "
                     "journaled_at, delivered_at, dead_letter, input_id, epoch, prev_hash, hash) VALUES "
@@ -404,23 +374,6 @@ class Journal:
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (chain.CHAIN_TIP_KEY, tip)
             )
         self._chain_tip = tip  # committed
-
-    def _hash_of(self, event: JournalableEvent, event_id: str, seq: int, text: str, prev_hash: str) -> str:
-        """The chain hash of an event about to be journaled, over the members its envelope will
-        carry (``data`` as read back from the stored body, the very value published)."""
-        stored = json.loads(text).get("data")
-        members = chain.envelope_members(
-            event_id=event_id,
-            seq=seq,
-            table_id=self.table_id,
-            shoe_id=event.shoe_id,
-            hand=event.hand,
-            kind=event.kind,
-            ts=float(event.at),
-            source=event.source,
-            data=stored if isinstance(stored, dict) else {},
-        )
-        return chain.event_hash(members, self.journal_id, prev_hash)
 
     def mark_delivered(self, seqs: Iterable[int], at: float | None = None) -> None:
         """Record the broker's acknowledgement of these events.
