@@ -40,7 +40,7 @@ class Standing:
 
 
 def judge_acknowledgement(
-    db: sqlite3.Connection, lock: threading.RLock, ack: Acknowledged, standing: Standing, now: float
+    db: sqlite3.Connection, lock: threading.RLock, ack: Acknowledged, standing: Standing, *, now: float
 ) -> tuple[AckStatus, Continuity | None]:
     """The acknowledgement's status, and the :class:`Continuity` of a rollback it reveals
     (recorded in the journal before this returns); call under the journal's lock."""
@@ -51,7 +51,7 @@ def judge_acknowledgement(
             return AckStatus.RECOGNISED, None  # compacted: nothing left to compare with
         held = HeldEvent(str(row[0]), row[1])
     pending = rollbacks.open_rollback(db)
-    status = rollbacks.judge_ack(held, ack.event_id, ack.hash, ack.seq, pending)
+    status = rollbacks.judge_ack(held, event_id=ack.event_id, ack_hash=ack.hash, seq=ack.seq, pending=pending)
     if status is AckStatus.ON_CHAIN:
         if pending is not None and ack.seq > pending.restore_seq:
             rollbacks.settle(db, lock, now)  # the server follows this chain past the restore point
@@ -61,7 +61,7 @@ def judge_acknowledgement(
     confirmed = server_ack.read(db).seq
     restore = rollbacks.restore_point(db, min(confirmed, ack.seq - 1), ack.seq, ack.epoch)
     lost = Rollback("rollback", "server_ack", restore, max(ack.seq, restore + 1), ack.epoch)
-    rollbacks.record(db, lock, lost, now, (ack.seq, ack.event_id, ack.hash))
+    rollbacks.record(db, lock, lost, at=now, ack=(ack.seq, ack.event_id, ack.hash))
     if held is None:
         why = f"the server acknowledged seq {ack.seq} but the journal ends at seq {standing.last_seq}"
     else:

@@ -326,5 +326,5 @@ def start_epoch(db: sqlite3.Connection, lock: threading.RLock, at: float, after:
             "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
             [("journal_id", new_id), ("epoch", str(epoch)), ("epoch_first_seq", meta["next_seq"])],
         )
-        record_epoch(db, new_id, epoch, int(meta["next_seq"]), at)
+        record_epoch(db, new_id, number=epoch, first_seq=int(meta["next_seq"]), at=at)
     return new_id, epoch

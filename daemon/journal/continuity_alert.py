@@ -14,7 +14,7 @@ journal records the rollback (:mod:`daemon.journal.rollbacks`).
 
 from __future__ import annotations
 
-from daemon.alerts import AlertCode, raised_data
+from daemon.alerts import AlertCode, raised_alert
 from daemon.journal.continuity import Continuity, ContinuityKind
 from daemon.journal.records import DeliveryEvent
 
@@ -31,7 +31,7 @@ def continuity_alert(continuity: Continuity, at: float) -> DeliveryEvent | None:
     code = _CODES.get(continuity.kind)
     if code is None:
         return None
-    data = raised_data(
+    data = raised_alert(
         code,
         f"journal continuity: {continuity.kind.value}: {continuity.detail}",
         {

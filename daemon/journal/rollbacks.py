@@ -65,7 +65,7 @@ class Rollback:
     """The epoch id of the lost history, when known."""
 
 
-def record_epoch(db: sqlite3.Connection, epoch_id: str, number: int, first_seq: int, at: float) -> None:
+def record_epoch(db: sqlite3.Connection, epoch_id: str, *, number: int, first_seq: int, at: float) -> None:
     """Remember a new epoch (inside the caller's transaction)."""
     db.execute(
         "INSERT OR REPLACE INTO epochs(epoch_id, number, first_seq, started_at) VALUES (?, ?, ?, ?)",
@@ -77,6 +77,7 @@ def record(
     db: sqlite3.Connection,
     lock: threading.RLock,
     rollback: Rollback,
+    *,
     at: float,
     ack: tuple[int, str, str | None] | None = None,
 ) -> None:
@@ -161,7 +162,7 @@ class HeldEvent:
 
 
 def judge_ack(
-    held: HeldEvent | None, event_id: str, ack_hash: str | None, seq: int, pending: Rollback | None
+    held: HeldEvent | None, *, event_id: str, ack_hash: str | None, seq: int, pending: Rollback | None
 ) -> AckStatus:
     """Compare an acknowledgement of ``seq`` with the journal's chain (``held``: the journal's
     event there, None when it has none) and the open rollback."""

@@ -165,14 +165,18 @@ class Journal:
                 lost_through_seq=marker.seq,
                 lost_epoch=marker.journal_id,
             )
-            rollbacks.record(self._db, self._lock, lost, self._clock())
+            rollbacks.record(self._db, self._lock, lost, at=self._clock())
         if verdict.new_epoch:
             after = 0 if marker is None else marker.epoch
             self.journal_id, self.epoch = start_epoch(self._db, self._lock, self._clock(), after)
         elif created:
             with self._transaction():  # the file's first epoch: where its history starts
                 rollbacks.record_epoch(
-                    self._db, self.journal_id, self.epoch, self._last_seq + 1, self._clock()
+                    self._db,
+                    self.journal_id,
+                    number=self.epoch,
+                    first_seq=self._last_seq + 1,
+                    at=self._clock(),
                 )
         self._write_marker_or_fail()
         return Continuity(
@@ -225,7 +229,7 @@ class Journal:
         with self._lock:
             standing = Standing(self._last_seq, self.marker.written_seq, self.epoch, self.journal_id)
             ack = Acknowledged(seq, event_id, ack_hash, ack_epoch)
-            status, found = judge_acknowledgement(self._db, self._lock, ack, standing, self._clock())
+            status, found = judge_acknowledgement(self._db, self._lock, ack, standing, now=self._clock())
             if found is not None:
                 self.continuity = found
             return status, found

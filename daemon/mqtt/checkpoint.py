@@ -121,6 +121,7 @@ class Checkpoint:
         event_id: str,
         digest: bytes | None,
         kind: str,
+        *,
         chain: tuple[str | None, str | None] = (None, None),
     ) -> None:
         """Record ``seq`` as processed (``chain``: its hash and epoch); it must be

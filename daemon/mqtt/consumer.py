@@ -193,20 +193,9 @@ def parse_signed_event(
             envelope = json.loads(payload)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return None, f"not JSON: {exc}", b""
-    if not isinstance(envelope, dict):
-        return None, "not a JSON object", b""
-    for name, kind in _REQUIRED.items():
-        value = envelope.get(name)
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            return None, f"field {name!r} missing or of the wrong type", b""
-    if envelope["schema_version"] != SCHEMA_VERSION:
-        return None, f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}", b""
-    if not _chain_members_ok(envelope):
-        return None, "chain members epoch, prev_hash and hash must be strings, all three or none", b""
-    if envelope["seq"] < 1:
-        return None, "seq must be >= 1", b""
-    if envelope["table_id"] != table_id:
-        return None, f"event of table {envelope['table_id']!r}, expected {table_id!r}", b""
+    problem = _envelope_problem(envelope, table_id)
+    if problem is not None:
+        return None, problem, b""
     try:
         signed = signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)
     except ValueError as exc:  # a value without a canonical form: it cannot have been signed
@@ -263,6 +252,25 @@ def _wire_signed(payload: bytes, table_id: str, key: Secret) -> tuple[dict[str, 
         return None  # the general path names the problem
     envelope.update(tail)
     return envelope, "", signed
+
+
+def _envelope_problem(envelope: Any, table_id: str) -> str | None:
+    """Why a parsed payload is not an envelope of this table (None: it is one)."""
+    if not isinstance(envelope, dict):
+        return "not a JSON object"
+    for name, kind in _REQUIRED.items():
+        value = envelope.get(name)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            return f"field {name!r} missing or of the wrong type"
+    if envelope["schema_version"] != SCHEMA_VERSION:
+        return f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}"
+    if not _chain_members_ok(envelope):
+        return "chain members epoch, prev_hash and hash must be strings, all three or none"
+    if envelope["seq"] < 1:
+        return "seq must be >= 1"
+    if envelope["table_id"] != table_id:
+        return f"event of table {envelope['table_id']!r}, expected {table_id!r}"
+    return None
 
 
 def _chain_members_ok(envelope: dict[str, Any]) -> bool:

@@ -283,7 +283,7 @@ class OrderedConsumer:
                     )
                     return tuple(out)
                 chain = (envelope.get("hash"), envelope.get("epoch"))
-                self.checkpoint.add(nxt, envelope["event_id"], digest, envelope["kind"], chain)
+                self.checkpoint.add(nxt, envelope["event_id"], digest, envelope["kind"], chain=chain)
                 self._dead.pop(nxt, None)
                 self.stopped = None
                 if self.checkpoint.recover(nxt, envelope["event_id"]):

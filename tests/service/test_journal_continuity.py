@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.alerts import ALERTS, AlertCode, IdScheme, Severity, raised_data
+from daemon.alerts import ALERTS, AlertCode, IdScheme, Severity
 from daemon.journal import DeliveryEvent, Journal, JournalSettings
 from daemon.journal.continuity import Continuity, ContinuityKind
 from daemon.journal.continuity_alert import continuity_alert
@@ -89,16 +89,3 @@ def test_a_restored_journal_file_gives_a_critical_alert(tmp_path: Path) -> None:
     )
     assert event.data["lost_epoch"] is not None
     assert event.data["detected_by"] == "open"
-
-
-def test_the_catalogue_constructor_refuses_a_payload_it_does_not_list() -> None:
-    fields = {name: None for name in ALERTS[AlertCode.JOURNAL_ROLLED_BACK].fields[4:]}
-    data = raised_data(AlertCode.JOURNAL_ROLLED_BACK, "m", fields)
-    assert IdScheme.JOURNAL.pattern.fullmatch(data["alert_id"])
-    assert data["severity"] == Severity.CRITICAL
-    with pytest.raises(ValueError, match=r"not in the catalogue \['extra'\]"):
-        raised_data(AlertCode.JOURNAL_ROLLED_BACK, "m", {**fields, "extra": 1})
-    with pytest.raises(ValueError, match="missing"):
-        raised_data(AlertCode.JOURNAL_ROLLED_BACK, "m", {})
-    with pytest.raises(ValueError, match="engine alert"):
-        raised_data(AlertCode.MISSING_CARD, "m", {})
