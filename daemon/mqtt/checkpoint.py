@@ -105,6 +105,16 @@ class Checkpoint:
         self.position = Position(None, 0, 0, None) if row is None else Position(*row)
         """The position including what is not committed yet."""
         self.committed = self.position
+        # Kept in memory so the per-event work costs no SQL: the seqs listed lost that the table
+        # may still send unchanged (above the position), and the newest processed event's hash.
+        self._recoverable = {
+            int(r[0])
+            for r in self._db.execute(
+                "SELECT seq FROM lost WHERE table_id = ? AND seq > ? AND event_id != 'unknown'",
+                (table_id, self.position.seq),
+            )
+        }
+        self._tip: tuple[int, str | None] | None = None
         """The position as last committed (what may be acknowledged)."""
 
     def processed(self, seq: int) -> Processed | None:
@@ -136,6 +146,15 @@ class Checkpoint:
         )
         p = self.position
         self.position = Position(p.epoch_id, p.epoch, seq, event_id)
+        self._tip = (seq, chain[0])
+
+    def hash_at(self, seq: int) -> str | None:
+        """The chain hash of the event processed at ``seq`` (None: none, or unchained)."""
+        tip = self._tip
+        if tip is not None and tip[0] == seq:
+            return tip[1]
+        held = self.processed(seq)
+        return None if held is None else held.hash
 
     def rebase(self, restore_seq: int, epoch_id: str | None, epoch: int) -> list[tuple[int, str, str]]:
         """The table's journal went back to ``restore_seq``: every processed event above it is
@@ -158,6 +177,8 @@ class Checkpoint:
         seq = min(self.position.seq, restore_seq)
         held = self.processed(seq) if seq > 0 else None
         self.position = Position(epoch_id, epoch, seq, None if held is None else held.event_id)
+        self._recoverable.update(int(s) for s, _, _, _ in rows)
+        self._tip = None
         return [(int(s), str(e), str(k)) for s, e, k, _ in rows]
 
     def skip_to(self, seq: int, reason: str) -> list[int]:
@@ -185,6 +206,9 @@ class Checkpoint:
     def recover(self, seq: int, event_id: str) -> bool:
         """The table sent ``seq`` again as ``event_id``, an event listed as lost: it was not
         lost. Take it out of ``lost``; True when it was listed."""
+        if seq not in self._recoverable:
+            return False  # nothing listed lost there: no SQL
+        self._recoverable.discard(seq)
         self._begin()
         cursor = self._db.execute(
             "DELETE FROM lost WHERE table_id = ? AND seq = ? AND event_id = ?", (self.table_id, seq, event_id)

@@ -264,8 +264,8 @@ class OrderedConsumer:
         prev_hash = envelope.get("prev_hash")
         if prev_hash is None or seq == self._chain_restart or seq == 1:
             return False
-        below = self.checkpoint.processed(seq - 1)
-        return below is not None and below.hash is not None and below.hash != prev_hash
+        below = self.checkpoint.hash_at(seq - 1)
+        return below is not None and below != prev_hash
 
     def _process_in_order(self) -> tuple[dict[str, Any], ...]:
         out: list[dict[str, Any]] = []
