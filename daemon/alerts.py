@@ -64,6 +64,7 @@ class AlertCode(StrEnum):
     JOURNAL_ROLLED_BACK = "journal_rolled_back"
     JOURNAL_CONTINUITY_UNPROVEN = "journal_continuity_unproven"
     ENGINE_ERROR = "engine_error"
+    ENGINE_SNAPSHOT_UNUSABLE = "engine_snapshot_unusable"
     # issue #13: the game server's acknowledgement (raised by the MQTT publisher)
     SERVER_ACK_LAGGING = "server_ack_lagging"
     # issue #13 follow-up: a TLS certificate outside its dates at start (raised by the service)
@@ -467,6 +468,15 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         raised_by=RaisedBy.SERVICE,
         id_scheme=IdScheme.ENGINE_ERROR,
         fields=("alert_id", "code", "message", "error"),
+    ),
+    AlertCode.ENGINE_SNAPSHOT_UNUSABLE: AlertSpec(
+        Severity.WARNING,
+        "a stored engine snapshot did not match its own checksum (damaged in storage): it was not "
+        "used; the table state was folded from the journal's events instead and a new snapshot stored",
+        _NEVER_CLEARED,
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "snapshot_seq", "reason"),
     ),
     # issue #13: the game server's acknowledgement
     AlertCode.SERVER_ACK_LAGGING: AlertSpec(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from common.inputs import EngineInput
-from daemon.journal import reading, server_ack
+from daemon.journal import delivery_alerts, reading, server_ack
 from daemon.journal.codec import dumps_input
 from daemon.journal.compaction import compact
 from daemon.journal.continuity import (
@@ -331,6 +331,8 @@ class Journal:
                         body=body,
                     )
                 )
+                if origin == ORIGIN_DELIVERY:
+                    delivery_alerts.record(self._db, seq, event.kind, body)
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(next_seq),))
 
     def mark_delivered(self, seqs: Iterable[int], at: float | None = None) -> None:
@@ -441,6 +443,12 @@ class Journal:
         with self._lock:
             row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'inputs'").fetchone()
         return 0 if row is None else int(row[0])
+
+    def open_delivery_alerts(self) -> dict[str, str]:
+        """The delivery side's alerts raised and not cleared, ``{code: alert_id}``: one
+        look-up of a small table kept as they are journaled (:mod:`daemon.journal.delivery_alerts`)."""
+        with self._lock:
+            return delivery_alerts.open_alerts(self._db)
 
     def dead_letters(self) -> list[JournaledEvent]:
         with self._lock:
