@@ -60,6 +60,7 @@ class AlertCode(StrEnum):
     # raised by the service (its journal housekeeping and its runner)
     JOURNAL_NEARLY_FULL = "journal_nearly_full"
     JOURNAL_FULL = "journal_full"
+    JOURNAL_DISK_LOW = "journal_disk_low"
     JOURNAL_RECOVERED = "journal_recovered"
     JOURNAL_ROLLED_BACK = "journal_rolled_back"
     JOURNAL_CONTINUITY_UNPROVEN = "journal_continuity_unproven"
@@ -423,6 +424,17 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         raised_by=RaisedBy.SERVICE,
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "admits_new_round"),
+    ),
+    AlertCode.JOURNAL_DISK_LOW: AlertSpec(
+        Severity.CRITICAL,
+        "the file system holding the journal is nearly full: its reserve was given to the appends and "
+        "compaction ran in small steps; the alert says how much compaction freed and how much is left. "
+        "Make room on that file system",
+        "the free space is above the low mark again (cleared by the journal housekeeping, saying what "
+        "compaction freed and what is free)",
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "free_bytes", "freed_bytes", "reserve_bytes_released"),
     ),
     AlertCode.JOURNAL_RECOVERED: AlertSpec(
         Severity.WARNING,

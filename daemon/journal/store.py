@@ -33,7 +33,7 @@ from typing import Any
 from common.inputs import EngineInput
 from daemon.journal import delivery_alerts, reading, server_ack
 from daemon.journal.codec import dumps_input
-from daemon.journal.compaction import compact
+from daemon.journal.compaction import CompactionRun
 from daemon.journal.continuity import (
     MARKER_INTERVAL_S,
     Continuity,
@@ -518,12 +518,24 @@ class Journal:
         at or after the first undelivered event, nor any event of a shoe that has one waiting.
         Rules and cost: :mod:`daemon.journal.compaction`.
         """
+        run = self.compaction_run(now)
+        while not run.done:
+            run.step()
+        self.forget_size()
+        return run.events_deleted
+
+    def compaction_run(self, now: float | None = None, *, tight: bool = False) -> CompactionRun:
+        """A compaction (the rules of :meth:`compact`) to be done a slice per
+        :meth:`CompactionRun.step`, each a short transaction under the journal lock; ``tight``
+        for a nearly full disk (small slices, the WAL truncated after each). Call
+        :meth:`forget_size` when it is done."""
         stamp = self._clock() if now is None else now
         cutoff = stamp - self.settings.audit_retention_days * 86400.0
-        result = compact(self._db, self._lock, cutoff)
-        if result.pages_freed or result.events_deleted or result.inputs_deleted:
-            self._size_checked_at = None  # the file shrank: measure again at the next check
-        return result.events_deleted
+        return CompactionRun(self._db, self._lock, cutoff, tight=tight)
+
+    def forget_size(self) -> None:
+        """The file may have shrunk: measure it again at the next capacity check."""
+        self._size_checked_at = None
 
     # -- command nonces ---------------------------------------------------------------------
 
