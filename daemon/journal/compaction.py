@@ -39,6 +39,7 @@ from enum import Enum
 from pathlib import Path
 
 from daemon.journal import server_ack
+from daemon.journal.reserve import free_bytes
 from daemon.journal.records import ORIGIN_ENGINE
 from daemon.journal.transaction import Transaction
 
@@ -53,6 +54,10 @@ SLICE_BUDGET_S = 0.010
 """The time one slice aims at (measured, adapted): a card waits about this long at most."""
 WAL_TRUNCATE_BYTES = 4 * 1024 * 1024
 """A run checkpoints and truncates the WAL whenever it grows past this."""
+TIGHT_MARGIN_BYTES = 256 * 1024
+"""Free space a tight slice leaves alone (SQLite's own bookkeeping, the WAL index)."""
+MAX_FULL_FAILURES = 20
+"""A tight run gives up after this many slices failed for a full disk (tried again later)."""
 
 # Created on every open (IF NOT EXISTS), so journals made before they existed get them too.
 # compacted_seqs logs every seq compaction deleted, as merged ranges: a missing seq outside
@@ -130,6 +135,7 @@ class CompactionRun:
         self._input_cursor = 0
         self._wal = _wal_path(db)
         self._dirty = False
+        self._full_failures = 0
 
     @property
     def done(self) -> bool:
@@ -143,13 +149,28 @@ class CompactionRun:
         if self.phase is Phase.DONE:
             return
         started = time.perf_counter()
-        with self._lock:
-            if self.phase is Phase.EVENTS:
-                worked = self._events_slice()
-            elif self.phase is Phase.INPUTS:
-                worked = self._inputs_slice()
-            else:
-                worked = self._vacuum_slice()
+        if self.tight:
+            self._fit_to_free_space()
+        try:
+            with self._lock:
+                if self.phase is Phase.EVENTS:
+                    worked = self._events_slice()
+                elif self.phase is Phase.INPUTS:
+                    worked = self._inputs_slice()
+                else:
+                    worked = self._vacuum_slice()
+        except sqlite3.OperationalError as exc:
+            if not self.tight or "full" not in str(exc):
+                raise
+            # The disk filled under the slice (it was rolled back): empty the WAL and go on
+            # with a smaller one; a run that cannot move even one page gives up until next time.
+            self._full_failures += 1
+            self._rows = max(1, self._rows // 4)
+            self._pages = max(1, self._pages // 4)
+            truncate_wal(self._db, self._lock)
+            if self._full_failures > MAX_FULL_FAILURES:
+                self.phase = Phase.DONE
+            return
         took = time.perf_counter() - started
         self.slices += 1
         self.longest_slice_s = max(self.longest_slice_s, took)
@@ -157,6 +178,20 @@ class CompactionRun:
         if self._dirty and (self.tight or self.phase is Phase.DONE or self._wal_bytes() > WAL_TRUNCATE_BYTES):
             truncate_wal(self._db, self._lock)
             self._dirty = False
+
+    def _fit_to_free_space(self) -> None:
+        """In a tight run, no slice may need more WAL than the file system has free: about a
+        page for each row it deletes or page it moves, twice over, with a margin."""
+        if self._wal is None:
+            return
+        try:
+            free = free_bytes(self._wal.parent)
+        except OSError:
+            return
+        page_size = int(self._db.execute("PRAGMA page_size").fetchone()[0])
+        fits = max(1, (free - TIGHT_MARGIN_BYTES) // (2 * page_size))
+        self._rows = min(self._rows, fits)
+        self._pages = min(self._pages, fits)
 
     def _adapt(self, took: float, worked: bool) -> None:
         """Halve the slice when it took longer than the budget, double it when it took less than

@@ -241,6 +241,8 @@ class JournalHousekeeping:
         have no place on the engine thread)."""
         if self.reserve.held() >= self.reserve.size or self._stop.is_set():
             return
+        if self._free() < self._low_space + 2 * self.reserve.size:  # would be low again at once
+            return
         if self._reserving is not None and self._reserving.is_alive():
             return
         self._reserving = threading.Thread(target=self._write_reserve, name="journal-reserve", daemon=True)
@@ -255,8 +257,9 @@ class JournalHousekeeping:
     def _check_disk(self, now: float) -> None:
         """Nearly full: give the reserve to the appends and compact in small steps at once."""
         if not self._disk_low():
-            if self.disk_alert is None:
-                self._keep_reserve()
+            if self.disk_alert is not None:
+                self._clear_disk_alert()
+            self._keep_reserve()
             return
         released = self.reserve.release()
         if released:
@@ -268,17 +271,12 @@ class JournalHousekeeping:
 
     def _follow_disk_alert(self, report: CompactionReport) -> None:
         free = self._free()
-        what = f"compaction freed {report.file_bytes_freed} bytes; {free} bytes are free on the journal's file system"
         if free >= self._low_space:
             if self.disk_alert is not None:
-                self._journal.append_delivery_event(
-                    alert_cleared(self.disk_alert, AlertCode.JOURNAL_DISK_LOW, f"room again: {what}", self._clock())
-                )
-                self.disk_alert = None
-                self._notify()
-            self._reserve_released = 0
+                self._clear_disk_alert()
             self._keep_reserve()
             return
+        what = self._freed_and_left(free)
         if self.disk_alert is None:
             alert_id, event = alert_raised(
                 AlertCode.JOURNAL_DISK_LOW,
@@ -293,6 +291,20 @@ class JournalHousekeeping:
             self._journal.append_delivery_event(event)
             self.disk_alert = alert_id
             self._notify()
+
+    def _freed_and_left(self, free: int) -> str:
+        freed = 0 if self.last_compaction is None else self.last_compaction.file_bytes_freed
+        return f"compaction freed {freed} bytes; {free} bytes are free on the journal's file system"
+
+    def _clear_disk_alert(self) -> None:
+        assert self.disk_alert is not None
+        what = self._freed_and_left(self._free())
+        self._journal.append_delivery_event(
+            alert_cleared(self.disk_alert, AlertCode.JOURNAL_DISK_LOW, f"room again: {what}", self._clock())
+        )
+        self.disk_alert = None
+        self._reserve_released = 0
+        self._notify()
 
     def _check_capacity(self) -> None:
         capacity = self._journal.capacity()
