@@ -59,7 +59,9 @@ def run(starts: int, stop_timeout: float, seed: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--starts", type=int, default=300)
     parser.add_argument("--stop-timeout", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=1)

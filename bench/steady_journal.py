@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.bench_recovery import TABLE_ID, T0, _settings, template_inputs
+from bench.bench_recovery import T0, TABLE_ID, _settings, template_inputs
 from common.inputs import EngineInput
 from daemon.alerts import AlertCode
 from daemon.engine.events import Event, EventKind
@@ -133,7 +133,7 @@ def build(path: Path, days: float, seed: int, log_every_days: int = 5) -> dict[s
         journaled = journal.append(batch, events)
         taker.after_append(engine, journaled)
         journal.mark_delivered(e.seq for e in journaled)
-        held = journal._db.execute("SELECT count(*), min(seq) FROM events").fetchone()  # noqa: SLF001
+        held = journal._db.execute("SELECT count(*), min(seq) FROM events").fetchone()
         facts = {
             "days": days,
             "shoes": shoe_count,
@@ -155,7 +155,9 @@ def build(path: Path, days: float, seed: int, log_every_days: int = 5) -> dict[s
 
 def cached_steady_journal(days: float = 120, seed: int = 1) -> tuple[Path, dict[str, Any]]:
     """The steady-state journal (built once, kept under the temp dir) and its build facts."""
-    folder = Path(tempfile.gettempdir()) / "bench-recovery-cache" / f"steady-v{STEADY_FORMAT}-{days:g}d-{seed}"
+    folder = (
+        Path(tempfile.gettempdir()) / "bench-recovery-cache" / f"steady-v{STEADY_FORMAT}-{days:g}d-{seed}"
+    )
     path = folder / "journal.sqlite3"
     facts = folder / "facts.json"
     if not facts.exists():
@@ -167,7 +169,9 @@ def cached_steady_journal(days: float = 120, seed: int = 1) -> tuple[Path, dict[
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--days", type=float, default=120)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)

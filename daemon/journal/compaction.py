@@ -39,8 +39,8 @@ from enum import Enum
 from pathlib import Path
 
 from daemon.journal import server_ack
-from daemon.journal.reserve import free_bytes
 from daemon.journal.records import ORIGIN_ENGINE
+from daemon.journal.reserve import free_bytes
 from daemon.journal.transaction import Transaction
 
 BATCH_ROWS = 2000
@@ -175,7 +175,7 @@ class CompactionRun:
         self.slices += 1
         self.longest_slice_s = max(self.longest_slice_s, took)
         self._adapt(took, worked)
-        if self._dirty and (self.tight or self.phase is Phase.DONE or self._wal_bytes() > WAL_TRUNCATE_BYTES):
+        if self._dirty and (self.tight or self.done or self._wal_bytes() > WAL_TRUNCATE_BYTES):
             truncate_wal(self._db, self._lock)
             self._dirty = False
 
@@ -262,7 +262,9 @@ class CompactionRun:
 
     def _events_slice(self) -> bool:
         if self._limit_seq is None:
-            oldest = self._db.execute("SELECT journaled_at FROM events ORDER BY journaled_at LIMIT 1").fetchone()
+            oldest = self._db.execute(
+                "SELECT journaled_at FROM events ORDER BY journaled_at LIMIT 1"
+            ).fetchone()
             if oldest is None or oldest[0] >= self.cutoff:  # nothing old enough: one index look-up
                 self.phase = Phase.INPUTS
                 return False
@@ -289,7 +291,8 @@ class CompactionRun:
                 with Transaction(self._db, self._lock):
                     _log_deleted(self._db, doomed)
                     self._db.execute(
-                        "DELETE FROM events WHERE seq IN (SELECT value FROM json_each(?))", (json.dumps(doomed),)
+                        "DELETE FROM events WHERE seq IN (SELECT value FROM json_each(?))",
+                        (json.dumps(doomed),),
                     )
             finally:
                 self._db.execute("PRAGMA synchronous=FULL")
@@ -409,7 +412,6 @@ def _log_deleted(db: sqlite3.Connection, seqs: list[int]) -> None:
             db.execute("UPDATE compacted_seqs SET last_seq = ? WHERE first_seq = ?", (last, int(before[0])))
         else:
             db.execute("INSERT INTO compacted_seqs(first_seq, last_seq) VALUES (?, ?)", (first, last))
-
 
 
 def release_some_pages(db: sqlite3.Connection, pages: int) -> int:

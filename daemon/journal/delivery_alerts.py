@@ -63,7 +63,8 @@ def migrate(db: sqlite3.Connection, next_seq: int) -> None:
     cursor = 0
     while True:
         rows = db.execute(
-            "SELECT seq, kind, body FROM events WHERE origin = 'delivery' AND seq > ? ORDER BY seq LIMIT 1000",
+            "SELECT seq, kind, body FROM events WHERE origin = 'delivery' AND seq > ? "
+            "ORDER BY seq LIMIT 1000",
             (cursor,),
         ).fetchall()
         if not rows:
@@ -81,9 +82,10 @@ def migrate(db: sqlite3.Connection, next_seq: int) -> None:
 
 def open_alerts(db: sqlite3.Connection) -> dict[str, str]:
     """The open delivery-side alert of each code: ``{code: alert_id}``."""
-    return {str(code): str(alert_id) for code, alert_id in db.execute(
-        "SELECT code, alert_id FROM open_delivery_alerts ORDER BY code"
-    )}
+    return {
+        str(code): str(alert_id)
+        for code, alert_id in db.execute("SELECT code, alert_id FROM open_delivery_alerts ORDER BY code")
+    }
 
 
 __all__ = ["DELIVERY_ALERTS_SCHEMA", "ORIGIN_DELIVERY", "migrate", "open_alerts", "record"]

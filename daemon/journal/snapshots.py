@@ -114,7 +114,9 @@ def list_snapshots(db: sqlite3.Connection) -> list[StoredSnapshot]:
         "ORDER BY seq DESC, id DESC"
     ).fetchall()
     return [
-        StoredSnapshot(int(i), int(s), str(e), str(h), str(k), float(t), str(b), None if c is None else str(c))
+        StoredSnapshot(
+            int(i), int(s), str(e), str(h), str(k), float(t), str(b), None if c is None else str(c)
+        )
         for i, s, e, h, k, t, b, c in rows
     ]
 
@@ -165,7 +167,9 @@ class SnapshotStore:
                 "(SELECT id FROM snapshots ORDER BY seq DESC, id DESC LIMIT ?)",
                 (KEEP,),
             )
-        return StoredSnapshot(int(cur.lastrowid or 0), seq, str(row[0]), digest, key, taken_at, body, checksum)
+        return StoredSnapshot(
+            int(cur.lastrowid or 0), seq, str(row[0]), digest, key, taken_at, body, checksum
+        )
 
     def newest_first(self) -> list[StoredSnapshot]:
         """The stored snapshots, newest first (at most :data:`KEEP`)."""

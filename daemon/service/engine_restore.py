@@ -27,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from daemon.alerts import AlertCode
 from daemon.engine.checkpoint import (
     CheckpointError,
     EngineCheckpoint,
@@ -41,7 +42,6 @@ from daemon.engine.state import TableState
 from daemon.engine.table import Engine
 from daemon.journal.errors import JournalError
 from daemon.journal.records import ORIGIN_ENGINE, JournaledEvent
-from daemon.alerts import AlertCode
 from daemon.journal.snapshots import StoredSnapshot, covered_event_problem, list_snapshots, row_problem
 from daemon.journal.store import Journal
 from daemon.mqtt.alerts import alert_raised

@@ -300,7 +300,9 @@ def test_a_flipped_value_that_keeps_the_json_valid_is_an_alert_and_a_fold(tmp_pa
     journal = Journal(JournalSettings(path=path), TABLE)
     try:
         alerts = [
-            e for e in journal.events(origin=ORIGIN_DELIVERY) if e.data.get("code") == "engine_snapshot_unusable"
+            e
+            for e in journal.events(origin=ORIGIN_DELIVERY)
+            if e.data.get("code") == "engine_snapshot_unusable"
         ]
     finally:
         journal.close()

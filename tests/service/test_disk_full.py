@@ -287,7 +287,10 @@ def test_a_full_disk_gives_the_reserve_to_the_appends_and_compaction_frees_more(
     try:
         for shoe in range(12):  # ~8 MB of delivered events of finished shoes
             for start in range(0, 1000, 100):
-                journal.append([Tick(float(start))] * 100, [_old_card(f"old{shoe}", n) for n in range(start, start + 100)])
+                journal.append(
+                    [Tick(float(start))] * 100,
+                    [_old_card(f"old{shoe}", n) for n in range(start, start + 100)],
+                )
         journal.mark_delivered(range(1, journal.last_seq() + 1))
         clock.now += 2 * DAY  # past the retention: all of it may go
         journal.append([], [_old_card("current", 0)])
@@ -307,7 +310,8 @@ def test_a_full_disk_gives_the_reserve_to_the_appends_and_compaction_frees_more(
         assert stored
         assert keeper.wait_for_compaction(60)  # and a tight compaction ran
         report = keeper.last_compaction
-        assert report is not None and report.tight
+        assert report is not None
+        assert report.tight
         assert report.events_deleted == 12_000
         assert report.file_bytes_freed > 6 * MiB
         assert journal.size_bytes() < size_before / 20  # the file itself gave the space back

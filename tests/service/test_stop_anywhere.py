@@ -26,7 +26,9 @@ STARTS = 50
 
 
 @pytest.mark.mosquitto
-def test_a_signal_at_any_moment_of_a_start_stops_the_daemon(tmp_path: Path, mosquitto: MosquittoBroker) -> None:
+def test_a_signal_at_any_moment_of_a_start_stops_the_daemon(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
     deal, _plan, _steps = dealt_shoe(seed=2, max_hands=1)
     shoe = PtyDevice(tmp_path / "baccarat-shoe")
     config, _events_key, _command_key = write_config(tmp_path, shoe.path, mosquitto.port, deal)

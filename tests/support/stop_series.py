@@ -1,9 +1,10 @@
 """Start the daemon again and again and send it SIGTERM (or SIGINT, one in five) at a random
 moment of its start: two in five within 50 ms after its READY, the others at a random time up
-to 1.2 times what a start takes (measured first, then followed as the load changes). Each start is ``baccarat-edge run --config FILE`` in a
-process of its own, forked from this one after the imports (a start then costs what the
-daemon does, not the interpreter's import time, so a few hundred fit in a minute); this
-process must have no thread of its own when it forks, so run it as a program:
+to 1.2 times what a start takes (measured first, then followed as the load changes). Each
+start is ``baccarat-edge run --config FILE`` in a process of its own, forked from this one
+after the imports (a start then costs what the daemon does, not the interpreter's import
+time, so many fit in a minute); this process must have no thread of its own when it forks, so
+run it as a program:
 
     python -m tests.support.stop_series --config table.yaml --starts 300 [--max-delay 1.5]
 
@@ -17,6 +18,7 @@ slowest stop.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -85,7 +87,7 @@ def _time_to_ready(config: Path, notify: str, sock: socket.socket, timeout: floa
 def series(config: Path, starts: int, max_delay: float, stop_timeout: float, seed: int) -> dict[str, Any]:
     """Run the series (this process forks; call it from a process without threads)."""
     # imported once here, before the forks: what ``run`` imports when it starts
-    import daemon.cli  # noqa: F401
+    import daemon.cli
     import daemon.service.runner  # noqa: F401
     from drivers.registry import load
 
@@ -98,7 +100,15 @@ def series(config: Path, starts: int, max_delay: float, stop_timeout: float, see
     sock.bind(notify_path)
     sock.setblocking(False)
     ready_s = _time_to_ready(config, notify_path, sock, stop_timeout)
-    out: dict[str, Any] = {"first_ready_s": round(ready_s, 3), "starts": 0, "stopped": 0, "hung": 0, "after_ready": 0, "during_start": 0, "by_signal_default": 0}
+    out: dict[str, Any] = {
+        "first_ready_s": round(ready_s, 3),
+        "starts": 0,
+        "stopped": 0,
+        "hung": 0,
+        "after_ready": 0,
+        "during_start": 0,
+        "by_signal_default": 0,
+    }
     slowest = 0.0
     statuses: dict[str, int] = {}
     try:
@@ -119,10 +129,8 @@ def series(config: Path, starts: int, max_delay: float, stop_timeout: float, see
                 after = _ready_seen(sock)
             out["after_ready"] += int(after)
             sent = time.monotonic()
-            try:
+            with contextlib.suppress(ProcessLookupError):  # it may have ended on its own
                 os.kill(pid, signum)
-            except ProcessLookupError:
-                pass
             status = None
             while time.monotonic() - sent < stop_timeout:
                 done, status = os.waitpid(pid, os.WNOHANG)
@@ -160,7 +168,9 @@ def series(config: Path, starts: int, max_delay: float, stop_timeout: float, see
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--config", type=Path, required=True)
     parser.add_argument("--starts", type=int, default=100)
     parser.add_argument(
