@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,8 @@ from tests.service.harness import dealt_shoe, write_config
 from tests.support.broker import MosquittoBroker
 
 REPO = Path(__file__).resolve().parents[1]
+LOG_DIR = Path(tempfile.gettempdir()) / "bench-stop-anywhere-logs"
+"""Each start's output (kept: a hung start's thread stacks are in its file)."""
 
 
 def run(starts: int, stop_timeout: float, seed: int) -> dict[str, Any]:
@@ -35,12 +38,15 @@ def run(starts: int, stop_timeout: float, seed: int) -> dict[str, Any]:
         broker = MosquittoBroker(tmp / "broker").start()
         shoe = PtyDevice(tmp / "shoe")
         try:
+            shutil.rmtree(LOG_DIR, ignore_errors=True)
+            LOG_DIR.mkdir(parents=True)
             deal, _plan, _steps = dealt_shoe(seed=2, max_hands=1)
             config, _events_key, _command_key = write_config(tmp, shoe.path, broker.port, deal)
             started = time.monotonic()
             done = subprocess.run(
                 [sys.executable, "-m", "tests.support.stop_series", "--config", str(config),
-                 "--starts", str(starts), "--stop-timeout", str(stop_timeout), "--seed", str(seed)],
+                 "--starts", str(starts), "--stop-timeout", str(stop_timeout), "--seed", str(seed),
+                 "--log-dir", str(LOG_DIR)],
                 cwd=REPO, capture_output=True, text=True, check=True,
             )  # fmt: skip
             took = time.monotonic() - started

@@ -48,11 +48,12 @@ BATCH_ROWS = 2000
 TIGHT_BATCH_ROWS = 200
 """The most rows one slice deletes in a tight run (a nearly full disk: a small WAL each)."""
 FIRST_SLICE_ROWS = 200
+FIRST_SLICE_PAGES = 32
 VACUUM_PAGES = 1000
 """The most pages one slice returns to the file system."""
 SLICE_BUDGET_S = 0.010
 """The time one slice aims at (measured, adapted): a card waits about this long at most."""
-WAL_TRUNCATE_BYTES = 4 * 1024 * 1024
+WAL_TRUNCATE_BYTES = 1024 * 1024
 """A run checkpoints and truncates the WAL whenever it grows past this."""
 TIGHT_MARGIN_BYTES = 256 * 1024
 """Free space a tight slice leaves alone (SQLite's own bookkeeping, the WAL index)."""
@@ -120,7 +121,7 @@ class CompactionRun:
         self._budget = budget_s
         self._max_rows = TIGHT_BATCH_ROWS if tight else BATCH_ROWS
         self._rows = min(FIRST_SLICE_ROWS, self._max_rows)
-        self._pages = min(VACUUM_PAGES, self._max_rows)
+        self._pages = FIRST_SLICE_PAGES
         self.phase = Phase.EVENTS
         self.events_deleted = 0
         self.inputs_deleted = 0
@@ -151,14 +152,18 @@ class CompactionRun:
         started = time.perf_counter()
         if self.tight:
             self._fit_to_free_space()
+        phase = self.phase
         try:
             with self._lock:
-                if self.phase is Phase.EVENTS:
+                if phase is Phase.EVENTS:
                     worked = self._events_slice()
-                elif self.phase is Phase.INPUTS:
+                elif phase is Phase.INPUTS:
                     worked = self._inputs_slice()
                 else:
                     worked = self._vacuum_slice()
+                if self._dirty and (self.tight or self.done or self._wal_bytes() > WAL_TRUNCATE_BYTES):
+                    truncate_wal(self._db, self._lock)  # counted in the slice: the lock is held
+                    self._dirty = False
         except sqlite3.OperationalError as exc:
             if not self.tight or "full" not in str(exc):
                 raise
@@ -174,10 +179,7 @@ class CompactionRun:
         took = time.perf_counter() - started
         self.slices += 1
         self.longest_slice_s = max(self.longest_slice_s, took)
-        self._adapt(took, worked)
-        if self._dirty and (self.tight or self.done or self._wal_bytes() > WAL_TRUNCATE_BYTES):
-            truncate_wal(self._db, self._lock)
-            self._dirty = False
+        self._adapt(took, worked, vacuum=phase is Phase.VACUUM)
 
     def _fit_to_free_space(self) -> None:
         """In a tight run, no slice may need more WAL than the file system has free: about a
@@ -193,17 +195,20 @@ class CompactionRun:
         self._rows = min(self._rows, fits)
         self._pages = min(self._pages, fits)
 
-    def _adapt(self, took: float, worked: bool) -> None:
+    def _adapt(self, took: float, worked: bool, *, vacuum: bool) -> None:
         """Halve the slice when it took longer than the budget, double it when it took less than
-        half (within the run's maximum)."""
+        half (within the run's maximum); rows and pages each by their own slices."""
         if not worked:
             return
-        if took > self._budget:
+        if vacuum:
+            if took > self._budget:
+                self._pages = max(1, self._pages // 2)
+            elif took < self._budget / 2:
+                self._pages = min(VACUUM_PAGES, self._pages * 2)
+        elif took > self._budget:
             self._rows = max(10, self._rows // 2)
-            self._pages = max(10, self._pages // 2)
         elif took < self._budget / 2:
             self._rows = min(self._max_rows, self._rows * 2)
-            self._pages = min(VACUUM_PAGES, self._pages * 2)
 
     def _wal_bytes(self) -> int:
         if self._wal is None:
@@ -359,7 +364,11 @@ class CompactionRun:
     # -- free pages -----------------------------------------------------------------------
 
     def _vacuum_slice(self) -> bool:
-        freed = release_some_pages(self._db, self._pages)
+        self._db.execute("PRAGMA synchronous=NORMAL")  # pages moved again by the next run if lost
+        try:
+            freed = release_some_pages(self._db, self._pages)
+        finally:
+            self._db.execute("PRAGMA synchronous=FULL")
         self.pages_freed += max(0, freed)
         if freed > 0:
             self._dirty = True

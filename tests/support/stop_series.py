@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import json
 import os
 import random
@@ -30,22 +31,42 @@ import time
 from pathlib import Path
 from typing import Any
 
+STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
 
-def _child(config: Path, notify: str) -> None:
-    os.environ["NOTIFY_SOCKET"] = notify
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    from daemon.cli import main
 
+def _child(config: Path, notify: str, log_dir: Path | None) -> None:
+    """The forked start: ``baccarat-edge run``; never returns into the series' code."""
     code = 1
     try:
+        os.environ["NOTIFY_SOCKET"] = notify
+        if log_dir is None:
+            out = os.open(os.devnull, os.O_WRONLY)
+        else:
+            out = os.open(log_dir / f"start-{os.getpid()}.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+            faulthandler.register(signal.SIGUSR1, file=out, all_threads=True)  # a hung start's stacks
+        os.dup2(out, 1)
+        os.dup2(out, 2)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)  # blocked across the fork
+        from daemon.cli import main
+
         code = main(["run", "--config", str(config)])
     except KeyboardInterrupt:  # SIGINT before the handlers: end as Python itself would
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     finally:
         os._exit(code)
+
+
+def _fork_start(config: Path, notify: str, log_dir: Path | None) -> int:
+    """Fork a start with SIGTERM/SIGINT blocked across the fork (a signal that comes at once
+    waits the few microseconds until the child unblocks it, so it never lands in this
+    process's code in the child)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    pid = os.fork()
+    if pid == 0:
+        _child(config, notify, log_dir)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    return pid
 
 
 def _ready_seen(sock: socket.socket) -> bool:
@@ -70,9 +91,7 @@ def _time_to_ready(config: Path, notify: str, sock: socket.socket, timeout: floa
     """One start without a signal until READY: how long a start takes here (then stopped)."""
     _ready_seen(sock)
     started = time.monotonic()
-    pid = os.fork()
-    if pid == 0:
-        _child(config, notify)
+    pid = _fork_start(config, notify, None)
     took = timeout
     while time.monotonic() - started < timeout:
         if _ready_seen(sock):
@@ -84,7 +103,9 @@ def _time_to_ready(config: Path, notify: str, sock: socket.socket, timeout: floa
     return took
 
 
-def series(config: Path, starts: int, max_delay: float, stop_timeout: float, seed: int) -> dict[str, Any]:
+def series(
+    config: Path, starts: int, max_delay: float, stop_timeout: float, seed: int, log_dir: Path | None = None
+) -> dict[str, Any]:
     """Run the series (this process forks; call it from a process without threads)."""
     # imported once here, before the forks: what ``run`` imports when it starts
     import daemon.cli
@@ -114,9 +135,7 @@ def series(config: Path, starts: int, max_delay: float, stop_timeout: float, see
     try:
         for _ in range(starts):
             _ready_seen(sock)  # drain
-            pid = os.fork()
-            if pid == 0:
-                _child(config, notify_path)
+            pid = _fork_start(config, notify_path, log_dir)
             forked = time.monotonic()
             signum = signal.SIGTERM if rng.random() < 0.8 else signal.SIGINT
             if rng.random() < 0.4:  # right at READY: within 50 ms after it
@@ -133,6 +152,7 @@ def series(config: Path, starts: int, max_delay: float, stop_timeout: float, see
                 os.kill(pid, signum)
             status = None
             while time.monotonic() - sent < stop_timeout:
+                _ready_seen(sock)  # read what it sends, as systemd does: a full socket blocks a sender
                 done, status = os.waitpid(pid, os.WNOHANG)
                 if done:
                     break
@@ -141,6 +161,10 @@ def series(config: Path, starts: int, max_delay: float, stop_timeout: float, see
             out["starts"] += 1
             if status is None:
                 out["hung"] += 1
+                if log_dir is not None:
+                    os.kill(pid, signal.SIGUSR1)
+                    time.sleep(0.5)
+                    out.setdefault("hung_logs", []).append(str(log_dir / f"start-{pid}.log"))
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 continue
@@ -181,8 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--stop-timeout", type=float, default=30.0, help="a stop slower than this is a hang")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--log-dir",
+        type=Path,
+        default=None,
+        help="keep each start's output here (a hung one's thread stacks too)",
+    )
     args = parser.parse_args(argv)
-    result = series(args.config, args.starts, args.max_delay, args.stop_timeout, args.seed)
+    result = series(args.config, args.starts, args.max_delay, args.stop_timeout, args.seed, args.log_dir)
     print(json.dumps(result))
     return 0
 
