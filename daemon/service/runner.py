@@ -101,9 +101,13 @@ Clock = Callable[[], float]
 
 
 class Wakeup:
-    """A pipe the main loop waits on: a signal handler or another thread writes a byte to
-    wake it. Writing to a pipe is what a signal handler may safely do (no lock, no
-    allocation that can wait)."""
+    """A pipe the main loop waits on: another thread writes a byte to wake it, and once
+    :meth:`catch_signals` ran, so does the interpreter's own C-level signal handler (the
+    signal's number, ``signal.set_wakeup_fd``), whichever thread the signal interrupted. The
+    main loop learns of a signal from the pipe even when the interpreter has not run the
+    Python-level handler yet (it runs those only on the main thread, between bytecodes: a
+    signal that lands on another thread while the main thread waits in ``select`` would wait
+    for the next timeout, and was seen to be missed altogether under load)."""
 
     def __init__(self) -> None:
         self._read, self._write = os.pipe()
@@ -118,19 +122,34 @@ class Wakeup:
         with contextlib.suppress(OSError):  # a full pipe is awake already
             os.write(self._write, b"!")
 
-    def wait(self, timeout: float) -> None:
-        """Until woken or ``timeout`` seconds; every pending wake is consumed."""
+    def catch_signals(self) -> None:
+        """Have every signal with a Python handler write its number to the pipe (main thread)."""
+        signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+
+    def wait(self, timeout: float) -> set[int]:
+        """Until woken or ``timeout`` seconds; every pending wake is consumed. Returns the
+        numbers of the signals that wrote to the pipe."""
+        seen: set[int] = set()
         readable, _, _ = select.select([self._read], [], [], max(0.0, timeout))
         if readable:
             with contextlib.suppress(BlockingIOError):
-                while os.read(self._read, 512):
-                    pass
+                while chunk := os.read(self._read, 512):
+                    seen.update(chunk)
+        return seen & CAUGHT_SIGNALS
 
     def close(self) -> None:
         self._closed = True
+        if threading.current_thread() is threading.main_thread():  # where it was installed
+            previous = signal.set_wakeup_fd(-1)
+            if previous != self._write:  # not ours: put it back
+                signal.set_wakeup_fd(previous)
         for fd in (self._read, self._write):
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+
+CAUGHT_SIGNALS = {int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGHUP)}
+"""The signals the daemon handles (their numbers as the wakeup pipe carries them)."""
 
 
 class WakingEvent(threading.Event):
@@ -370,8 +389,7 @@ class Daemon:
             self._take_signals()
             if self.stop_requested.is_set():
                 return
-            self.wakeup.wait(self.watchdog.ping_every)
-            self._take_signals()
+            self._take_signals(self.wakeup.wait(self.watchdog.ping_every))
             if self.stop_requested.is_set():
                 return
             if self.engine_done.is_set():
@@ -387,8 +405,14 @@ class Daemon:
                 next_health = time.monotonic() + self.config.service.health_interval_s
                 log.info("health", **self.health())
 
-    def _take_signals(self) -> None:
-        """Act on what the signal handlers noted (here, on the main thread, not in them)."""
+    def _take_signals(self, piped: set[int] | frozenset[int] = frozenset()) -> None:
+        """Act on the signals the handlers noted or the wakeup pipe carried (here, on the main
+        thread, not in the handlers)."""
+        if signal.SIGHUP in piped:
+            self.hangup_received = True
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            if stop in piped and self.signal_received is None:
+                self.signal_received = int(stop)
         signum = self.signal_received
         if signum is not None and not self.stop_requested.is_set():
             log.info("signal_received", signal=signal.Signals(signum).name)
@@ -519,3 +543,4 @@ def install_signal_handlers(daemon: Daemon) -> None:
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGHUP, on_hup)
+    daemon.wakeup.catch_signals()
