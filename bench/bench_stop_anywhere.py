@@ -1,8 +1,9 @@
 """SIGTERM/SIGINT at any moment of a start, hundreds of times: no hang, the journal consistent.
 
-The daemon (``baccarat-edge run``, each start a process of its own forked after the imports,
-:mod:`tests.support.stop_series`) runs against its own mosquitto and a pty reader; two
-signals in five come within 50 ms after READY, the others at a random moment of the start.
+The daemon (``python -m daemon.cli run``, each start a program of its own; ``--fork``: a
+fork of one process that imported the daemon once, :mod:`tests.support.stop_series`) runs
+against its own mosquitto and a pty reader; two signals in five come within 50 ms after
+READY, the others at a random moment of the start.
 A stop that takes longer than ``--stop-timeout`` (the unit's ``TimeoutStopSec``, 30 s) is a
 hang. Afterwards ``journal verify`` checks the journal every start wrote into.
 
@@ -32,7 +33,7 @@ LOG_DIR = Path(tempfile.gettempdir()) / "bench-stop-anywhere-logs"
 """Each start's output (kept: a hung start's thread stacks are in its file)."""
 
 
-def run(starts: int, stop_timeout: float, seed: int) -> dict[str, Any]:
+def run(starts: int, stop_timeout: float, seed: int, *, fork: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="bench-stop-") as name:
         tmp = Path(name)
         broker = MosquittoBroker(tmp / "broker").start()
@@ -46,7 +47,7 @@ def run(starts: int, stop_timeout: float, seed: int) -> dict[str, Any]:
             done = subprocess.run(
                 [sys.executable, "-m", "tests.support.stop_series", "--config", str(config),
                  "--starts", str(starts), "--stop-timeout", str(stop_timeout), "--seed", str(seed),
-                 "--log-dir", str(LOG_DIR)],
+                 "--log-dir", str(LOG_DIR), *([] if fork else ["--exec"])],
                 cwd=REPO, capture_output=True, text=True, check=True,
             )  # fmt: skip
             took = time.monotonic() - started
@@ -56,6 +57,7 @@ def run(starts: int, stop_timeout: float, seed: int) -> dict[str, Any]:
             broker.stop()
     result: dict[str, Any] = json.loads(done.stdout)
     return {
+        "starts_as": "fork" if fork else "exec",
         **result,
         "series_s": round(took, 1),
         "journal_verify_ok": verified.ok,
@@ -71,9 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--starts", type=int, default=300)
     parser.add_argument("--stop-timeout", type=float, default=30.0)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--fork", action="store_true", help="fork each start from one process (faster)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report("signal at any moment of a start", run(args.starts, args.stop_timeout, args.seed), args.json)
+    report(
+        "signal at any moment of a start",
+        run(args.starts, args.stop_timeout, args.seed, fork=args.fork),
+        args.json,
+    )
     return 0
 
 

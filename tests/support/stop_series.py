@@ -25,9 +25,11 @@ import os
 import random
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +71,17 @@ def _fork_start(config: Path, notify: str, log_dir: Path | None) -> int:
     return pid
 
 
+def _exec_start(config: Path, notify: str, log_dir: Path | None, keep: list[subprocess.Popen[bytes]]) -> int:
+    """Start ``python -m daemon.cli run`` as a new program (no fork of this process)."""
+    env = {**os.environ, "NOTIFY_SOCKET": notify}
+    out = subprocess.DEVNULL if log_dir is None else (log_dir / f"exec-{len(keep)}.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daemon.cli", "run", "--config", str(config)], env=env, stdout=out, stderr=out
+    )
+    keep.append(proc)  # reaped with os.waitpid below; kept so it is not collected meanwhile
+    return proc.pid
+
+
 def _ready_seen(sock: socket.socket) -> bool:
     seen = False
     while True:
@@ -87,11 +100,11 @@ def _wait_ready(sock: socket.socket, deadline: float) -> bool:
     return False
 
 
-def _time_to_ready(config: Path, notify: str, sock: socket.socket, timeout: float) -> float:
+def _time_to_ready(start: Callable[[], int], sock: socket.socket, timeout: float) -> float:
     """One start without a signal until READY: how long a start takes here (then stopped)."""
     _ready_seen(sock)
     started = time.monotonic()
-    pid = _fork_start(config, notify, None)
+    pid = start()
     took = timeout
     while time.monotonic() - started < timeout:
         if _ready_seen(sock):
@@ -104,7 +117,14 @@ def _time_to_ready(config: Path, notify: str, sock: socket.socket, timeout: floa
 
 
 def series(
-    config: Path, starts: int, max_delay: float, stop_timeout: float, seed: int, log_dir: Path | None = None
+    config: Path,
+    starts: int,
+    max_delay: float,
+    stop_timeout: float,
+    seed: int,
+    log_dir: Path | None = None,
+    *,
+    exec_starts: bool = False,
 ) -> dict[str, Any]:
     """Run the series (this process forks; call it from a process without threads)."""
     # imported once here, before the forks: what ``run`` imports when it starts
@@ -115,12 +135,19 @@ def series(
     load("angel_eye")
 
     rng = random.Random(seed)
+    started: list[subprocess.Popen[bytes]] = []
     folder = Path(tempfile.mkdtemp(prefix="stop-series-"))
     notify_path = str(folder / "notify.sock")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.bind(notify_path)
     sock.setblocking(False)
-    ready_s = _time_to_ready(config, notify_path, sock, stop_timeout)
+
+    def start() -> int:
+        if exec_starts:
+            return _exec_start(config, notify_path, log_dir, started)
+        return _fork_start(config, notify_path, log_dir)
+
+    ready_s = _time_to_ready(start, sock, stop_timeout)
     out: dict[str, Any] = {
         "first_ready_s": round(ready_s, 3),
         "starts": 0,
@@ -135,7 +162,7 @@ def series(
     try:
         for _ in range(starts):
             _ready_seen(sock)  # drain
-            pid = _fork_start(config, notify_path, log_dir)
+            pid = start()
             forked = time.monotonic()
             signum = signal.SIGTERM if rng.random() < 0.8 else signal.SIGINT
             if rng.random() < 0.4:  # right at READY: within 50 ms after it
@@ -161,6 +188,13 @@ def series(
             out["starts"] += 1
             if status is None:
                 out["hung"] += 1
+                out.setdefault("hung_detail", []).append(
+                    {
+                        "signal": int(signum),
+                        "after_ready": after,
+                        "sent_after_fork_s": round(sent - forked, 3),
+                    }
+                )
                 if log_dir is not None:
                     os.kill(pid, signal.SIGUSR1)
                     time.sleep(0.5)
@@ -211,8 +245,22 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="keep each start's output here (a hung one's thread stacks too)",
     )
+    parser.add_argument(
+        "--exec",
+        dest="exec_starts",
+        action="store_true",
+        help="start each as a new program (python -m daemon.cli run) instead of a fork of this process",
+    )
     args = parser.parse_args(argv)
-    result = series(args.config, args.starts, args.max_delay, args.stop_timeout, args.seed, args.log_dir)
+    result = series(
+        args.config,
+        args.starts,
+        args.max_delay,
+        args.stop_timeout,
+        args.seed,
+        args.log_dir,
+        exec_starts=args.exec_starts,
+    )
     print(json.dumps(result))
     return 0
 
