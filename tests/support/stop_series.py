@@ -134,6 +134,11 @@ def series(
 
     load("angel_eye")
 
+    # A program started in the background by a shell without job control (``cmd &``) has
+    # SIGINT ignored, and so would every start made from here: a SIGINT before the daemon
+    # installs its handlers would then be lost, as the launcher asked. Starts get the usual
+    # disposition instead (what systemd gives the daemon).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     rng = random.Random(seed)
     started: list[subprocess.Popen[bytes]] = []
     folder = Path(tempfile.mkdtemp(prefix="stop-series-"))
