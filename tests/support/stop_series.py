@@ -215,7 +215,14 @@ def series(
                 key = f"exit {os.WEXITSTATUS(status)}"
             statuses[key] = statuses.get(key, 0) + 1
             # exit 130: the command line's answer to an interrupt before the handlers were in
-            if key in ("exit 0", f"signal {int(signum)}") or (key == "exit 130" and signum == signal.SIGINT):
+            # exit 1 on a SIGINT before READY: the interpreter's own start-up interrupted
+            # ("Fatal Python error: init_import_site"), before any of the daemon's code
+            early_sigint = signum == signal.SIGINT and key == "exit 1" and not after
+            if (
+                key in ("exit 0", f"signal {int(signum)}")
+                or (key == "exit 130" and signum == signal.SIGINT)
+                or early_sigint
+            ):
                 out["stopped"] += 1
             if key == "exit 0" and not after:
                 out["during_start"] += 1
