@@ -1,8 +1,23 @@
-"""Shared pytest fixtures."""
+"""Shared pytest fixtures, the hypothesis profile in force, and the lanes' markers.
+
+Hypothesis profiles (``HYPOTHESIS_PROFILE`` picks one; otherwise ``ci`` when ``CI`` is set
+to a true value, as CI does, else ``dev``):
+
+* ``dev``: the default, randomised, examples remembered in ``.hypothesis/``;
+* ``ci``: derandomised (each test's examples derived from the test itself, the same in every
+  run) and no example database, so a CI run is reproducible;
+* ``explore``: many more examples at the seed given to ``--hypothesis-seed`` (``make
+  test-explore SEED=n`` prints and uses one), for a run that looks further than CI does.
+
+Markers for the lanes (README, "Tests") are set here by module path, so a test module needs no
+marker line of its own; a single slow test in an otherwise fast module carries its own
+``@pytest.mark.slow``.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -10,13 +25,79 @@ from hypothesis import HealthCheck, settings
 
 from tests.support.broker import MosquittoBroker
 
+# Every setting a profile depends on is spelled out: hypothesis loads its own "ci" profile
+# (derandomised) on import when it sees CI, and unset values would come from that.
 settings.register_profile(
-    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
+    "dev",
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+    max_examples=100,
+    derandomize=False,
 )
-settings.register_profile("ci", parent=settings.get_profile("default"), derandomize=True)
-settings.load_profile("default")
+settings.register_profile(
+    "ci", parent=settings.get_profile("dev"), derandomize=True, database=None, print_blob=True
+)
+# Tests that set their own max_examples keep it: explore them with several seeds.
+settings.register_profile("explore", parent=settings.get_profile("dev"), max_examples=1000, database=None)
+
+
+def hypothesis_profile(environ: Mapping[str, str]) -> str:
+    """The profile to load: ``HYPOTHESIS_PROFILE``, else ``ci`` under CI, else ``dev``."""
+    chosen = environ.get("HYPOTHESIS_PROFILE", "").strip()
+    if chosen:
+        return chosen
+    return "ci" if environ.get("CI", "").strip().lower() in {"1", "true", "yes"} else "dev"
+
+
+# Loaded before any test module is imported: a test's own @settings inherits what it leaves out
+# (derandomize, database) from the profile in force when it is decorated.
+settings.load_profile(hypothesis_profile(os.environ))
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+LANE_MARKERS: dict[str, tuple[str, ...]] = {
+    # a folder (ending in /) or one module, relative to the repository root
+    "tests/console/test_console_browser.py": ("browser",),
+    "tests/packaging/": ("packaging", "slow"),
+    "tests/chaos/": ("restarts", "slow"),
+    "tests/service/test_crash_recovery.py": ("restarts", "slow"),
+}
+"""Markers every test under a path gets. A path that no longer exists stops the run."""
+
+
+def lane_markers(relative: str) -> tuple[str, ...]:
+    """The markers :data:`LANE_MARKERS` gives a test module at ``relative`` (POSIX path)."""
+    names: list[str] = []
+    for prefix, markers in LANE_MARKERS.items():
+        if relative == prefix or (prefix.endswith("/") and relative.startswith(prefix)):
+            names.extend(m for m in markers if m not in names)
+    return tuple(names)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    stale = sorted(path for path in LANE_MARKERS if not (REPO_ROOT / path).exists())
+    if stale:
+        raise pytest.UsageError(f"tests/conftest.py LANE_MARKERS names paths that do not exist: {stale}")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m and pytest-xdist look at the markers and the order
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        try:
+            relative = item.path.resolve().relative_to(REPO_ROOT).as_posix()
+        except ValueError:
+            continue
+        for name in lane_markers(relative):
+            item.add_marker(name)
+    # Modules with a slow test run first, in their collected order: `make test` hands out
+    # whole modules to its two workers in this order (--dist loadfile), so the long ones start
+    # at once and the many short ones fill in behind them, instead of one long module last.
+    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_modules)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"hypothesis profile: {settings.get_current_profile_name()}"
 
 
 @pytest.fixture
