@@ -56,39 +56,66 @@ settings.load_profile(hypothesis_profile(os.environ))
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 LANE_MARKERS: dict[str, tuple[str, ...]] = {
-    # a folder (ending in /) or one module, relative to the repository root
+    # a folder (ending in /), a module, or one test (module::name; for modules that do not
+    # import pytest), relative to the repository root
     "tests/console/test_console_browser.py": ("browser",),
     "tests/packaging/": ("packaging", "slow"),
     "tests/chaos/": ("restarts", "slow"),
     "tests/service/test_crash_recovery.py": ("restarts", "slow"),
+    "tests/service/test_run_e2e.py": ("restarts", "slow"),  # the daemon killed, stopped, restarted
+    "tests/service/test_demo.py": ("slow",),
+    "tests/camera/": ("slow",),  # real card art, calibrated per run
+    "tests/drivers/test_commands.py": ("slow",),  # the record/replay/decode commands as processes
+    "tests/mqtt/test_tls_acl.py": ("slow",),  # a PKI made with openssl per module
+    "tests/mqtt/test_tls_files.py": ("slow",),
+    "tests/fleet/test_fleet.py": ("slow",),  # hundreds of tables on a real broker
+    "tests/engine/test_reference.py::test_engine_events_equal_the_reference_dealers": ("slow",),
+    "tests/engine/test_reference.py::test_pulled_cards_in_any_arrival_order_give_the_reference_result": (
+        "slow",
+    ),
+    "tests/engine/test_properties.py::test_injected_faults_never_yield_an_illegal_round": ("slow",),
+    "tests/engine/test_properties.py::test_arbitrary_input_streams_never_crash_and_always_fold": ("slow",),
+    "tests/drivers/test_hid_wedge.py::test_every_card_typed_with_shift_and_rollover": ("slow",),
+    "tests/console/test_floor_model.py::test_any_payload_leaves_a_model_that_renders": ("slow",),
 }
-"""Markers every test under a path gets. A path that no longer exists stops the run."""
+"""Markers every test under a path gets. A path or test that no longer exists stops the run."""
 
 
-def lane_markers(relative: str) -> tuple[str, ...]:
-    """The markers :data:`LANE_MARKERS` gives a test module at ``relative`` (POSIX path)."""
+def lane_markers(relative: str, name: str = "") -> tuple[str, ...]:
+    """The markers :data:`LANE_MARKERS` gives test ``name`` (its function's name) of the module
+    at ``relative`` (POSIX path from the repository root)."""
     names: list[str] = []
-    for prefix, markers in LANE_MARKERS.items():
-        if relative == prefix or (prefix.endswith("/") and relative.startswith(prefix)):
+    for key, markers in LANE_MARKERS.items():
+        if key in (relative, f"{relative}::{name}") or (key.endswith("/") and relative.startswith(key)):
             names.extend(m for m in markers if m not in names)
     return tuple(names)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    stale = sorted(path for path in LANE_MARKERS if not (REPO_ROOT / path).exists())
+    stale = sorted(key for key in LANE_MARKERS if not (REPO_ROOT / key.split("::")[0]).exists())
     if stale:
         raise pytest.UsageError(f"tests/conftest.py LANE_MARKERS names paths that do not exist: {stale}")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m and pytest-xdist look at the markers and the order
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules: dict[str, object] = {}
     for item in items:
         try:
             relative = item.path.resolve().relative_to(REPO_ROOT).as_posix()
         except ValueError:
             continue
-        for name in lane_markers(relative):
+        module = item.getparent(pytest.Module)
+        if module is not None:
+            modules[relative] = module.obj
+        for name in lane_markers(relative, getattr(item, "originalname", item.name)):
             item.add_marker(name)
+    tests = [key.split("::") for key in LANE_MARKERS if "::" in key]
+    renamed = [
+        f"{path}::{name}" for path, name in tests if path in modules and not hasattr(modules[path], name)
+    ]
+    if renamed:
+        raise pytest.UsageError(f"tests/conftest.py LANE_MARKERS names tests that do not exist: {renamed}")
     # Modules with a slow test run first, in their collected order: `make test` hands out
     # whole modules to its two workers in this order (--dist loadfile), so the long ones start
     # at once and the many short ones fill in behind them, instead of one long module last.

@@ -75,6 +75,7 @@ def measured_bytes_per_round(directory: Path) -> float:
     return path.stat().st_size / rounds
 
 
+@pytest.mark.slow
 def test_120_days_at_120_rounds_an_hour_fit_the_default_limits(fast_dir: Path) -> None:
     per_round = measured_bytes_per_round(fast_dir)
     assert 3000 < per_round < 20000, per_round  # the figure the README's arithmetic uses: ~6-7 kB
