@@ -64,7 +64,7 @@ test-fast: $(STAMP)
 test-explore: $(STAMP)
 	@bash .ci/system-deps fast
 	@echo "hypothesis seed $(SEED) (again: make test-explore SEED=$(SEED))"
-	HYPOTHESIS_PROFILE=explore $(PYTEST) -m "hypothesis and not slow" --hypothesis-seed=$(SEED)
+	HYPOTHESIS_PROFILE=explore $(PYTEST) -m hypothesis --hypothesis-seed=$(SEED)
 
 # The Debian package build/deb/baccarat-edge_<version>_<arch>.deb (systemd/README.md).
 .PHONY: deb

@@ -17,7 +17,7 @@ marker line of its own; a single slow test in an otherwise fast module carries i
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -92,9 +92,10 @@ def lane_markers(relative: str, name: str = "") -> tuple[str, ...]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    stale = sorted(key for key in LANE_MARKERS if not (REPO_ROOT / key.split("::")[0]).exists())
+    keys = [*LANE_MARKERS, *LONGEST_FIRST]
+    stale = sorted(key for key in keys if not (REPO_ROOT / key.split("::")[0]).exists())
     if stale:
-        raise pytest.UsageError(f"tests/conftest.py LANE_MARKERS names paths that do not exist: {stale}")
+        raise pytest.UsageError(f"tests/conftest.py names paths that do not exist: {stale}")
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m and pytest-xdist look at the markers and the order
@@ -116,11 +117,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     ]
     if renamed:
         raise pytest.UsageError(f"tests/conftest.py LANE_MARKERS names tests that do not exist: {renamed}")
-    # Modules with a slow test run first, in their collected order: `make test` hands out
-    # whole modules to its two workers in this order (--dist loadfile), so the long ones start
-    # at once and the many short ones fill in behind them, instead of one long module last.
-    slow_modules = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow_modules)
+    items.sort(key=run_order({item.path for item in items if item.get_closest_marker("slow")}))
+
+
+LONGEST_FIRST = (
+    "tests/packaging/",
+    "tests/service/test_crash_recovery.py",
+    "tests/camera/",
+    "tests/service/test_run_e2e.py",
+    "tests/chaos/",
+)
+"""The longest modules (measured with --durations), started first in this order."""
+
+
+def run_order(slow_modules: set[Path]) -> Callable[[pytest.Item], tuple[int, int]]:
+    """The sort key of the run order: `make test` hands out whole modules to its two workers in
+    the order left here (--dist loadfile), so the longest modules start at once and the many
+    short ones fill in behind them. The camera's modules share one calibration per run
+    (tests/camera/conftest.py): the first of them starts early and calibrates while the other
+    worker is busy elsewhere; the others go last, when the calibration is there to reuse."""
+    camera = sorted(path for path in slow_modules if path.is_relative_to(REPO_ROOT / "tests" / "camera"))
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        if item.path in camera[1:]:
+            return (3, 0)
+        relative = item.path.relative_to(REPO_ROOT).as_posix()
+        for rank, prefix in enumerate(LONGEST_FIRST):
+            if relative.startswith(prefix):
+                return (0, rank)
+        return (1, 0) if item.path in slow_modules else (2, 0)
+
+    return key
 
 
 def pytest_report_header(config: pytest.Config) -> str:
