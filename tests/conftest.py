@@ -59,6 +59,7 @@ LANE_MARKERS: dict[str, tuple[str, ...]] = {
     # a folder (ending in /), a module, or one test (module::name; for modules that do not
     # import pytest), relative to the repository root
     "tests/console/test_console_browser.py": ("browser",),
+    "tests/console/test_pit_browser.py": ("browser",),
     "tests/packaging/": ("packaging", "slow"),
     "tests/chaos/": ("restarts", "slow"),
     "tests/service/test_crash_recovery.py": ("restarts", "slow"),
