@@ -79,6 +79,8 @@ LANE_MARKERS: dict[str, tuple[str, ...]] = {
     "tests/drivers/test_hid_wedge.py::test_every_card_typed_with_shift_and_rollover": ("slow",),
     "tests/console/test_floor_model.py::test_any_payload_leaves_a_model_that_renders": ("slow",),
     "tests/console/test_pit_http.py::test_the_demo_tells_the_round_it_holds_and_warns_of_nothing": ("slow",),
+    "tests/audit/test_null_model.py::test_committed_table_agrees_with_a_fresh_simulation": ("slow",),
+    "tests/audit/test_bounds.py::test_factory_bound_is_not_below_a_simulated_rate": ("slow",),
     "tests/console/test_pit_http.py::test_a_dealer_display_keeps_only_a_watch_only_session_alive": ("slow",),
 }
 """Markers every test under a path gets. A path or test that no longer exists stops the run."""
