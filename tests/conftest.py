@@ -64,6 +64,7 @@ LANE_MARKERS: dict[str, tuple[str, ...]] = {
     "tests/chaos/": ("restarts", "slow"),
     "tests/service/test_crash_recovery.py": ("restarts", "slow"),
     "tests/service/test_run_e2e.py": ("restarts", "slow"),  # the daemon killed, stopped, restarted
+    "tests/service/test_stop_anywhere.py": ("restarts", "slow"),  # 140 starts, each signalled
     "tests/service/test_demo.py": ("slow",),
     "tests/camera/": ("slow",),  # real card art, calibrated per run
     "tests/drivers/test_commands.py": ("slow",),  # the record/replay/decode commands as processes
@@ -128,6 +129,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 LONGEST_FIRST = (
     "tests/packaging/",
     "tests/service/test_crash_recovery.py",
+    "tests/service/test_stop_anywhere.py",
     "tests/camera/",
     "tests/service/test_run_e2e.py",
     "tests/chaos/",
