@@ -208,8 +208,11 @@ def test_video_file_replay(frames, templates_file: Path, tmp_path: Path, running
     video = tmp_path / "deal.avi"
     writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 20, (1280, 720))
     assert writer.isOpened()
+    # Each frame three times: a replay is paced like a live camera, which keeps only its latest
+    # frame, so a CPU shared with a parallel test run must not make the analysis miss a card.
     for frame in frames:
-        writer.write(frame)
+        for _ in range(3):
+            writer.write(frame)
     writer.release()
     sink = Collector()
     source = CameraSource(settings_for(video, templates_file), sink, time.monotonic)
