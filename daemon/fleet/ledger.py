@@ -1,0 +1,204 @@
+"""What ``baccarat-edge consume`` handed on, kept so a crash neither repeats nor loses a line.
+
+A shard member hands each event at least once to ``on_processed`` (after a crash, the events
+since its last checkpoint commit come again, same ``seq`` and ``event_id``) and calls
+``before_commit`` before its checkpoints commit. The :class:`Ledger` is the application side
+of that contract, the de-duplication an application with its own store does:
+
+* per table the highest ``seq`` handed on (and its ``event_id``): an event at or below it is
+  a repeat and is skipped; the stream is in ``seq`` order per table, so that is all it takes;
+* for a file, the length of the file as last committed: lines past it were written by a run
+  that died before its commit, and are cut off when the next run opens the file.
+
+:meth:`Ledger.commit` (``before_commit``) writes the pending lines, ``fsync``\\s the file, then
+commits the ledger in one SQLite transaction; only after that do the checkpoints commit and
+the tables get their acknowledgements. So the ledger is never behind the checkpoints (nothing
+acknowledged is missing from the file) and the file never holds a line the ledger does not
+know (nothing is written twice): **exactly once in the file**, in ``seq`` order per table.
+
+A command's standard input has no such length: a line the command read just before a crash,
+and that the ledger had not committed, comes again to the next run's command. A command gets
+every event **at least once**, in order, and tells a repeat by its ``table_id`` and ``seq``
+(or ``event_id``): it is always the same event, and always one the command saw last.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sink(
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    target TEXT NOT NULL,
+    length INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS handed(
+    table_id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL,
+    event_id TEXT NOT NULL
+);
+"""
+
+
+class LedgerError(Exception):
+    """The ledger and its sink disagree (another file, a file cut shorter); the text says how."""
+
+
+class Sink(Protocol):
+    """Where the lines go."""
+
+    target: str
+    """What the ledger was made for (a file path, a command line)."""
+
+    def open(self, committed_length: int | None) -> None:
+        """Get ready; ``committed_length``: the file length as last committed (None: new)."""
+
+    def write(self, line: bytes) -> None:
+        """Take one line (with its newline)."""
+
+    def flush(self) -> int:
+        """Make every line taken durable; returns the new committed length (0 for a pipe)."""
+
+    def close(self) -> None:
+        """Release the file or end the command."""
+
+
+class FileSink:
+    """JSON lines appended to a file, cut back to the committed length on open."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.target = f"file:{path.resolve()}"
+        self._file: IO[bytes] | None = None
+        self._pending: list[bytes] = []
+
+    def open(self, committed_length: int | None) -> None:
+        size = self.path.stat().st_size if self.path.exists() else 0
+        if committed_length is None and size > 0:
+            raise LedgerError(f"{self.path} already holds {size} bytes this checkpoint never wrote")
+        committed = committed_length or 0
+        if size < committed:
+            raise LedgerError(
+                f"{self.path} is {size} bytes, shorter than the {committed} this checkpoint committed: "
+                "it was cut or replaced"
+            )
+        self._file = self.path.open("r+b" if self.path.exists() else "w+b")
+        self._file.truncate(committed)  # lines of a run that died before its commit
+        self._file.seek(committed)
+        os.fsync(self._file.fileno())
+
+    def write(self, line: bytes) -> None:
+        self._pending.append(line)
+
+    def flush(self) -> int:
+        assert self._file is not None, "open() first"
+        if self._pending:
+            self._file.write(b"".join(self._pending))
+            self._pending.clear()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        return self._file.tell()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class CommandSink:
+    """JSON lines to a command's standard input (``argv``, no shell)."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        self.target = "exec:" + json.dumps(argv)
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def open(self, committed_length: int | None) -> None:
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE)
+
+    def write(self, line: bytes) -> None:
+        assert self.proc is not None, "open() first"
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line)  # BrokenPipeError when the command is gone: the member stops
+
+    def flush(self) -> int:
+        assert self.proc is not None, "open() first"
+        assert self.proc.stdin is not None
+        self.proc.stdin.flush()
+        if self.proc.poll() is not None:
+            raise LedgerError(f"the command {self.argv[0]} ended (status {self.proc.returncode})")
+        return 0
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.stdin is not None:
+                self.proc.stdin.close()
+            self.proc.wait()
+
+
+class Ledger:
+    """The sink's committed state in one SQLite file (WAL, ``synchronous=FULL``)."""
+
+    def __init__(self, path: Path, sink: Sink) -> None:
+        self.sink = sink
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")
+        self._db.executescript(_SCHEMA)
+        row = self._db.execute("SELECT target, length FROM sink WHERE id = 1").fetchone()
+        if row is not None and row[0] != sink.target:
+            raise LedgerError(f"{path} belongs to {row[0]}, not {sink.target}")
+        self._handed: dict[str, tuple[int, str]] = {
+            str(t): (int(s), str(e))
+            for t, s, e in self._db.execute("SELECT table_id, seq, event_id FROM handed")
+        }
+        self._changed: set[str] = set()
+        self.handed = 0
+        """Lines handed on by this run."""
+        self.repeats = 0
+        """Events skipped as already handed on (the crash of an earlier run)."""
+        sink.open(None if row is None else int(row[1]))
+        if row is None:  # the sink is new and empty: from now on its length is the ledger's word
+            self._db.execute("INSERT INTO sink(id, target, length) VALUES (1, ?, 0)", (sink.target,))
+
+    def take(self, table: str, envelope: dict[str, Any]) -> bool:
+        """Hand one event on unless it was (``on_processed``); False for a repeat."""
+        seq = int(envelope["seq"])
+        held = self._handed.get(table)
+        if held is not None and seq <= held[0]:
+            self.repeats += 1
+            return False
+        self.sink.write(json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        self._handed[table] = (seq, str(envelope["event_id"]))
+        self._changed.add(table)
+        self.handed += 1
+        return True
+
+    def position(self, table: str) -> int:
+        """The highest ``seq`` of ``table`` handed on (0: none)."""
+        return self._handed.get(table, (0, ""))[0]
+
+    def commit(self) -> None:
+        """Make the lines durable, then the ledger (``before_commit``)."""
+        length = self.sink.flush()
+        self._db.execute("BEGIN IMMEDIATE")
+        self._db.execute(
+            "INSERT OR REPLACE INTO sink(id, target, length) VALUES (1, ?, ?)", (self.sink.target, length)
+        )
+        self._db.executemany(
+            "INSERT OR REPLACE INTO handed(table_id, seq, event_id) VALUES (?, ?, ?)",
+            [(t, *self._handed[t]) for t in sorted(self._changed)],
+        )
+        self._db.execute("COMMIT")
+        self._changed.clear()
+
+    def close(self) -> None:
+        """Close the database and the sink (nothing is committed: call :meth:`commit` first)."""
+        self._db.close()
+        self.sink.close()
