@@ -39,7 +39,11 @@ class KillSwitch:
     """Counts passes at each point; ends the process at the chosen one."""
 
     def __init__(self, spec: str | None) -> None:
-        self.point, self.at = (None, 0) if spec is None else (spec.split(":")[0], int(spec.split(":")[1]))
+        self.point: str | None = None
+        self.at = 0
+        if spec is not None:
+            point, _, at = spec.partition(":")
+            self.point, self.at = point, int(at)
         if self.point is not None and self.point not in POINTS:
             raise SystemExit(f"unknown kill point {self.point}")
         self.passes = dict.fromkeys(POINTS, 0)
