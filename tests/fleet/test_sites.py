@@ -121,8 +121,8 @@ def test_two_sites_bridge_over_tls_and_the_group_consumes_each_event_once(tmp_pa
         for site, table_id in SITES.items():
             key_file = write_secret(keys / f"{table_id}.key", f"events-key-of-{table_id}-long-enough\n")
             sites.append(start_site_broker(tmp_path / site, pki, site))
-            table = SyntheticTable(table_id, key=SecretSource(file=key_file).load())
-            tables.append(TlsTable(pki, sites[-1], table))
+            simulated = SyntheticTable(table_id, key=SecretSource(file=key_file).load())
+            tables.append(TlsTable(pki, sites[-1], simulated))
         (tmp_path / "tables.txt").write_text("\n".join(SITES.values()) + "\n")
         gs_key = write_secret(tmp_path / "gs.key", "the game server's key, long enough\n")
         output = tmp_path / "events.jsonl"
