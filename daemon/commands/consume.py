@@ -6,7 +6,7 @@ verified, the signed acknowledgement of each table's committed position and a si
 ``resend`` for each gap. Each event is handed on as one JSON line (the event as published),
 in ``seq`` order per table: appended to ``--output FILE`` exactly once, whatever instant the
 member is killed at, or written to the standard input of ``--exec COMMAND`` at least once (a
-repeat after a crash is the same ``table_id``/``seq``). :mod:`daemon.fleet.ledger` says how.
+repeat after a crash is the same ``event_id``). :mod:`daemon.fleet.ledger` says how.
 
 Exit status: 0 after a clean stop (SIGTERM, Ctrl-C, ``--count``, ``--timeout``) with no
 rejected or conflicting event; 1 when events were rejected, conflicted, a table rolled its
@@ -35,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "One shard of the consumer group on the central broker: checkpoints, signed "
             "acknowledgements and resend requests; each event to --output FILE (exactly once) or "
-            "to --exec COMMAND's stdin (at least once, same table_id/seq on a repeat), as JSON "
+            "to --exec COMMAND's stdin (at least once, same event_id on a repeat), as JSON "
             "lines in seq order per table."
         ),
     )

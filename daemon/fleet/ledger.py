@@ -5,8 +5,11 @@ since its last checkpoint commit come again, same ``seq`` and ``event_id``) and 
 ``before_commit`` before its checkpoints commit. The :class:`Ledger` is the application side
 of that contract, the de-duplication an application with its own store does:
 
-* per table the highest ``seq`` handed on (and its ``event_id``): an event at or below it is
-  a repeat and is skipped; the stream is in ``seq`` order per table, so that is all it takes;
+* every ``(table_id, event_id)`` handed on (the newest :data:`KEEP_SEQS` seqs of each
+  table): an event already there is a repeat and is skipped. Repeats only ever come from the
+  last commit interval (the checkpoint is at most one commit behind the ledger), so the
+  window is ample; keying by ``event_id`` rather than ``seq`` lets the new events of a table
+  whose journal was rolled back through (same ``seq``, new ``event_id``) go on;
 * for a file, the length of the file as last committed: lines past it were written by a run
   that died before its commit, and are cut off when the next run opens the file.
 
@@ -18,8 +21,8 @@ know (nothing is written twice): **exactly once in the file**, in ``seq`` order 
 
 A command's standard input has no such length: a line the command read just before a crash,
 and that the ledger had not committed, comes again to the next run's command. A command gets
-every event **at least once**, in order, and tells a repeat by its ``table_id`` and ``seq``
-(or ``event_id``): it is always the same event, and always one the command saw last.
+every event **at least once**, in order, and tells a repeat by its ``table_id`` and
+``event_id``: it is always the same event, one of the last the command saw for that table.
 """
 
 from __future__ import annotations
@@ -38,11 +41,18 @@ CREATE TABLE IF NOT EXISTS sink(
     length INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS handed(
-    table_id TEXT PRIMARY KEY,
+    table_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
-    event_id TEXT NOT NULL
+    PRIMARY KEY (table_id, event_id)
 );
+CREATE INDEX IF NOT EXISTS handed_seq ON handed(table_id, seq);
 """
+
+
+KEEP_SEQS = 10_000
+"""Per table, the event ids of the newest this many seqs handed on are kept (a repeat
+after a crash is at most one commit interval old)."""
 
 
 class LedgerError(Exception):
@@ -154,11 +164,8 @@ class Ledger:
         row = self._db.execute("SELECT target, length FROM sink WHERE id = 1").fetchone()
         if row is not None and row[0] != sink.target:
             raise LedgerError(f"{path} belongs to {row[0]}, not {sink.target}")
-        self._handed: dict[str, tuple[int, str]] = {
-            str(t): (int(s), str(e))
-            for t, s, e in self._db.execute("SELECT table_id, seq, event_id FROM handed")
-        }
-        self._changed: set[str] = set()
+        self._pending: list[tuple[str, str, int]] = []  # (table, event_id, seq) not committed yet
+        self._pending_ids: set[tuple[str, str]] = set()
         self.handed = 0
         """Lines handed on by this run."""
         self.repeats = 0
@@ -169,34 +176,40 @@ class Ledger:
 
     def take(self, table: str, envelope: dict[str, Any]) -> bool:
         """Hand one event on unless it was (``on_processed``); False for a repeat."""
-        seq = int(envelope["seq"])
-        held = self._handed.get(table)
-        if held is not None and seq <= held[0]:
+        event_id, seq = str(envelope["event_id"]), int(envelope["seq"])
+        if (table, event_id) in self._pending_ids or self._db.execute(
+            "SELECT 1 FROM handed WHERE table_id = ? AND event_id = ?", (table, event_id)
+        ).fetchone():
             self.repeats += 1
             return False
         self.sink.write(json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
-        self._handed[table] = (seq, str(envelope["event_id"]))
-        self._changed.add(table)
+        self._pending.append((table, event_id, seq))
+        self._pending_ids.add((table, event_id))
         self.handed += 1
         return True
 
-    def position(self, table: str) -> int:
-        """The highest ``seq`` of ``table`` handed on (0: none)."""
-        return self._handed.get(table, (0, ""))[0]
-
     def commit(self) -> None:
         """Make the lines durable, then the ledger (``before_commit``)."""
+        if not self._pending:
+            return
         length = self.sink.flush()
         self._db.execute("BEGIN IMMEDIATE")
         self._db.execute(
             "INSERT OR REPLACE INTO sink(id, target, length) VALUES (1, ?, ?)", (self.sink.target, length)
         )
         self._db.executemany(
-            "INSERT OR REPLACE INTO handed(table_id, seq, event_id) VALUES (?, ?, ?)",
-            [(t, *self._handed[t]) for t in sorted(self._changed)],
+            "INSERT OR REPLACE INTO handed(table_id, event_id, seq) VALUES (?, ?, ?)", self._pending
+        )
+        newest: dict[str, int] = {}
+        for table, _, seq in self._pending:
+            newest[table] = seq  # the last line of a table is its newest (a rollback goes back)
+        self._db.executemany(
+            "DELETE FROM handed WHERE table_id = ? AND seq <= ?",
+            [(table, seq - KEEP_SEQS) for table, seq in newest.items()],
         )
         self._db.execute("COMMIT")
-        self._changed.clear()
+        self._pending.clear()
+        self._pending_ids.clear()
 
     def close(self) -> None:
         """Close the database and the sink (nothing is committed: call :meth:`commit` first)."""

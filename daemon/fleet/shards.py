@@ -31,10 +31,11 @@ How the application gets each event, and what a crash of the member at any insta
 * ``on_processed(table, envelope)`` — **at least once**, for an application that keeps its
   own store. After a crash the events processed since the last commit come again, with the
   same ``table``, ``seq`` and ``event_id``, in order. Make the effect idempotent on
-  ``(table, seq)`` (or ``event_id``) and make it durable in ``before_commit()``, which runs
-  before the checkpoints commit: the checkpoint then never gets ahead of the application, and
-  the application skips what it already holds (:mod:`daemon.fleet.ledger` does exactly that
-  for ``baccarat-edge consume``).
+  ``(table, event_id)`` (not ``seq``: after a table's journal rollback, new events come at
+  seqs already seen) and make it durable in ``before_commit()``, which runs before the
+  checkpoints commit: the checkpoint then never gets ahead of the application, and the
+  application skips what it already holds (:mod:`daemon.fleet.ledger` does exactly that for
+  ``baccarat-edge consume``).
 
 A callback (or ``before_commit``) that raises stops the member's commits for good
 (:attr:`ShardConsumer.failure`): its effect may be half written, so no position after it

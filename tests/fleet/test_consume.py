@@ -162,8 +162,13 @@ def test_ledger_cuts_what_a_dead_run_wrote_and_skips_what_it_committed(tmp_path:
     assert not ledger.take("A", event("A", 3))
     assert ledger.take("B", event("B", 1))
     ledger.commit()
+    # a table whose journal was rolled back to seq 1 deals seq 2 again, as another event
+    rolled_back = {**event("A", 2), "event_id": "A-2-after-the-rollback"}
+    assert ledger.take("A", rolled_back)
+    assert not ledger.take("A", rolled_back)
+    ledger.commit()
     ledger.close()
-    assert lines(out) == {"A": [1, 2, 3], "B": [1]}
+    assert lines(out) == {"A": [1, 2, 3, 2], "B": [1]}
 
 
 def test_ledger_refuses_a_file_it_did_not_write_or_one_cut_shorter(tmp_path: Path) -> None:
