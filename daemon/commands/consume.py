@@ -5,8 +5,9 @@ a persistent MQTT 5 session, one durable checkpoint per table, every event's sig
 verified, the signed acknowledgement of each table's committed position and a signed
 ``resend`` for each gap. Each event is handed on as one JSON line (the event as published),
 in ``seq`` order per table: appended to ``--output FILE`` exactly once, whatever instant the
-member is killed at, or written to the standard input of ``--exec COMMAND`` at least once (a
-repeat after a crash is the same ``event_id``). :mod:`daemon.fleet.ledger` says how.
+member is killed at, or written to the standard input of ``--exec COMMAND`` at least once (the
+command prints each ``event_id`` once it applied that event; a repeat after a crash is the
+same ``event_id``). :mod:`daemon.fleet.ledger` says how.
 
 Exit status: 0 after a clean stop (SIGTERM, Ctrl-C, ``--count``, ``--timeout``) with no
 rejected or conflicting event; 1 when events were rejected, conflicted, a table rolled its
@@ -69,7 +70,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--exec",
         dest="exec_command",
         metavar="COMMAND",
-        help="write each event to COMMAND's stdin",
+        help="write each event to COMMAND's stdin; it prints each event_id once applied (at least once)",
     )
     parser.add_argument(
         "--client-id",

@@ -19,18 +19,23 @@ the tables get their acknowledgements. So the ledger is never behind the checkpo
 acknowledged is missing from the file) and the file never holds a line the ledger does not
 know (nothing is written twice): **exactly once in the file**, in ``seq`` order per table.
 
-A command's standard input has no such length: a line the command read just before a crash,
-and that the ledger had not committed, comes again to the next run's command. A command gets
-every event **at least once**, in order, and tells a repeat by its ``table_id`` and
-``event_id``: it is always the same event, one of the last the command saw for that table.
+A command confirms each line by printing its ``event_id`` once it has applied it, and the
+commit waits for those confirmations (:class:`CommandSink`). A line the command applied just
+before a crash, and whose confirmation the ledger had not committed, comes again to the next
+run's command: a command gets every event **at least once**, in order, and tells a repeat by
+its ``table_id`` and ``event_id`` — always the same event, one of the last it saw for that
+table.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 import subprocess
+import threading
+from collections import deque
 from pathlib import Path
 from typing import IO, Any, Protocol
 
@@ -68,8 +73,8 @@ class Sink(Protocol):
     def open(self, committed_length: int | None) -> None:
         """Get ready; ``committed_length``: the file length as last committed (None: new)."""
 
-    def write(self, line: bytes) -> None:
-        """Take one line (with its newline)."""
+    def write(self, line: bytes, event_id: str) -> None:
+        """Take one line (with its newline): the event ``event_id``."""
 
     def flush(self) -> int:
         """Make every line taken durable; returns the new committed length (0 for a pipe)."""
@@ -102,7 +107,7 @@ class FileSink:
         self._file.seek(committed)
         os.fsync(self._file.fileno())
 
-    def write(self, line: bytes) -> None:
+    def write(self, line: bytes, event_id: str) -> None:
         self._pending.append(line)
 
     def flush(self) -> int:
@@ -121,34 +126,69 @@ class FileSink:
 
 
 class CommandSink:
-    """JSON lines to a command's standard input (``argv``, no shell)."""
+    """JSON lines to a command's standard input (``argv``, no shell). The command confirms each
+    line once it has applied it by writing that event's ``event_id`` as a line on its standard
+    output; :meth:`flush` (so the ledger's and the checkpoints' commits) waits for every
+    confirmation. A line not confirmed is never acknowledged to its table: after a crash of
+    either side it comes again."""
 
     def __init__(self, argv: list[str]) -> None:
         self.argv = argv
         self.target = "exec:" + json.dumps(argv)
         self.proc: subprocess.Popen[bytes] | None = None
+        self._awaiting: deque[str] = deque()
+        self._confirmed: deque[str] = deque()
+        self._ended = False
+        self._changed = threading.Condition()
 
     def open(self, committed_length: int | None) -> None:
-        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE)
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        # Read confirmations as they come: a command blocked on a full stdout pipe would stop
+        # reading its stdin, and this side would block writing it.
+        threading.Thread(target=self._read_confirmations, name="consume-confirmations", daemon=True).start()
 
-    def write(self, line: bytes) -> None:
+    def write(self, line: bytes, event_id: str) -> None:
         assert self.proc is not None, "open() first"
         assert self.proc.stdin is not None
+        with self._changed:
+            self._awaiting.append(event_id)
         self.proc.stdin.write(line)  # BrokenPipeError when the command is gone: the member stops
 
     def flush(self) -> int:
+        """Wait until the command confirmed every line written; LedgerError if it ended first
+        or confirmed another event than the next one."""
         assert self.proc is not None, "open() first"
         assert self.proc.stdin is not None
         self.proc.stdin.flush()
-        if self.proc.poll() is not None:
-            raise LedgerError(f"the command {self.argv[0]} ended (status {self.proc.returncode})")
+        with self._changed:
+            while self._awaiting:
+                if self._confirmed:
+                    got, expected = self._confirmed.popleft(), self._awaiting.popleft()
+                    if got != expected:
+                        raise LedgerError(f"the command confirmed {got!r} where {expected!r} was next")
+                elif self._ended:
+                    raise LedgerError(f"the command {self.argv[0]} ended with lines unconfirmed")
+                else:
+                    self._changed.wait()
         return 0
 
     def close(self) -> None:
         if self.proc is not None:
             if self.proc.stdin is not None:
-                self.proc.stdin.close()
+                with contextlib.suppress(BrokenPipeError):  # gone: it confirmed nothing more
+                    self.proc.stdin.close()
             self.proc.wait()
+
+    def _read_confirmations(self) -> None:
+        assert self.proc is not None
+        assert self.proc.stdout is not None
+        for raw in self.proc.stdout:
+            with self._changed:
+                self._confirmed.append(raw.decode("utf-8", errors="replace").strip())
+                self._changed.notify_all()
+        with self._changed:
+            self._ended = True
+            self._changed.notify_all()
 
 
 class Ledger:
@@ -182,7 +222,9 @@ class Ledger:
         ).fetchone():
             self.repeats += 1
             return False
-        self.sink.write(json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode() + b"\n")
+        self.sink.write(
+            json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode() + b"\n", event_id
+        )
         self._pending.append((table, event_id, seq))
         self._pending_ids.add((table, event_id))
         self.handed += 1
