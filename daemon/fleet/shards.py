@@ -27,7 +27,8 @@ How the application gets each event, and what a crash of the member at any insta
   (every ``interval_s``), or not at all. A member killed before that commit loses the event's
   effect and its position together; nothing was acknowledged past the committed position, so
   the table (or the broker) sends the event again and it is applied then, once. The
-  application must not commit ``db`` itself nor write anywhere else in this callback.
+  application must not commit ``db`` itself (a callback that ends the transaction stops the
+  member) nor write anywhere else in this callback.
 * ``on_processed(table, envelope)`` — **at least once**, for an application that keeps its
   own store. After a crash the events processed since the last commit come again, with the
   same ``table``, ``seq`` and ``event_id``, in order. Make the effect idempotent on
@@ -241,7 +242,10 @@ class ShardConsumer:
             try:
                 for envelope in fed.processed:
                     if self.on_event is not None:
-                        self.on_event(table, envelope, consumer.checkpoint.transaction)
+                        db = consumer.checkpoint.transaction
+                        self.on_event(table, envelope, db)
+                        if not db.in_transaction:  # its effect went out without the position
+                            raise RuntimeError("on_event ended the checkpoint's transaction")
                     if self.on_processed is not None:
                         self.on_processed(table, envelope)
             except Exception as exc:  # the application's: its effect may be half written

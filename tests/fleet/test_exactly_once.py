@@ -14,12 +14,17 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from daemon.fleet.shards import ShardConsumer
+from daemon.mqtt.checkpoint import Checkpoint
+from daemon.mqtt.secrets import Secret
 from tests.conftest import REPO_ROOT
 from tests.fleet.bridged import Table, make_table, wait_until
 from tests.fleet.member import KILLED, POINTS
+from tests.fleet.synthetic import SyntheticTable
 from tests.support.broker import MosquittoBroker
 from tests.support.secrets import write_secret
 
@@ -127,3 +132,53 @@ def test_a_member_killed_at_any_point_applies_each_event_once_in_order(
         dealt = table.journal.last_seq()
         assert dealt == table.dealt > 100
         assert effects(checkpoints, table.table_id) == list(range(1, dealt + 1)), table.table_id
+
+
+def test_a_callback_that_commits_the_transaction_or_raises_stops_the_member(tmp_path: Path) -> None:
+    key = Secret(b"events-key-of-T0-long-enough", "test")
+    ack_key = Secret(b"the game server's key, long enough", "test")
+
+    def commits(_table: str, _envelope: dict[str, Any], db: sqlite3.Connection) -> None:
+        db.commit()
+
+    def raises(_table: str, _envelope: dict[str, Any], _db: sqlite3.Connection) -> None:
+        raise ValueError("the settlement service is down")
+
+    for name, callback in (("commits", commits), ("raises", raises)):
+        with MosquittoBroker(tmp_path / name / "broker") as broker:
+            member = ShardConsumer(
+                "127.0.0.1",
+                broker.port,
+                ["T0"],
+                0,
+                1,
+                keys={"T0": key},
+                checkpoint_dir=tmp_path / name,
+                ack_key_id="gs-1",
+                ack_key=ack_key,
+                on_event=callback,
+            )
+            member.start()
+            wait_until(member.subscribed.is_set, 20, "the subscription")
+            table = SyntheticTable("T0", key=key)
+            publish(broker.port, [t for t in table.deal_card(time.time()) if t[0].endswith("/events")])
+            wait_until(lambda: member.failure is not None, 20, "the member to stop")  # noqa: B023
+            member.stop()
+        assert "the application's callback failed" in (member.failure or ""), name
+        # nothing was committed past the failure: a new member starts from nothing
+        assert Checkpoint(tmp_path / name / "T0.sqlite3", "T0").committed.seq == 0
+
+
+def publish(port: int, messages: list[tuple[str, bytes, bool]]) -> None:
+    import paho.mqtt.client as mqtt
+    from paho.mqtt.enums import CallbackAPIVersion
+
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, protocol=mqtt.MQTTv5)
+    client.connect("127.0.0.1", port)
+    client.loop_start()
+    try:
+        for topic, payload, retain in messages:
+            client.publish(topic, payload, qos=1, retain=retain).wait_for_publish(10)
+    finally:
+        client.disconnect()
+        client.loop_stop()
