@@ -53,7 +53,9 @@ def _with_keyring(loaded: LoadedConfig, keys: dict[str, tuple[str, Path]]) -> Lo
         for key_id, (role, path) in keys.items()
     ]
     cfg = loaded.config
-    signing = cfg.broker.signing.model_copy(update={"command_keys": command_keys, "command_key": None})
+    # a tuple, as the field is declared: model_copy does not validate, and a list here made
+    # every later dump print a pydantic serializer warning
+    signing = cfg.broker.signing.model_copy(update={"command_keys": tuple(command_keys), "command_key": None})
     broker = cfg.broker.model_copy(update={"signing": signing})
     return LoadedConfig(
         cfg.model_copy(update={"broker": broker}),
@@ -133,10 +135,17 @@ def _say(console: ConsoleApp, table_id: str, passwords: dict[str, str], log_path
     for name, password in passwords.items():
         print(f"  log in as {name!r} with password {password!r}", file=sys.stderr)
     print(
-        f"  the dealer draws an unneeded card after hand {UNNEEDED_CARD_HAND - 1}: the next round is held "
-        f"until the supervisor resolves it from the table view. Daemon and console log: {log_path}. "
-        "Ctrl-C ends the demo.",
+        f"  {demo_story()} Daemon and console log: {log_path}. Ctrl-C ends the demo.",
         file=sys.stderr,
+    )
+
+
+def demo_story(hand: int = UNNEEDED_CARD_HAND) -> str:
+    """What the demo's dealer does wrong, in the hands the table will show: the simulated
+    fault ``unneeded_card@N`` draws the card after round N, so round N+1 is the one held."""
+    return (
+        f"the dealer draws an unneeded card after hand {hand}: round {hand + 1} is held "
+        "until the supervisor resolves it from the table view."
     )
 
 

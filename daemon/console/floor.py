@@ -16,7 +16,9 @@ REFUSALS_LOGGED_EVERY = 100
 """The first refused message of a table is logged, then every this many (a flood of forgeries
 must not flood the log)."""
 MAX_TABLES = 1000
-"""A broker publishing more table ids than this (a fault or an attack) cannot exhaust memory."""
+"""A broker publishing more unverified table ids than this (a fault or an attack) cannot exhaust
+memory. Tables whose messages verify with a configured key never count against it: a message
+that does not verify never makes a floor entry, so forgeries cannot keep a real table off."""
 PREFIX = "baccarat/v1/"
 SUFFIXES = ("status", "health", "state", "events")
 
@@ -31,6 +33,9 @@ class Floor:
         self._changed = threading.Condition()
         self.version = 0
         self.ignored = 0
+        self.refused_unknown = 0
+        """Refused messages on table ids the floor does not show (no entry is made for them)."""
+        self._unverified = 0
 
     def apply(self, topic: str, payload: bytes) -> None:
         """One MQTT message of ``baccarat/v1/{table}/{suffix}``; anything else is ignored."""
@@ -43,46 +48,56 @@ class Floor:
             return
         checked = self._verifier.check(table_id, suffix, payload)
         with self._changed:
-            table = self._table(table_id)
-            if table is None:
-                return
             if checked.trust is Trust.REFUSED:
-                self._refuse(table, suffix, checked.reason)
+                self._refuse(table_id, suffix, checked.reason)
             else:
+                table = self._table(table_id)
+                if table is None:
+                    return
                 table.apply(suffix, payload)
+                table.changes += 1
             self.version += 1
             self._changed.notify_all()
 
     def refused_reply(self, table_id: str, reason: str) -> None:
         """A ``cmd/reply`` of ``table_id`` that did not verify (the feed judged it)."""
         with self._changed:
-            table = self._table(table_id)
-            if table is None:
-                return
-            self._refuse(table, "cmd/reply", reason)
+            self._refuse(table_id, "cmd/reply", reason)
             self.version += 1
             self._changed.notify_all()
 
-    @staticmethod
-    def _refuse(table: ConsoleTable, suffix: str, reason: str) -> None:
-        table.refuse(suffix, reason)
-        if table.refused == 1 or table.refused % REFUSALS_LOGGED_EVERY == 0:
+    def _refuse(self, table_id: str, suffix: str, reason: str) -> None:
+        """Count a refused message on the table's entry; a table the floor does not show yet
+        gets no entry from it (only the floor's own count)."""
+        table = self._tables.get(table_id)
+        if table is None:
+            self.refused_unknown += 1
+            count = self.refused_unknown
+        else:
+            table.refuse(suffix, reason)
+            table.changes += 1
+            count = table.refused
+        if count == 1 or count % REFUSALS_LOGGED_EVERY == 0:
             log.warning(
                 "console_message_refused",
-                table_id=table.table_id[:64],
+                table_id=table_id[:64],
                 topic=suffix,
                 reason=reason[:200],
-                refused=table.refused,
+                refused=count,
+                known_table=table is not None,
             )
 
     def _table(self, table_id: str) -> ConsoleTable | None:
         """The table's model, made on its first message; None past MAX_TABLES (counted)."""
         table = self._tables.get(table_id)
         if table is None:
-            if len(self._tables) >= MAX_TABLES:
-                self.ignored += 1
-                return None
-            table = self._tables[table_id] = ConsoleTable(table_id, self._verifier.trust_of(table_id))
+            trust = self._verifier.trust_of(table_id)
+            if trust is Trust.UNVERIFIED:
+                if self._unverified >= MAX_TABLES:
+                    self.ignored += 1
+                    return None
+                self._unverified += 1
+            table = self._tables[table_id] = ConsoleTable(table_id, trust)
         return table
 
     def wait_change(self, seen: int, timeout: float) -> int:
@@ -102,12 +117,19 @@ class Floor:
         with self._changed:
             rows = [t.floor_row() for t in self._tables.values()]
         rows.sort(key=lambda r: (-r["severity"], r["table_id"]))
-        return {"tables": rows}
+        return {"tables": rows, "refused_unknown": self.refused_unknown}
 
     def table_model(self, table_id: str) -> dict[str, Any] | None:
         with self._changed:
             table = self._tables.get(table_id)
             return table.table_model() if table is not None else None
+
+    def stamp(self, table_id: str) -> int:
+        """How many times ``table_id``'s model changed (-1: not on the floor): a stream
+        rebuilds a table's model only when this moved."""
+        with self._changed:
+            table = self._tables.get(table_id)
+            return table.changes if table is not None else -1
 
     def known(self, table_id: str) -> bool:
         with self._changed:

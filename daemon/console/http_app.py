@@ -8,6 +8,7 @@ it changes, a comment every 15 s to keep the connection open.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import re
 import secrets
@@ -26,8 +27,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from daemon.console.actions import perform
 from daemon.console.pages import app_page, login_page
-from daemon.console.passwords import verify_password
 from daemon.console.sessions import Session, csrf_ok
+from daemon.console.users import PersonRole
 
 if TYPE_CHECKING:
     from daemon.console.server import ConsoleApp
@@ -36,9 +37,19 @@ SESSION_COOKIE = "console_session"
 LOGIN_COOKIE = "console_login"
 KEEPALIVE_S = 15.0
 STREAM_POLL_S = 1.0
+FLOOR_EVERY_S = 0.25
+"""The floor's model (every table) is rebuilt at most this often on one stream."""
 """How often an idle stream looks whether its client went away."""
 MAX_BODY = 16_384
-STATIC_FILES = {"console.js": "text/javascript", "console.css": "text/css"}
+MAX_PANES = 6
+"""Tables one ``/tables/A,B,...`` page shows side by side."""
+MAX_VIEWS_PER_STREAM = 64
+"""Views one stream may carry (a browser's pages: floor, tables, dealer displays)."""
+STATIC_FILES = {
+    "console.js": "text/javascript",
+    "console-worker.js": "text/javascript",
+    "console.css": "text/css",
+}
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self'; "
     "img-src 'self' data:; "
@@ -87,8 +98,15 @@ class ConsoleHandler(BaseHTTPRequestHandler):
     timeout = 30.0
     """Seconds a connection may stay silent (a stream writes at least every KEEPALIVE_S)."""
 
+    wbufsize = 64 * 1024
+    """Status line, headers and body leave in one write (``flush`` after the handler): written
+    apart, Nagle's algorithm held the body back until the client's delayed ACK, ~40 ms per
+    response on a kept-alive connection."""
+
     def setup(self) -> None:
         super().setup()
+        # small writes (a stream's events) go out at once
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if isinstance(self.request, ssl.SSLSocket):
             self.request.do_handshake()
 
@@ -151,18 +169,42 @@ class ConsoleHandler(BaseHTTPRequestHandler):
             return None
         return self.rfile.read(length)
 
+    def _host_ok(self) -> bool:
+        """The request's Host must name this console: an IP address, localhost, or one of
+        ``listen.hostnames``. A page of another site whose DNS name was re-pointed at the
+        console (DNS rebinding) names its own host and is refused, so the Origin check below
+        cannot be fooled by a Host the attacker chose."""
+        host = _host_name(self.headers.get("Host", ""))
+        if host is None:
+            return False
+        if host == "localhost" or host in self.app.settings.listen.hostnames:
+            return True
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return True
+
+    def _refuse_host(self) -> None:
+        self._json(HTTPStatus.MISDIRECTED_REQUEST,
+                   {"error": "this console does not serve that host name (listen.hostnames)"})  # fmt: skip
+
     def _origin_ok(self) -> bool:
-        """A browser's Origin header, when sent, must be this console itself."""
+        """A browser's Origin header, when sent, must be this console itself (under a Host
+        :meth:`_host_ok` accepted)."""
         origin = self.headers.get("Origin")
         if origin is None:
             return True
         host = self.headers.get("Host", "")
         scheme = "https" if self.app.tls else "http"
-        return origin == f"{scheme}://{host}"
+        return self._host_ok() and origin.lower() == f"{scheme}://{host}".lower()
 
     # ------------------------------------------------------------------ GET
     def do_GET(self) -> None:
         path = urlsplit(self.path).path
+        if not self._host_ok():
+            self._refuse_host()
+            return
         if path == "/login":
             self._login_form()
         elif path.startswith("/static/"):
@@ -174,7 +216,7 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         else:
             session = self._session()
             if session is None:
-                if path.startswith(("/api/", "/stream/")):
+                if path == "/stream" or path.startswith(("/api/", "/stream/")):
                     self._json(
                         HTTPStatus.UNAUTHORIZED, {"error": "log in first (the session may have expired)"}
                     )
@@ -195,18 +237,23 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         elif path.startswith(("/table/", "/dealer/")):
             view, _, raw = path[1:].partition("/")
             self._html(200, app_page(view, session.csrf, user.name, user.role.value, actions, unquote(raw)))
+        elif path.startswith("/tables/"):
+            ids = [t for t in unquote(path.removeprefix("/tables/")).split(",") if t][:MAX_PANES]
+            self._html(
+                200, app_page("tables", session.csrf, user.name, user.role.value, actions, ",".join(ids))
+            )
         elif path == "/api/floor":
             self._json(200, self.app.floor.floor_model())
         elif path.startswith("/api/table/"):
             model = self.app.floor.table_model(unquote(path.removeprefix("/api/table/")))
             self._json(200 if model else 404, model or {"error": "no such table on the broker"})
+        elif path == "/stream":
+            self._stream(session, _views(urlsplit(self.path).query))
         elif path == "/stream/floor":
-            self._stream(session, None, touch=False)
-        elif path.startswith("/stream/table/"):
-            self._stream(session, unquote(path.removeprefix("/stream/table/")), touch=False)
-        elif path.startswith("/stream/dealer/"):
-            # the dealer's screen stays logged in while it is open
-            self._stream(session, unquote(path.removeprefix("/stream/dealer/")), touch=True)
+            self._stream(session, ["floor"])
+        elif path.startswith(("/stream/table/", "/stream/dealer/")):
+            kind, _, raw = path.removeprefix("/stream/").partition("/")
+            self._stream(session, [f"{kind}:{unquote(raw)}"])
         else:
             self._json(404, {"error": "not found"})
 
@@ -226,14 +273,19 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         data = resources.files("daemon.console").joinpath("static", name).read_bytes()
         self._send(200, data, f"{content_type}; charset=utf-8")
 
-    def _stream(self, session: Session, table_id: str | None, touch: bool) -> None:
+    def _stream(self, session: Session, views: list[str] | None) -> None:
+        if not views:
+            self._json(
+                400, {"error": f"name 1 to {MAX_VIEWS_PER_STREAM} views (v=floor, v=table:ID, v=dealer:ID)"}
+            )
+            return
         refusal = self.app.streams.acquire(session.session_id)
         if refusal is not None:
             status, text = refusal
             self._json(status, {"error": text}, {"Retry-After": "30"})
             return
         try:
-            self._stream_models(session, table_id, touch)
+            self._stream_models(session, views)
         finally:
             self.app.streams.release(session.session_id)
 
@@ -243,16 +295,43 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         readable, _w, _x = select.select([self.connection], [], [], 0)
         return bool(readable)
 
-    def _stream_models(self, session: Session, table_id: str | None, touch: bool) -> None:
+    def _view_model(self, view: str) -> dict[str, Any]:
+        floor = self.app.floor
+        kind, _, table_id = view.partition(":")
+        model = floor.floor_model() if kind == "floor" else floor.table_model(table_id)
+        if model is None:
+            model = {"table_id": table_id, "missing": True}
+        limits = self.app.settings.limits
+        if kind == "floor":
+            for row in model["tables"]:
+                row["limits"] = limits.get(row["table_id"])
+        else:
+            model["limits"] = limits.get(table_id)
+        model["broker_connected"] = self.app.feed.connected.is_set()
+        return model
+
+    def _stream_models(self, session: Session, views: list[str]) -> None:
+        """One server-sent stream carrying every view a browser's pages show (its shared
+        worker asks for them all at once: a browser opens at most six connections to a
+        host, so one stream per page would block the seventh page and every action)."""
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         for name, value in {**SECURITY_HEADERS, **self._tls_headers()}.items():
             self.send_header(name, value)
         self.send_header("Connection", "close")
         self.end_headers()
+        self.wfile.flush()
         self.close_connection = True
+        # watch-only screens (the viewer role: the dealer display, a pit screen) stay logged in
+        # while a page is open; a person who may act is logged out when idle, page open or not
+        user = self.app.user(session.user)
+        touch = user is not None and user.role is PersonRole.VIEWER
         floor = self.app.floor
-        seen, last = -1, b""
+        seen = -1
+        last: dict[str, bytes] = {}
+        stamps: dict[str, tuple[int, bool]] = {}
+        floor_built = 0.0
+        floor_due = False
         last_write = time.monotonic()
         try:
             while not self.server.stopping.is_set() and not self._client_gone():
@@ -261,24 +340,42 @@ class ConsoleHandler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     return
                 version = floor.version
-                if version != seen:
+                if version != seen or floor_due:
                     seen = version
-                    model: dict[str, Any] | None
-                    model = floor.floor_model() if table_id is None else floor.table_model(table_id)
-                    if model is None:
-                        model = {"table_id": table_id, "missing": True}
-                    model["broker_connected"] = self.app.feed.connected.is_set()
-                    data = json.dumps(model).encode()
-                    if data != last:
-                        last = data
-                        self.wfile.write(b"data: " + data + b"\n\n")
+                    floor_due = False
+                    out = b""
+                    connected = self.app.feed.connected.is_set()
+                    for view in views:
+                        kind, _, table_id = view.partition(":")
+                        if kind == "floor":
+                            # every table's card changes the floor: at most FLOOR_EVERY_S apart
+                            if time.monotonic() - floor_built < FLOOR_EVERY_S and view in last:
+                                floor_due = True  # built at the next look
+                                continue
+                            floor_built = time.monotonic()
+                            stamp = (version, connected)
+                        else:
+                            stamp = (floor.stamp(table_id), connected)
+                        if stamps.get(view) == stamp:
+                            continue
+                        stamps[view] = stamp
+                        data = json.dumps(self._view_model(view)).encode()
+                        if data != last.get(view):
+                            last[view] = data
+                            envelope = b'{"view": ' + json.dumps(view).encode() + b', "model": ' + data + b"}"
+                            out += b"data: " + envelope + b"\n\n"
+                    if out:
+                        self.wfile.write(out)
                         self.wfile.flush()
                         last_write = time.monotonic()
                 if time.monotonic() - last_write >= KEEPALIVE_S:
                     self.wfile.write(b": keepalive\n\n")
                     self.wfile.flush()
                     last_write = time.monotonic()
-                floor.wait_change(seen, STREAM_POLL_S)
+                wait = STREAM_POLL_S
+                if floor_due:
+                    wait = min(wait, max(0.0, FLOOR_EVERY_S - (time.monotonic() - floor_built)))
+                floor.wait_change(seen, wait)
         except (BrokenPipeError, ConnectionResetError, TimeoutError):
             return
 
@@ -288,6 +385,9 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         body = self._body()
         if body is None:
             self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": "bad or too large body"})
+            return
+        if not self._host_ok():
+            self._refuse_host()
             return
         if not self._origin_ok():
             self._json(HTTPStatus.FORBIDDEN, {"error": "cross-site request refused"})
@@ -311,9 +411,8 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         if self.app.throttle.locked(name):
             self._login_form("Too many failed log-ins: wait a minute.", HTTPStatus.TOO_MANY_REQUESTS)
             return
-        user = self.app.user(name)
-        ok = user is not None and verify_password(password, user.password_hash)
-        if not ok or user is None:
+        user = self.app.check_password(name, password)
+        if user is None:
             self.app.throttle.failed(name)
             self.app.log.warning("console_login_failed", user=name[:64])
             self._login_form("Unknown name or wrong password.", HTTPStatus.UNAUTHORIZED)
@@ -362,3 +461,31 @@ class ConsoleHandler(BaseHTTPRequestHandler):
             self.app.settings.reply_timeout_s,
         )
         self._json(result.http_status, result.body)
+
+
+def _views(query: str) -> list[str] | None:
+    """The views a ``/stream?v=...`` request names (``floor``, ``table:ID``, ``dealer:ID``),
+    de-duplicated in order; None when one is malformed or there are too many."""
+    views: list[str] = []
+    for value in parse_qs(query, keep_blank_values=True).get("v", []):
+        kind, sep, table_id = value.partition(":")
+        if not (value == "floor" or (kind in ("table", "dealer") and sep and table_id)):
+            return None
+        if value not in views:
+            views.append(value)
+    return views if len(views) <= MAX_VIEWS_PER_STREAM else None
+
+
+def _host_name(header: str) -> str | None:
+    """The host of a ``Host`` header without its port, lower case (IPv6 without brackets);
+    None when it is not one."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        host, sep, rest = header[1:].partition("]")
+        if not sep or (rest and not re.fullmatch(r":[0-9]{1,5}", rest)):
+            return None
+        return host
+    host, _, port = header.partition(":")
+    if not host or (port and not port.isdigit()):
+        return None
+    return host

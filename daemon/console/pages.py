@@ -37,7 +37,12 @@ def login_page(login_token: str, message: str = "") -> str:
 
 def app_page(view: str, csrf: str, user: str, role: str, actions: list[str], table_id: str = "") -> str:
     """A floor, table or dealer page: a shell the script fills from the server's stream."""
-    title = {"floor": "Pit floor", "table": f"Table {table_id}", "dealer": f"Dealer {table_id}"}[view]
+    title = {
+        "floor": "Pit floor",
+        "table": f"Table {table_id}",
+        "dealer": f"Dealer {table_id}",
+        "tables": f"Tables {table_id}",
+    }[view]
     attrs = {
         "data-view": view,
         "data-table": table_id,
@@ -49,7 +54,9 @@ def app_page(view: str, csrf: str, user: str, role: str, actions: list[str], tab
     header = ""
     if view != "dealer":
         header = (
-            '<header><a href="/" id="home">Floor</a> <span id="who"></span>'
+            '<header><a href="#app" class="skip">Skip to content</a>'
+            '<a href="/" id="home">Floor</a> <span id="who"></span>'
+            '<button type="button" id="sound" aria-pressed="false">Sound off</button>'
             '<form method="post" action="/logout" class="logout">'
             f'<input type="hidden" name="csrf" value="{html.escape(csrf, quote=True)}">'
             '<button type="submit" id="logout">Log out</button></form></header>'
@@ -64,6 +71,6 @@ def app_page(view: str, csrf: str, user: str, role: str, actions: list[str], tab
         _head(title, csrf)
         + f'<body class="view-{view}" {body_attrs}>'
         + header
-        + f'<main id="app"><p id="connection">Connecting…</p></main>{dialog}'
+        + f'<main id="app" tabindex="-1"><p id="connection">Connecting…</p></main>{dialog}'
         + '<script src="/static/console.js"></script></body></html>'
     )

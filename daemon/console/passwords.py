@@ -63,3 +63,12 @@ def _parse(stored: str) -> tuple[int, int, int, bytes, bytes]:
 
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
+
+
+def decoy_hash(stored: list[str]) -> str:
+    """A hash of a random password at the cost of the costliest of ``stored``: a log-in with a
+    name nobody has is checked against it, so it takes as long as one with a real name and the
+    answer's timing does not tell which names exist."""
+    params = [_parse(line)[:3] for line in stored] or [(N, R, P)]
+    n, r, p = max(params)
+    return hash_password(secrets.token_urlsafe(24), n=n, r=r, p=p)

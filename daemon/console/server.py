@@ -13,6 +13,7 @@ from daemon.console.feed import BrokerFeed
 from daemon.console.floor import Floor
 from daemon.console.http_app import ConsoleHttpServer
 from daemon.console.login_throttle import LoginThrottle
+from daemon.console.passwords import decoy_hash, verify_password
 from daemon.console.sessions import SessionStore
 from daemon.console.settings import ConsoleSettings
 from daemon.console.stream_limits import StreamLimits
@@ -31,7 +32,8 @@ class ConsoleApp:
         self.feed = BrokerFeed(settings.broker, self.floor, settings.tables, self.verifier)
         self.streams = StreamLimits(settings.max_streams_per_session, settings.max_streams)
         self.sessions = SessionStore(settings.session_idle_s, settings.session_max_s, time.monotonic)
-        self.throttle = LoginThrottle(time.monotonic)
+        self.throttle = LoginThrottle(time.monotonic, (u.name for u in self.users.users))
+        self.decoy_hash = decoy_hash([u.password_hash for u in self.users.users])
         self.log = structlog.get_logger("baccarat_edge.console")
         self.tls = settings.listen.tls is not None
         self._http: ConsoleHttpServer | None = None
@@ -39,6 +41,13 @@ class ConsoleApp:
 
     def user(self, name: str) -> User | None:
         return self.users.find(name)
+
+    def check_password(self, name: str, password: str) -> User | None:
+        """The user when ``password`` is theirs, else None. A name nobody has is checked against
+        a decoy hash of the same cost: the answer takes as long either way."""
+        user = self.users.find(name)
+        ok = verify_password(password, user.password_hash if user is not None else self.decoy_hash)
+        return user if ok and user is not None else None
 
     @property
     def port(self) -> int:
@@ -79,5 +88,7 @@ class ConsoleApp:
         users = load_users(path or self.settings.users_file)
         gone = {u.name for u in self.users.users} - {u.name for u in users.users}
         self.users = users
+        self.throttle.set_known(u.name for u in users.users)
+        self.decoy_hash = decoy_hash([u.password_hash for u in users.users])
         for name in gone:
             self.sessions.end_user(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -31,6 +32,23 @@ class ListenSettings(BaseModel):
     tls: HttpTlsSettings | None = Field(
         default=None, description="HTTPS certificate and key; plain HTTP only when unset (a lab)."
     )
+    hostnames: tuple[str, ...] = Field(
+        default=(),
+        max_length=32,
+        description="DNS names browsers use for the console (e.g. pit-console.casino.local); "
+        "a request naming any other host is refused. IP addresses and localhost always work.",
+    )
+
+    @field_validator("hostnames")
+    @classmethod
+    def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not re.fullmatch(
+                r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*",
+                name,
+            ):
+                raise ValueError(f"{name[:80]!r} is not a DNS name (letters, digits, '-' and '.')")
+        return tuple(n.lower() for n in value)
 
 
 class ConsoleBrokerSettings(BaseModel):
@@ -71,6 +89,11 @@ class ConsoleSettings(BaseModel):
         default_factory=VerifySettings,
         description="The tables' events keys: with a key, only messages it verifies are shown.",
     )
+    limits: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per table id: its betting limits as the pit shows them (e.g. '25 - 5,000'); "
+        "the tables do not publish them.",
+    )
     max_streams_per_session: int = Field(
         default=6, ge=1, le=100, description="Live streams (open pages) one session may hold at once."
     )
@@ -83,6 +106,15 @@ class ConsoleSettings(BaseModel):
     def _table_ids(cls, value: list[str]) -> list[str]:
         for table_id in value:
             validate_table_id(table_id)  # a TopicError (a ValueError) names the id and the rule
+        return value
+
+    @field_validator("limits")
+    @classmethod
+    def _limits(cls, value: dict[str, str]) -> dict[str, str]:
+        for table_id, text in value.items():
+            validate_table_id(table_id)
+            if not 1 <= len(text) <= 40 or not text.isprintable():
+                raise ValueError(f"limits of {table_id}: 1 to 40 printable characters")
         return value
 
     @model_validator(mode="after")

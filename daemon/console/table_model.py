@@ -13,13 +13,19 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from daemon.console.roads import all_roads
+from daemon.console.roads import DERIVED_OFFSETS, all_roads, big_road_cells, derived_road
 from daemon.console.tableau_hint import next_card
 from daemon.console.verification import Trust
+from daemon.console.wording import pit_words
+from daemon.journal.pace import DEALING_MISTAKES, PaceTracker, add_record
 from daemon.mqtt.topics import TopicError, validate_table_id
-from daemon.service.table_view import TableView
+from daemon.service.table_view import RoundLine, TableView
 
 HISTORY_LINES = 30
+ALERT_HISTORY_LINES = 30
+LAST_ROUNDS = 8
+FLOOR_ROAD_COLUMNS = 12
+"""Big-road columns a floor tile shows (the newest)."""
 _HISTORY_KINDS = ("command_accepted", "command_refused")
 _SIDE_SLOTS = {"player": ("P1", "P2", "P3"), "banker": ("B1", "B2", "B3")}
 
@@ -52,11 +58,22 @@ class ConsoleTable:
     pairs: dict[int, tuple[bool, bool]] = field(default_factory=dict)
     history: deque[HistoryLine] = field(default_factory=lambda: deque(maxlen=HISTORY_LINES))
     last_message_at: float | None = None
+    last_card_at: float | None = None
+    """When the table's last card reached the console (console clock, epoch seconds)."""
+    raised_at: dict[str, float] = field(default_factory=dict)
+    """When each open alert reached the console (its age on the page)."""
+    alert_history: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=ALERT_HISTORY_LINES))
+    dealer: dict[str, Any] | None = None
+    """The dealer on the table now (its last ``dealer_changed``), None when never told."""
+    pace: PaceTracker = field(default_factory=PaceTracker)
+    """Dealers' pace from the events this console has seen (since it started)."""
     refused: int = 0
+    changes: int = 0
+    """Messages taken or refused: a view model only changes when this moves."""
     last_refused: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        self.view = TableView(self.table_id)
+        self.view = TableView(self.table_id, schema_checked=True)
         try:
             validate_table_id(self.table_id)
             self.valid_id = True
@@ -100,6 +117,47 @@ class ConsoleTable:
             return
         kind, data = env.get("kind"), env["data"]
         hand = data.get("hand")
+        add_record(self.pace, env)
+        now = time.time()
+        ts = env.get("ts")
+        table_ts = float(ts) if isinstance(ts, int | float) and not isinstance(ts, bool) else None
+        if kind == "card_dealt":
+            self.last_card_at = now
+        elif kind == "alert_raised" and isinstance(data.get("alert_id"), str):
+            self.raised_at[data["alert_id"]] = now
+            while len(self.raised_at) > 256:  # alerts never cleared cannot grow this for ever
+                del self.raised_at[next(iter(self.raised_at))]
+        elif kind == "alert_cleared":
+            alert_id = str(data.get("alert_id", ""))
+            raised = self.raised_at.pop(alert_id, None)
+            self.alert_history.appendleft(
+                {
+                    "alert_id": alert_id[:80],
+                    "code": str(data.get("code", "alert"))[:80],
+                    "words": pit_words(str(data.get("code", "alert"))),
+                    "how": "acknowledged"
+                    if data.get("reason") == "acknowledged"
+                    else str(data.get("reason", ""))[:80],
+                    "actor": str(data.get("actor") or "the table")[:120],
+                    "ts": table_ts,
+                    "open_s": round(now - raised, 1) if raised is not None else None,
+                }
+            )
+        elif kind == "hold_resolved" and isinstance(hand, int):
+            self.alert_history.appendleft(
+                {"alert_id": "", "code": "hold_resolved", "words": f"Held round {hand} confirmed",
+                 "how": "resolved", "actor": str(data.get("actor") or "?")[:120], "ts": table_ts,
+                 "open_s": None}
+            )  # fmt: skip
+        elif kind == "dealer_changed":
+            dealer_id = data.get("dealer_id")
+            if isinstance(dealer_id, str) or dealer_id is None:
+                name = data.get("name")
+                self.dealer = {
+                    "dealer_id": dealer_id[:64] if isinstance(dealer_id, str) else None,
+                    "name": name[:80] if isinstance(name, str) else None,
+                    "since": table_ts,
+                }
         if kind == "shoe_started":
             self.held.clear()
             self.pairs.clear()
@@ -145,9 +203,36 @@ class ConsoleTable:
     def last_result(self) -> str | None:
         return self.view.results[-1] if self.view.results else None
 
+    def _state_field(self, *path: str) -> Any:
+        node: Any = self.view.state
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+
+    def cards_left(self) -> int | None:
+        """Cards still in the shoe (decks x 52 less the cards out), when the state says."""
+        decks = self._state_field("shoe", "decks")
+        if isinstance(decks, int) and not isinstance(decks, bool) and 0 < decks <= 16:
+            return max(0, decks * 52 - self.view.cards_in_shoe)
+        return None
+
+    def variant(self) -> str | None:
+        value = self._state_field("variant")
+        return value[:40] if isinstance(value, str) else None
+
     def floor_row(self) -> dict[str, Any]:
         """The table's line on the floor view."""
+        big = big_road_cells(self.view.results)["cells"]
+        newest = max((c["col"] for c in big), default=-1)
         return {
+            "big_road": [c for c in big if c["col"] > newest - FLOOR_ROAD_COLUMNS],
+            "last_card_at": self.last_card_at,
+            "betting": self.view.betting_phase,
+            "cards_left": self.cards_left(),
+            "variant": self.variant(),
+            "dealer": self.dealer,
+            "critical": any(_critical(a) for a in self.view.open_alerts.values()),
+            "rounds_per_hour": self.pace.report()["table"]["rounds_per_hour"],
             "table_id": self.table_id,
             "valid_id": self.valid_id,
             "status": self.view.status or "unknown",
@@ -178,8 +263,11 @@ class ConsoleTable:
             "next_text": hint.text if view.round_hand is not None else "Waiting for the first round",
             "result": None,
         }
-        if view.last_rounds and view.last_rounds[0].hand == view.round_hand and not view.round_open:
-            round_model["result"] = view.last_rounds[0].winner
+        if not view.round_open:
+            # the round on the layout, wherever it is among the last rounds: a held round
+            # resolved after later ones completes after them and is not the newest line
+            done = next((r for r in view.last_rounds if r.hand == view.round_hand), None)
+            round_model["result"] = done.winner if done is not None else None
         # the pairs of this shoe's hands seen so far (never a list as long as a hostile hand number)
         pairs = [p for h, p in self.pairs.items() if 1 <= h <= (view.hand or 0)]
         return {
@@ -201,12 +289,22 @@ class ConsoleTable:
             },
             "roads": all_roads(results),
             "holds": [_held_json(r) for _, r in sorted(self.held.items())],
-            "alerts": [_alert_json(key, a) for key, a in view.open_alerts.items()],
-            "last_alert": view.recent_alerts[0] if view.recent_alerts else None,
+            "alerts": [_alert_json(key, a, self.raised_at.get(key)) for key, a in view.open_alerts.items()],
+            "last_alert": _newest_open_alert(view),
+            "alert_history": list(self.alert_history),
+            "last_rounds": [_round_json(r) for r in list(view.last_rounds)[:LAST_ROUNDS]],
+            "ask": ask_markers(results),
+            "last_card_at": self.last_card_at,
+            "betting": view.betting_phase,
+            "cards_left": self.cards_left(),
+            "variant": self.variant(),
+            "dealer": self.dealer,
             "history": [h.as_json() for h in self.history],
             "backlog": self.backlog,
             "stream": {"events": view.events_seen, "gaps": len(view.gaps), "malformed": view.malformed},
             "trust": self.trust.value,
+            "pace": self.pace.report(),
+            "mistake_names": DEALING_MISTAKES,
             "refused": {"count": self.refused, "last": self.last_refused},
         }
 
@@ -221,6 +319,14 @@ def _total(view: TableView, side: str) -> int | None:
         return None
 
 
+def _newest_open_alert(view: TableView) -> str | None:
+    """The dealer's line: the newest alert still open (a resolved or cleared one is gone)."""
+    if not view.open_alerts:
+        return None
+    alert = list(view.open_alerts.values())[-1]
+    return f"{alert.get('code', 'alert')}: {alert.get('message', '')}".strip()
+
+
 def _held_json(rnd: dict[str, Any]) -> dict[str, Any]:
     cards = rnd.get("cards")
     blocked = rnd.get("blocked_by")
@@ -231,12 +337,37 @@ def _held_json(rnd: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _alert_json(key: str, alert: dict[str, Any]) -> dict[str, Any]:
+def _critical(alert: dict[str, Any]) -> bool:
+    return alert.get("severity") == "critical" or alert.get("holds") is not None
+
+
+def _round_json(line: RoundLine) -> dict[str, Any]:
+    return {"hand": line.hand, "winner": line.winner, "player_total": line.player_total,
+            "banker_total": line.banker_total, "cards": dict(line.cards)}  # fmt: skip
+
+
+def ask_markers(results: list[str]) -> dict[str, dict[str, str | None]]:
+    """The "ask" markers: the colour each derived road would add if the next round were won by
+    Banker, or by Player (None: that road would add nothing yet)."""
+    out: dict[str, dict[str, str | None]] = {}
+    for winner in ("banker", "player"):
+        out[winner] = {}
+        for road, k in DERIVED_OFFSETS.items():
+            now, then = derived_road(results, k), derived_road([*results, winner], k)
+            out[winner][road] = then[-1] if len(then) > len(now) else None
+    return out
+
+
+def _alert_json(key: str, alert: dict[str, Any], raised_at: float | None = None) -> dict[str, Any]:
     holds = alert.get("holds")
     hand = alert.get("hand")
+    code = str(alert.get("code", "alert"))
     return {
         "alert_id": str(alert.get("alert_id", key)),
-        "code": str(alert.get("code", "alert")),
+        "code": code,
+        "words": pit_words(code),
+        "severity": "critical" if _critical(alert) else "warning",
+        "raised_at": raised_at,
         "message": str(alert.get("message", "")),
         "hand": hand if isinstance(hand, int) else None,
         "holds": holds if isinstance(holds, int) or holds == "next_round" else None,

@@ -14,9 +14,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.cards import Card, CardParseError, hand_total
+from daemon.fleet.payloads import KINDS as RETAINED_KINDS
+from daemon.fleet.payloads import check as check_retained
 from daemon.service.roads import bead_plate, big_road, big_road_grid
 
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
+SEEN_IDS = 4096
+"""Event ids remembered to drop duplicates: at-least-once delivery repeats an event soon after
+the original (a reconnect's resend), so the newest few thousand suffice, and a table-day of
+events costs no memory that is never given back."""
 _SUIT_SYMBOL = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
 
 
@@ -61,13 +67,25 @@ class TableView:
     betting_phase: str | None = None  # waiting / betting / dealing (betting_window); None: never seen
     betting_round_id: str | None = None
     betting_source: str | None = None
+    schema_checked: bool = False
+    """Retained ``status``/``health``/``state`` must be valid by the contract's schemas (the
+    console); else anything is taken that has the fields read (the technician's monitor)."""
     _seen_ids: set[str] = field(default_factory=set)
+    _seen_order: deque[str] = field(default_factory=deque)  # ``_seen_ids`` oldest first
     _result_hands: list[int | None] = field(default_factory=list)  # hand of each entry of ``results``
+
+    @property
+    def remembered_ids(self) -> int:
+        """Event ids held for de-duplication now (at most :data:`SEEN_IDS`)."""
+        return len(self._seen_ids)
 
     # ------------------------------------------------------------------ input
     def apply(self, topic: str, payload: bytes) -> None:
         """Fold one MQTT message into the view."""
         suffix = topic.split(f"/{self.table_id}/", 1)[-1] if f"/{self.table_id}/" in topic else topic
+        if self.schema_checked and suffix in RETAINED_KINDS:
+            self._apply_checked(suffix, payload)
+            return
         if suffix == "status":
             self.status = payload.decode("utf-8", "replace").strip() or None
             if self.status and self.status.startswith("{"):
@@ -88,6 +106,21 @@ class TableView:
         elif suffix == "events":
             self._apply_event(body)
         # alerts are also in events; cmd/reply are not shown
+
+    def _apply_checked(self, kind: str, payload: bytes) -> None:
+        """A retained ``status``, ``health`` or ``state`` checked against the contract's schema
+        (the fleet view's parser): used only when valid, else counted as malformed with why."""
+        checked = check_retained(kind, self.table_id, payload)
+        if checked.message is None:
+            self._problem(kind, checked.problem or "not valid")
+            return
+        message = checked.message
+        if kind == "status":
+            self.status = str(message["status"])
+        elif kind == "health":
+            self.health = message
+        else:
+            self._apply_state(message)
 
     def _json(self, topic: str, payload: bytes) -> Any:
         try:
@@ -199,6 +232,9 @@ class TableView:
                 self.duplicates += 1
                 return
             self._seen_ids.add(event_id)
+            self._seen_order.append(event_id)
+            if len(self._seen_order) > SEEN_IDS:
+                self._seen_ids.discard(self._seen_order.popleft())
         if isinstance(seq, int):
             if self.last_seq is not None and seq > self.last_seq + 1:
                 self.gaps.append((self.last_seq + 1, seq - 1))

@@ -382,7 +382,7 @@ def test_a_supervisor_resolves_the_hold_from_the_page(rig: Rig) -> None:
     assert rig.driver.find_element(By.ID, "confirm-text").text == 'resolve_hold {"hand":2}'
     rig.driver.find_element(By.ID, "confirm-send").click()
     reply = _text(rig, "#reply[data-status='accepted']", "the reply")
-    assert reply.startswith("Table's reply\nresolve_hold: accepted")
+    assert reply.startswith("✔ Table's reply\nresolve_hold: accepted")
     _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, f".alert[data-code='{UNNEEDED}'], .hold"),
            "the hold to disappear")  # fmt: skip
     history = _text(rig, "#history", "the history")
@@ -408,7 +408,7 @@ def test_a_supervisor_corrects_a_card_and_acknowledges_an_alert_from_the_page(ri
     assert f'"P1":"{corrected}"' in rig.driver.find_element(By.ID, "confirm-text").text
     rig.driver.find_element(By.ID, "confirm-send").click()
     reply = _text(rig, "#reply[data-status='accepted']", "the reply")
-    assert reply.startswith("Table's reply\nrearrange: accepted")
+    assert reply.startswith("✔ Table's reply\nrearrange: accepted")
     assert "unverified" not in reply  # the reply verified with the table's events key
     _until(rig, lambda d: not d.find_elements(By.CSS_SELECTOR, ".hold"), "round 5 to complete")
     rig.later[1].start()
@@ -424,7 +424,7 @@ def test_a_supervisor_corrects_a_card_and_acknowledges_an_alert_from_the_page(ri
     _until(
         rig,
         lambda d: d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']").text.startswith(
-            "Table's reply\nacknowledge_alert: accepted"
+            "✔ Table's reply\nacknowledge_alert: accepted"
         ),
         "the acknowledge reply",
     )
@@ -532,12 +532,12 @@ def test_a_hostile_table_id_and_alert_text_render_as_text(rig: Rig) -> None:
         rig,
         lambda d: [
             (row.get_attribute("data-table"), row.text)
-            for row in d.find_elements(By.CSS_SELECTOR, "#floor tr[data-table]")
+            for row in d.find_elements(By.CSS_SELECTOR, "#floor [data-table]")
         ],
         "the floor rows",
     )
     by_id = dict(rows)
-    assert by_id[TABLE_ID].startswith(f"{TABLE_ID} online {HANDS} ")
+    assert by_id[TABLE_ID].startswith(f"{TABLE_ID}\n✔ online\nHand\n{HANDS}\n")
     assert rows[0][0] == "evil"
     rig.driver.get(f"{rig.console.url}/table/{TABLE_ID}")
     assert _attribute(rig, "#refused", "data-count", "the refused count") == "1"

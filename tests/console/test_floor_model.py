@@ -10,8 +10,13 @@ from hypothesis import strategies as st
 
 from daemon.alerts import AlertCode
 from daemon.console.floor import MAX_TABLES, Floor
+from tests.fleet.synthetic import SyntheticTable
 
 EVIL = "<img src=x onerror=alert(1)>"
+
+
+def _status(table: str, status: str) -> bytes:
+    return SyntheticTable(table, online=status == "online").status(1.0)
 
 
 def _event(kind: str, data: object, seq: int, hand: int | None = None) -> bytes:
@@ -22,7 +27,7 @@ def _event(kind: str, data: object, seq: int, hand: int | None = None) -> bytes:
 def test_a_round_holds_and_clears_through_events() -> None:
     floor = Floor()
     base = "baccarat/v1/T1/"
-    floor.apply(base + "status", b'{"status": "online"}')
+    floor.apply(base + "status", _status("T1", "online"))
     floor.apply(base + "events", _event("shoe_started", {"shoe_id": "s1", "decks": 8}, 1))
     floor.apply(base + "events", _event("round_opened", {"hand": 1}, 2, 1))
     for seq, (slot, card) in enumerate([("P1", "2s"), ("B1", "3h"), ("P2", "3s"), ("B2", "2d")], start=3):
@@ -53,14 +58,16 @@ def test_a_round_holds_and_clears_through_events() -> None:
 
 def test_the_floor_orders_worst_first_and_flags_ids_outside_the_contract() -> None:
     floor = Floor()
-    floor.apply("baccarat/v1/A/status", b'{"status": "online"}')
-    floor.apply("baccarat/v1/B/status", b'{"status": "offline"}')
-    floor.apply(f"baccarat/v1/{EVIL}/status", b'{"status": "online"}')
-    floor.apply("baccarat/v1/C/health", json.dumps({"queue_depth": 12}).encode())
-    floor.apply("baccarat/v1/C/status", b'{"status": "online"}')
+    floor.apply("baccarat/v1/A/status", _status("A", "online"))
+    floor.apply("baccarat/v1/B/status", _status("B", "offline"))
+    floor.apply("baccarat/v1/C/health", SyntheticTable("C", backlog=12).health(1.0))
+    floor.apply("baccarat/v1/C/status", _status("C", "online"))
+    floor.apply(f"baccarat/v1/{EVIL}/status", _status(EVIL, "online"))
+    floor.apply("baccarat/v1/A/health", b'{"queue_depth": 99}')  # not valid by the schema: unused
     rows = floor.floor_model()["tables"]
     assert [(r["table_id"], r["severity"]) for r in rows] == [("B", 3), ("C", 1), (EVIL, 0), ("A", 0)]
     assert [r["valid_id"] for r in rows] == [True, True, False, True]
+    assert floor.table_model("A")["stream"]["malformed"] == 1  # type: ignore[index]
 
 
 def test_only_configured_tables_and_known_topics_are_kept() -> None:
@@ -68,7 +75,7 @@ def test_only_configured_tables_and_known_topics_are_kept() -> None:
     floor.apply("baccarat/v1/T2/status", b'{"status": "online"}')
     floor.apply("baccarat/v1/T1/cmd", b"{}")
     floor.apply("elsewhere/T1/status", b"{}")
-    assert floor.floor_model() == {"tables": []}
+    assert floor.floor_model() == {"tables": [], "refused_unknown": 0}
     assert floor.ignored == 3
     capped = Floor()
     for n in range(MAX_TABLES + 5):

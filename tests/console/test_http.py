@@ -14,6 +14,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +63,17 @@ def app(tmp_path: Path) -> Iterator[ConsoleApp]:
         console.stop()
 
 
+@dataclass(frozen=True)
+class Where:
+    """A console by its port alone (one this test did not start, e.g. the demo's)."""
+
+    port: int
+
+
 class Browser:
     """A minimal cookie-keeping client that does not follow redirects."""
 
-    def __init__(self, app: ConsoleApp, context: ssl.SSLContext | None = None) -> None:
+    def __init__(self, app: ConsoleApp | Where, context: ssl.SSLContext | None = None) -> None:
         self.app = app
         self.context = context
         self.cookies: dict[str, str] = {}
@@ -187,7 +195,7 @@ def test_an_expired_session_ends_the_stream(app: ConsoleApp) -> None:
     assert browser.log_in() == 303
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=10)
     cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
     received = b""
     while b"data: " not in received:
         received += sock.recv(4096)
@@ -235,7 +243,7 @@ def test_stopping_ends_open_streams(tmp_path: Path) -> None:
     assert browser.log_in() == 303
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=10)
     cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    sock.sendall(f"GET /stream/floor HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
     first = sock.recv(4096)
     assert first.startswith(b"HTTP/1.1 200")
     stopper = threading.Thread(target=app.stop)
@@ -270,7 +278,7 @@ def _open_stream(app: ConsoleApp, browser: Browser, path: str = "/stream/floor")
     """A live stream of ``browser``'s session, its first model received."""
     sock = socket.create_connection(("127.0.0.1", app.port), timeout=10)
     cookie = "; ".join(f"{k}={v}" for k, v in browser.cookies.items())
-    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: x\r\nCookie: {cookie}\r\n\r\n".encode())
+    sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nCookie: {cookie}\r\n\r\n".encode())
     received = b""
     while b"data: " not in received:
         chunk = sock.recv(4096)

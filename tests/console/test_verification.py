@@ -151,6 +151,10 @@ def test_a_forged_reply_is_refused_and_only_the_tables_reply_is_taken(mosquitto:
     try:
         assert subscribed.wait(10)
         assert feed.subscribed.wait(10)
+        # the table is on the floor (its signed status): refusals are counted on its entry
+        floor.apply(
+            BASE + "status", encode(signed_message({"table_id": "T1", "status": "online", "ts": 1.0}, KEY))
+        )
         # only forgeries answer: the command gets no reply (the page says so), both counted
         assert feed.send("baccarat/v1/T1/cmd", {"command_id": "c1", "action": "lock"}, timeout=2) is None
         deadline = time.monotonic() + 10

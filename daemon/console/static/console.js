@@ -11,11 +11,41 @@
   const app = document.getElementById("app");
   const SUITS = { c: "♣", d: "♦", h: "♥", s: "♠" };
   const RANKS = { T: "10", J: "J", Q: "Q", K: "K", A: "A" };
+  const WINNER = { player: "Player wins", banker: "Banker wins", tie: "Tie" };
+  const STATUS_SHAPE = { online: "✔", offline: "✖", unknown: "?", silent: "◷" };
+  const SILENT_S = 300; // an online table without a card for this long reads "silent"
 
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
     if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  // Every string a table sent goes into its own <bdi>: right-to-left or bidi-control text in
+  // it cannot reorder the words around it (a table id, an alert, a name).
+  function bidi(text) {
+    return el("bdi", null, text === null || text === undefined ? "" : text);
+  }
+
+  function line(tag, cls, parts) {
+    const node = el(tag, cls);
+    for (const part of parts) node.appendChild(typeof part === "string" ? document.createTextNode(part) : part);
+    return node;
+  }
+
+  function age(at) {
+    if (typeof at !== "number") return "never";
+    const s = Math.max(0, Math.round(Date.now() / 1000 - at));
+    if (s < 60) return s + " s";
+    if (s < 3600) return Math.floor(s / 60) + " min " + (s % 60) + " s";
+    return Math.floor(s / 3600) + " h " + Math.floor((s % 3600) / 60) + " min";
+  }
+
+  // A live age: the ticker rewrites every [data-since] once a second.
+  function ageNode(cls, prefix, at) {
+    const node = el("span", cls, prefix + age(at));
+    if (typeof at === "number") { node.dataset.since = String(at); node.dataset.prefix = prefix; }
     return node;
   }
 
@@ -36,48 +66,109 @@
     return prefix + encodeURIComponent(id);
   }
 
+  // online, offline, unknown, or "silent": online but no card for SILENT_S
+  function shownStatus(model) {
+    if (model.status !== "online") return model.status === "offline" ? "offline" : "unknown";
+    if (typeof model.last_card_at === "number" && Date.now() / 1000 - model.last_card_at > SILENT_S) return "silent";
+    return "online";
+  }
+
+  function statusNode(model) {
+    const status = shownStatus(model);
+    const node = el("span", "status status-" + status);
+    node.dataset.status = status;
+    node.appendChild(el("span", "shape", STATUS_SHAPE[status] + " "));
+    node.appendChild(document.createTextNode(status));
+    return node;
+  }
+
+  function bettingText(phase) {
+    return { betting: "bets open", dealing: "dealing", waiting: "waiting" }[phase] || "-";
+  }
+
+  function dealerText(dealer) {
+    if (!dealer) return null;
+    return dealer.name || dealer.dealer_id || "none";
+  }
+
   // ------------------------------------------------------------------ floor
-  function renderFloor(model) {
-    const table = el("table", "floor");
-    table.id = "floor";
-    const head = el("tr");
-    ["Table", "Status", "Hand", "Last result", "Alerts", "Held", "Backlog", "Signatures", ""].forEach((h) =>
-      head.appendChild(el("th", null, h)));
-    table.appendChild(head);
-    for (const row of model.tables) {
-      const tr = el("tr", "sev-" + row.severity);
-      tr.dataset.table = row.table_id;
-      const id = el("td", "table-id");
-      if (row.valid_id) {
-        const link = el("a", null, row.table_id);
-        link.href = tableHref("/table/", row.table_id);
-        id.appendChild(link);
-      } else {
-        id.appendChild(el("span", "invalid-id", row.table_id));
-        id.appendChild(el("span", "note", " (id not valid by the contract: no actions)"));
-      }
-      tr.appendChild(id);
-      tr.appendChild(el("td", "status status-" + row.status, row.status));
-      tr.appendChild(el("td", null, row.hand === null ? "-" : row.hand));
-      tr.appendChild(el("td", "result " + (row.last_result || ""), row.last_result || "-"));
-      tr.appendChild(el("td", null, row.open_alerts));
-      tr.appendChild(el("td", null, row.held_rounds));
-      tr.appendChild(el("td", null, row.backlog === null ? "-" : row.backlog));
-      tr.appendChild(el("td", "trust " + row.trust + (row.refused ? " refused" : ""),
-        row.trust + (row.refused ? ", " + row.refused + " refused" : "")));
-      const dealer = el("td");
-      if (row.valid_id) {
-        const link = el("a", null, "dealer display");
-        link.href = tableHref("/dealer/", row.table_id);
-        dealer.appendChild(link);
-      }
-      tr.appendChild(dealer);
-      table.appendChild(tr);
+  function floorTile(row) {
+    const tile = el("article", "tile sev-" + row.severity);
+    tile.dataset.table = row.table_id;
+    const head = el("h2", "tile-head");
+    head.title = row.table_id; // a long id is cut to two lines: all of it on hover
+    if (row.valid_id) {
+      const link = el("a", "table-link");
+      link.appendChild(bidi(row.table_id));
+      link.href = tableHref("/table/", row.table_id);
+      link.dataset.focusKey = "tile:" + row.table_id;
+      head.appendChild(link);
+    } else {
+      head.appendChild(line("span", "invalid-id", [bidi(row.table_id)]));
+      head.appendChild(el("span", "note", " (id not valid by the contract: no actions)"));
     }
-    const wrap = el("section");
+    tile.appendChild(head);
+    tile.appendChild(statusNode(row));
+    const facts = el("dl", "facts");
+    const add = (k, v, cls) => {
+      const d = el("div", cls);
+      d.appendChild(el("dt", null, k));
+      const dd = el("dd");
+      dd.appendChild(typeof v === "object" && v !== null ? v : bidi(v === null || v === undefined ? "-" : v));
+      dd.dataset.figure = k;
+      d.appendChild(dd);
+      facts.appendChild(d);
+    };
+    add("Hand", row.hand);
+    add("Last card", ageNode("age", "", row.last_card_at));
+    add("Betting", bettingText(row.betting));
+    add("Cards left", row.cards_left);
+    add("Dealer", dealerText(row.dealer));
+    add("Limits", row.limits);
+    add("Variant", row.variant);
+    add("Backlog", row.backlog);
+    add("Rounds/h", row.rounds_per_hour === null ? null : Math.round(row.rounds_per_hour));
+    tile.appendChild(facts);
+    const marks = el("p", "marks");
+    if (row.held_rounds) marks.appendChild(el("span", "mark held", "▲ " + row.held_rounds + " held"));
+    if (row.open_alerts) marks.appendChild(el("span", "mark alerts " + (row.critical ? "critical" : "warning"),
+      (row.critical ? "▲ " : "◆ ") + row.open_alerts + " alert" + (row.open_alerts > 1 ? "s" : "")));
+    marks.appendChild(el("span", "trust " + row.trust + (row.refused ? " refused" : ""),
+      (row.trust === "verified" ? "✔ " : "⚠ ") + row.trust + (row.refused ? ", " + row.refused + " refused" : "")));
+    tile.appendChild(marks);
+    tile.appendChild(miniRoad(row.big_road));
+    if (row.valid_id) {
+      const link = el("a", "dealer-link", "dealer display");
+      link.href = tableHref("/dealer/", row.table_id);
+      tile.appendChild(link);
+    }
+    return tile;
+  }
+
+  function miniRoad(cells) {
+    const grid = el("div", "grid mini big_road");
+    const first = cells.length ? Math.min.apply(null, cells.map((c) => c.col)) : 0;
+    for (const cell of cells) {
+      const node = el("div", "cell " + (cell.winner === "player" ? "P" : "B"), cell.ties ? String(cell.ties) : "");
+      node.style.gridColumn = String(cell.col - first + 1);
+      node.style.gridRow = String(cell.row + 1);
+      grid.appendChild(node);
+    }
+    return grid;
+  }
+
+  function renderFloor(model) {
+    const wrap = el("section", "floor-view");
     wrap.appendChild(el("h1", null, "Pit floor"));
+    if (model.refused_unknown) {
+      wrap.appendChild(el("p", "refused", "▲ " + model.refused_unknown +
+        " message(s) refused on table ids not on the floor (they did not verify)"));
+    }
     if (!model.tables.length) wrap.appendChild(el("p", null, "No table has published yet."));
-    wrap.appendChild(table);
+    const tiles = el("div", "tiles");
+    tiles.id = "floor";
+    for (const row of model.tables) tiles.appendChild(floorTile(row));
+    wrap.appendChild(tiles);
     return wrap;
   }
 
@@ -86,8 +177,7 @@
     const box = el("div", "box " + side);
     box.id = side + "-box";
     const slots = side === "player" ? ["P1", "P2", "P3"] : ["B1", "B2", "B3"];
-    const title = el("h2", null, side === "player" ? "Player" : "Banker");
-    box.appendChild(title);
+    box.appendChild(el("h2", null, side === "player" ? "Player" : "Banker"));
     const cards = el("div", "cards");
     for (const slot of slots) {
       const code = model.round.cards[slot];
@@ -113,7 +203,7 @@
     next.id = "next-card";
     section.appendChild(next);
     if (r.result) {
-      const result = el("p", "result " + r.result, r.result === "tie" ? "Tie" : r.result === "player" ? "Player wins" : "Banker wins");
+      const result = el("p", "result " + r.result, (r.result === "tie" ? "= " : r.result === "player" ? "● " : "■ ") + WINNER[r.result]);
       result.id = "result";
       section.appendChild(result);
     }
@@ -123,6 +213,9 @@
   function road(name, title, cells, cellClass, cellText) {
     const section = el("section", "road");
     section.appendChild(el("h3", null, title));
+    const scroller = el("div", "scroller");
+    scroller.tabIndex = 0;
+    scroller.setAttribute("aria-label", title + " (scrolls; newest column on the right)");
     const grid = el("div", "grid " + name);
     grid.id = "road-" + name;
     let columns = 1;
@@ -136,8 +229,27 @@
       node.dataset.row = String(cell.row);
       grid.appendChild(node);
     }
-    section.appendChild(grid);
+    scroller.appendChild(grid);
+    section.appendChild(scroller);
     return section;
+  }
+
+  function askMarkers(ask) {
+    const box = el("div", "ask");
+    box.id = "ask";
+    box.appendChild(el("h3", null, "Ask: what the next round adds"));
+    const names = { big_eye_boy: "Big eye boy", small_road: "Small road", cockroach_pig: "Cockroach pig" };
+    for (const winner of ["banker", "player"]) {
+      const row = el("p", "ask-" + winner, winner === "banker" ? "Banker ■ → " : "Player ● → ");
+      for (const key of Object.keys(names)) {
+        const colour = ask[winner][key];
+        const mark = el("span", "ask-mark " + key + " " + (colour || "none"), names[key] + " " + (colour || "–"));
+        mark.dataset.road = key;
+        row.appendChild(mark);
+      }
+      box.appendChild(row);
+    }
+    return box;
   }
 
   function roads(model) {
@@ -154,6 +266,7 @@
     for (const key of Object.keys(names)) {
       wrap.appendChild(road(key, names[key], rd[key], (c) => c.colour, () => ""));
     }
+    if (model.ask) wrap.appendChild(askMarkers(model.ask));
     return wrap;
   }
 
@@ -161,24 +274,35 @@
     const s = model.shoe;
     const dl = el("dl", "shoe");
     dl.id = "shoe";
-    const items = [["Shoe", s.shoe_id || "-"], ["Cards out", s.cards_out], ["Hands", s.hands],
-      ["Player", s.player], ["Banker", s.banker], ["Tie", s.tie],
-      ["Player pairs", s.player_pairs], ["Banker pairs", s.banker_pairs]];
+    const items = [["Shoe", s.shoe_id || "-"], ["Cards out", s.cards_out], ["Cards left", model.cards_left === null ? "-" : model.cards_left],
+      ["Hands", s.hands], ["Player", s.player], ["Banker", s.banker], ["Tie", s.tie],
+      ["Player pairs", s.player_pairs], ["Banker pairs", s.banker_pairs],
+      ["Betting", bettingText(model.betting)], ["Dealer", dealerText(model.dealer) || "-"],
+      ["Limits", model.limits || "-"], ["Variant", model.variant || "-"]];
     if (s.ended) items.push(["Shoe ended", s.ended]);
     for (const [k, v] of items) {
       const d = el("div");
       d.appendChild(el("dt", null, k));
-      const dd = el("dd", null, v);
+      const dd = el("dd");
+      dd.appendChild(bidi(v));
       dd.dataset.figure = k;
       d.appendChild(dd);
       dl.appendChild(d);
     }
+    const last = el("div");
+    last.appendChild(el("dt", null, "Last card"));
+    const dd = el("dd");
+    dd.appendChild(ageNode("age", "", model.last_card_at));
+    dd.dataset.figure = "Last card";
+    last.appendChild(dd);
+    dl.appendChild(last);
     return dl;
   }
 
-  function actionButton(label, action, args, fields, model) {
+  function actionButton(label, action, args, fields, model, key) {
     const button = el("button", "action", label);
     button.dataset.action = action;
+    button.dataset.focusKey = action + ":" + key;
     if (!myActions.has(action)) {
       button.disabled = true;
       button.title = "your role may not " + action;
@@ -200,12 +324,13 @@
     const wrap = el("section", "holds");
     wrap.id = "holds";
     wrap.appendChild(el("h2", null, "Holds and alerts"));
-    if (!model.holds.length && !model.alerts.length) wrap.appendChild(el("p", "quiet", "Nothing open."));
+    if (!model.holds.length && !model.alerts.length) wrap.appendChild(el("p", "quiet", "✔ Nothing open."));
     for (const held of model.holds) {
-      const item = el("div", "hold");
+      const item = el("div", "hold critical");
       item.dataset.hand = String(held.hand);
-      item.appendChild(el("h3", null, "Held round " + held.hand));
-      item.appendChild(el("p", null, "Blocked by: " + (held.blocked_by.join("; ") || "-")));
+      item.dataset.key = "hold:" + held.hand;
+      item.appendChild(el("h3", null, "▲ Held round " + held.hand));
+      item.appendChild(line("p", null, ["Blocked by: ", bidi(held.blocked_by.join("; ") || "-")]));
       const cards = el("div", "cards small");
       for (const slot of Object.keys(held.cards)) cards.appendChild(cardNode(held.cards[slot], slot, held.hand));
       item.appendChild(cards);
@@ -213,21 +338,28 @@
       wrap.appendChild(item);
     }
     for (const alert of model.alerts) {
-      const item = el("div", "alert");
+      const item = el("div", "alert " + alert.severity);
       item.dataset.alertId = alert.alert_id;
       item.dataset.code = alert.code;
-      item.appendChild(el("h3", "code", alert.code));
-      item.appendChild(el("p", "message", alert.message));
+      item.dataset.key = "alert:" + alert.alert_id;
+      item.appendChild(line("h3", "words", [alert.severity === "critical" ? "▲ " : "◆ ", bidi(alert.words)]));
+      const meta = el("p", "meta");
+      meta.appendChild(el("span", "severity", alert.severity));
+      meta.appendChild(document.createTextNode(" · "));
+      meta.appendChild(ageNode("age", "open ", alert.raised_at));
+      meta.appendChild(document.createTextNode(" · "));
+      meta.appendChild(line("span", "code", [bidi(alert.code)]));
+      item.appendChild(meta);
+      item.appendChild(line("p", "message", [bidi(alert.message)]));
       const hand = holdHand(alert, model);
-      const where = el("p", "where", (alert.hand ? "hand " + alert.hand : "") +
-        (alert.holds !== null ? " · holds " + (hand === null ? alert.holds : "round " + hand) : ""));
-      item.appendChild(where);
+      item.appendChild(el("p", "where", (alert.hand ? "hand " + alert.hand : "") +
+        (alert.holds !== null ? " · holds " + (hand === null ? alert.holds : "round " + hand) : "")));
       const buttons = el("div", "buttons");
       if (alert.holds !== null) {
         const cards = hand !== null && model.round.hand === hand ? model.round.cards : {};
         buttons.appendChild(holdActions(hand, cards, model));
       }
-      buttons.appendChild(actionButton("Acknowledge", "acknowledge_alert", { alert_id: alert.alert_id }, [], model));
+      buttons.appendChild(actionButton("Acknowledge", "acknowledge_alert", { alert_id: alert.alert_id }, [], model, alert.alert_id));
       item.appendChild(buttons);
       wrap.appendChild(item);
     }
@@ -237,12 +369,16 @@
   function holdActions(hand, cards, model) {
     const args = hand === null ? {} : { hand: hand };
     const box = el("span", "hold-actions");
-    box.appendChild(actionButton("Confirm (resolve hold)", "resolve_hold", args, [], model));
+    box.appendChild(actionButton("Confirm (resolve hold)", "resolve_hold", args, [], model, hand));
     box.appendChild(actionButton("Correct a card", "rearrange", Object.assign({ cards: cards }, args),
       [{ name: "slot", label: "Slot", options: ["P1", "B1", "P2", "B2", "P3", "B3"] },
-       { name: "card", label: "Card (e.g. 8s, Th)" }], model));
-    box.appendChild(actionButton("Void round", "void_round", args, [{ name: "reason", label: "Reason" }], model));
+       { name: "card", label: "Card (e.g. 8s, Th)" }], model, hand));
+    box.appendChild(actionButton("Void round", "void_round", args, [{ name: "reason", label: "Reason" }], model, hand));
     return box;
+  }
+
+  function when(ts) {
+    return typeof ts === "number" && ts ? new Date(ts * 1000).toLocaleTimeString() + " " : "";
   }
 
   function history(model) {
@@ -250,12 +386,82 @@
     wrap.id = "history";
     wrap.appendChild(el("h2", null, "Who did what"));
     const list = el("ol");
-    for (const line of model.history) {
-      const when = line.ts ? new Date(line.ts * 1000).toLocaleTimeString() : "";
-      list.appendChild(el("li", line.outcome, when + " " + line.actor + " " + line.action + ": " +
-        line.outcome + (line.reason ? " (" + line.reason + ")" : "")));
+    for (const h of model.history) {
+      list.appendChild(line("li", h.outcome, [when(h.ts), bidi(h.actor), " ", bidi(h.action), ": " + h.outcome,
+        h.reason ? " (" : "", h.reason ? bidi(h.reason) : "", h.reason ? ")" : ""]));
     }
     wrap.appendChild(list);
+    return wrap;
+  }
+
+  function alertHistory(model) {
+    const wrap = el("section", "alert-history");
+    wrap.id = "alert-history";
+    wrap.appendChild(el("h2", null, "Resolved and acknowledged"));
+    const list = el("ol");
+    for (const a of model.alert_history || []) {
+      list.appendChild(line("li", null, [when(a.ts), "✔ ", bidi(a.words), " — " + a.how + " by ", bidi(a.actor),
+        a.open_s !== null ? " after " + a.open_s + " s" : ""]));
+    }
+    if (!list.children.length) list.appendChild(el("li", "quiet", "none yet"));
+    wrap.appendChild(list);
+    return wrap;
+  }
+
+  function lastRounds(model) {
+    const wrap = el("section", "last-rounds");
+    wrap.id = "last-rounds";
+    wrap.appendChild(el("h2", null, "Last rounds"));
+    const table = el("table");
+    const head = el("tr");
+    for (const h of ["Hand", "Result", "Player", "Banker"]) head.appendChild(el("th", null, h));
+    table.appendChild(head);
+    for (const r of model.last_rounds || []) {
+      const tr = el("tr", "result-" + r.winner);
+      tr.appendChild(el("td", null, r.hand));
+      tr.appendChild(el("td", "result " + r.winner, WINNER[r.winner] || r.winner));
+      for (const [side, prefix] of [["player", "P"], ["banker", "B"]]) {
+        const td = el("td");
+        const cards = el("span", "cards tiny");
+        for (const slot of [prefix + "1", prefix + "2", prefix + "3"]) {
+          if (r.cards[slot]) cards.appendChild(cardNode(r.cards[slot], slot, r.hand));
+        }
+        td.appendChild(cards);
+        const total = r[side + "_total"];
+        td.appendChild(el("span", "total-small", total === null ? "" : " " + total));
+        tr.appendChild(td);
+      }
+      table.appendChild(tr);
+    }
+    wrap.appendChild(table);
+    return wrap;
+  }
+
+  // Pace and accuracy per dealer and for the table (rounds per hour, the split of a round,
+  // dealing mistakes per 100 rounds), from the events this console has seen.
+  function pace(model) {
+    const wrap = el("section", "pace");
+    wrap.id = "pace";
+    wrap.appendChild(el("h2", null, "Dealers' pace (since the console started)"));
+    const table = el("table");
+    const head = el("tr");
+    for (const h of ["Dealer", "Rounds", "Per hour", "Bet s", "Deal s", "Settle s", "Mistakes /100"]) head.appendChild(el("th", null, h));
+    table.appendChild(head);
+    const rows = [["Table", model.pace.table]].concat(Object.entries(model.pace.dealers).map(([d, f]) => [d || "(no dealer named)", f]));
+    for (const [name, f] of rows) {
+      const tr = el("tr");
+      tr.dataset.dealer = name;
+      const cell = el("td");
+      cell.appendChild(bidi(name));
+      tr.appendChild(cell);
+      tr.appendChild(el("td", null, f.rounds));
+      tr.appendChild(el("td", null, f.rounds_per_hour === null ? "-" : Math.round(f.rounds_per_hour)));
+      for (const phase of ["betting", "dealing", "settling"]) tr.appendChild(el("td", null, f.seconds_per_round[phase]));
+      const mistakes = Object.entries(f.mistakes_per_100_rounds).map(([k, v]) => (model.mistake_names[k] || k) + " " + v);
+      tr.appendChild(el("td", null, mistakes.join(", ") || "none"));
+      table.appendChild(tr);
+    }
+    wrap.appendChild(table);
     return wrap;
   }
 
@@ -266,8 +472,8 @@
     panel.id = "reply";
     if (lastReply) {
       panel.classList.add(lastReply.ok ? "ok" : "bad");
-      panel.appendChild(el("h2", null, "Table's reply"));
-      panel.appendChild(el("pre", null, lastReply.text));
+      panel.appendChild(el("h2", null, (lastReply.ok ? "✔ " : "✖ ") + "Table's reply"));
+      panel.appendChild(line("pre", null, [bidi(lastReply.text)]));
       panel.dataset.status = lastReply.status;
     }
     return panel;
@@ -278,15 +484,15 @@
   function trustNotes(model) {
     const box = el("div", "trust-notes");
     const trust = el("p", "trust " + model.trust, model.trust === "verified"
-      ? "Signatures verified with the table's key."
-      : "Unverified: no key is configured for this table, so anyone able to publish on its topics could have sent what is shown.");
+      ? "✔ Signatures verified with the table's key."
+      : "⚠ Unverified: no key is configured for this table, so anyone able to publish on its topics could have sent what is shown.");
     trust.id = "trust";
     trust.dataset.trust = model.trust;
     box.appendChild(trust);
     if (model.refused.count) {
       const last = model.refused.last || {};
-      const refused = el("p", "refused", model.refused.count + " message(s) refused: they did not verify and are not shown" +
-        (last.topic ? " (last: " + last.topic + ", " + last.reason + ")" : ""));
+      const refused = line("p", "refused", ["▲ " + model.refused.count + " message(s) refused: they did not verify and are not shown",
+        last.topic ? " (last: " : "", last.topic ? bidi(last.topic + ", " + last.reason) : "", last.topic ? ")" : ""]);
       refused.id = "refused";
       refused.dataset.count = String(model.refused.count);
       box.appendChild(refused);
@@ -296,29 +502,95 @@
 
   function renderTable(model) {
     const wrap = el("div", "table-view");
-    const title = el("h1", null, "Table " + model.table_id);
+    const title = line("h1", null, ["Table ", bidi(model.table_id)]);
     title.id = "table-title";
     wrap.appendChild(title);
-    wrap.appendChild(el("p", "status status-" + model.status, model.status));
-    wrap.appendChild(trustNotes(model));
+    const top = el("div", "top");
+    top.appendChild(statusNode(model));
+    top.appendChild(trustNotes(model));
+    wrap.appendChild(top);
+    const cols = el("div", "columns");
+    const left = el("div", "col-main");
+    left.appendChild(layout(model, false));
+    left.appendChild(shoeFigures(model));
+    left.appendChild(roads(model));
+    const right = el("div", "col-side");
+    right.appendChild(replyPanel());
+    right.appendChild(holdsAndAlerts(model));
+    right.appendChild(lastRounds(model));
+    right.appendChild(alertHistory(model));
+    right.appendChild(pace(model));
+    right.appendChild(history(model));
+    cols.appendChild(left);
+    cols.appendChild(right);
+    wrap.appendChild(cols);
+    return wrap;
+  }
+
+  function renderPane(model) {
+    const wrap = el("div", "pane");
+    wrap.dataset.table = model.table_id;
+    const title = line("h2", null, [bidi(model.table_id), " "]);
+    title.appendChild(statusNode(model));
+    wrap.appendChild(title);
+    if (model.missing) { wrap.appendChild(el("p", "missing", "not on the broker")); return wrap; }
     wrap.appendChild(layout(model, false));
-    wrap.appendChild(shoeFigures(model));
-    wrap.appendChild(replyPanel());
-    wrap.appendChild(holdsAndAlerts(model));
-    wrap.appendChild(roads(model));
-    wrap.appendChild(history(model));
+    const big = model.roads.big_road.cells;
+    const newest = big.reduce((m, c) => Math.max(m, c.col), -1);
+    wrap.appendChild(miniRoad(big.filter((c) => c.col > newest - 16)));
+    for (const held of model.holds) wrap.appendChild(el("p", "mark held", "▲ held round " + held.hand));
+    for (const alert of model.alerts) wrap.appendChild(line("p", "mark alerts " + alert.severity,
+      [alert.severity === "critical" ? "▲ " : "◆ ", bidi(alert.words)]));
+    const link = el("a", null, "open table view");
+    link.href = tableHref("/table/", model.table_id);
+    wrap.appendChild(link);
     return wrap;
   }
 
   function renderDealer(model) {
     const wrap = el("div", "dealer");
-    wrap.appendChild(el("h1", null, model.table_id));
-    if (model.trust !== "verified") wrap.appendChild(el("p", "trust unverified", "unverified"));
+    wrap.appendChild(line("h1", null, [bidi(model.table_id)]));
+    if (model.trust !== "verified") wrap.appendChild(el("p", "trust unverified", "⚠ unverified"));
     wrap.appendChild(layout(model, true));
-    const alert = el("p", "last-alert", model.last_alert || "");
+    const alert = line("p", "last-alert", model.last_alert ? ["▲ ", bidi(model.last_alert)] : []);
     alert.id = "last-alert";
     wrap.appendChild(alert);
     return wrap;
+  }
+
+  // ------------------------------------------------------------------ new holds: flash and sound
+  let knownHolds = null; // keys of the holds and alerts seen; null before the first model
+  let audio = null;
+
+  function soundOn() {
+    return localStorage.getItem("console-sound") === "on";
+  }
+
+  function beep() {
+    if (!soundOn()) return;
+    try {
+      audio = audio || new AudioContext();
+      const osc = audio.createOscillator();
+      const gain = audio.createGain();
+      osc.frequency.value = 880;
+      gain.gain.value = 0.2;
+      osc.connect(gain).connect(audio.destination);
+      osc.start();
+      osc.stop(audio.currentTime + 0.4);
+    } catch (e) { /* no audio device: the flash still shows */ }
+  }
+
+  function flashNew(root) {
+    const items = root.querySelectorAll("[data-key]");
+    const keys = new Set(Array.from(items, (n) => n.dataset.key));
+    if (knownHolds !== null) {
+      let fresh = false;
+      for (const node of items) {
+        if (!knownHolds.has(node.dataset.key)) { node.classList.add("flash"); fresh = true; }
+      }
+      if (fresh) { beep(); document.title = "▲ " + document.title.replace(/^▲ /, ""); }
+    }
+    knownHolds = keys;
   }
 
   // ------------------------------------------------------------------ actions
@@ -326,7 +598,8 @@
     const dialog = document.getElementById("confirm");
     const fieldBox = document.getElementById("confirm-fields");
     const text = document.getElementById("confirm-text");
-    document.getElementById("confirm-title").textContent = "Send " + action + " to table " + model.table_id + "?";
+    document.getElementById("confirm-title").replaceChildren(
+      document.createTextNode("Send " + action + " to table "), bidi(model.table_id), document.createTextNode("?"));
     fieldBox.replaceChildren();
     const inputs = {};
     for (const f of fields) {
@@ -385,27 +658,60 @@
     }).catch((e) => { lastReply = { ok: false, status: "error", text: String(e) }; redraw(); });
   }
 
-  // ------------------------------------------------------------------ stream
-  let current = null;
+  // ------------------------------------------------------------------ drawing
+  const models = new Map(); // view key -> newest model
+  const panes = view === "tables" ? tableId.split(",").filter((t) => t) : [];
+  const viewKeys = view === "floor" ? ["floor"] : view === "tables" ? panes.map((t) => "table:" + t) : [view + ":" + tableId];
 
   function redraw() {
-    if (!current) return;
-    if (document.getElementById("confirm").open) return; // never redraw under an open dialog
+    if (!models.size) return;
+    // the page under an open dialog keeps updating: the dialog lives outside #app
+    const focused = document.activeElement && document.activeElement.dataset ? document.activeElement.dataset.focusKey : null;
+    const scrolled = {};
+    for (const s of document.querySelectorAll(".scroller")) {
+      const grid = s.querySelector(".grid");
+      if (grid && s.scrollLeft + s.clientWidth < s.scrollWidth - 4) scrolled[grid.id] = s.scrollLeft;
+    }
+    const first = models.get(viewKeys[0]) || models.values().next().value;
     let node;
-    if (current.missing) node = el("p", "missing", "Table " + current.table_id + " has not published on the broker.");
-    else if (view === "floor") node = renderFloor(current);
-    else if (view === "dealer") node = renderDealer(current);
-    else node = renderTable(current);
-    const status = el("p", current.broker_connected ? "connected" : "disconnected",
-      current.broker_connected ? "" : "Console not connected to the broker: what you see may be old.");
+    if (view === "tables") {
+      node = el("div", "panes");
+      node.id = "panes";
+      for (const key of viewKeys) if (models.has(key)) node.appendChild(renderPane(models.get(key)));
+    } else if (first.missing) node = line("p", "missing", ["Table ", bidi(first.table_id), " has not published on the broker."]);
+    else if (view === "floor") node = renderFloor(first);
+    else if (view === "dealer") node = renderDealer(first);
+    else node = renderTable(first);
+    const status = el("p", first.broker_connected ? "connected" : "disconnected",
+      first.broker_connected ? "" : "✖ Console not connected to the broker: what you see may be old.");
     status.id = "connection";
     app.replaceChildren(status, node);
-    for (const grid of document.querySelectorAll(".grid")) grid.scrollLeft = grid.scrollWidth;
+    flashNew(app);
+    // roads show their newest column, unless the person scrolled back to look at older ones
+    for (const s of document.querySelectorAll(".scroller")) {
+      const grid = s.querySelector(".grid");
+      s.scrollLeft = grid && grid.id in scrolled ? scrolled[grid.id] : s.scrollWidth;
+    }
+    if (focused) {
+      const again = Array.from(document.querySelectorAll("[data-focus-key]")).find((n) => n.dataset.focusKey === focused);
+      if (again) again.focus();
+    }
   }
+
+  setInterval(() => {
+    for (const node of document.querySelectorAll("[data-since]")) {
+      node.textContent = node.dataset.prefix + age(Number(node.dataset.since));
+    }
+  }, 1000);
 
   const who = document.getElementById("who");
   if (who) who.textContent = body.dataset.user + " (" + body.dataset.role + ")";
-  document.getElementById("confirm").addEventListener("close", () => setTimeout(redraw, 0));
+  const sound = document.getElementById("sound");
+  if (sound) {
+    const label = () => { sound.textContent = soundOn() ? "♪ Sound on" : "✖ Sound off"; sound.setAttribute("aria-pressed", String(soundOn())); };
+    sound.addEventListener("click", () => { localStorage.setItem("console-sound", soundOn() ? "off" : "on"); label(); beep(); });
+    label();
+  }
 
   if (view === "dealer") {
     // full screen needs a gesture: the first touch or click on the dealer's screen
@@ -416,8 +722,28 @@
     });
   }
 
-  const url = view === "floor" ? "/stream/floor" : "/stream/" + view + "/" + encodeURIComponent(tableId);
-  const source = new EventSource(url);
-  source.onmessage = (event) => { current = JSON.parse(event.data); redraw(); };
-  source.addEventListener("expired", () => { source.close(); window.location.assign("/login"); });
+  // ------------------------------------------------------------------ the live data
+  function onModel(key, model) { models.set(key, model); redraw(); }
+  function onExpired() { window.location.assign("/login"); }
+
+  if (typeof SharedWorker !== "undefined") {
+    // one stream for all of this browser's console pages (see console-worker.js)
+    const worker = new SharedWorker("/static/console-worker.js");
+    const port = worker.port;
+    port.onmessage = (event) => {
+      const msg = event.data || {};
+      if (msg.type === "model") onModel(msg.view, msg.model);
+      else if (msg.type === "expired") onExpired();
+    };
+    port.start();
+    const hello = () => port.postMessage({ type: "views", views: viewKeys });
+    hello();
+    setInterval(() => port.postMessage({ type: "ping" }), 5000);
+    window.addEventListener("pagehide", () => port.postMessage({ type: "bye" }));
+    window.addEventListener("pageshow", (e) => { if (e.persisted) hello(); });
+  } else {
+    const source = new EventSource("/stream?" + viewKeys.map((v) => "v=" + encodeURIComponent(v)).join("&"));
+    source.onmessage = (event) => { const m = JSON.parse(event.data); onModel(m.view, m.model); };
+    source.addEventListener("expired", () => { source.close(); onExpired(); });
+  }
 })();
