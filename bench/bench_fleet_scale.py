@@ -353,7 +353,18 @@ def run(count: int, duration: float, rate: float, burst: int, workdir: Path) -> 
         floor.run_burst(burst)
         bb1, e3 = cpu_seconds(broker.pid), floor.events
         burst_drained_s = wait_for_consumer(out, floor.events)
-        got_fleet = collect(ClientOptions("127.0.0.1", broker.port, None, None, None, True, "", None))
+        got_fleet = collect(
+            ClientOptions(
+                host="127.0.0.1",
+                port=broker.port,
+                tls=None,
+                username=None,
+                password=None,
+                mqtt5=True,
+                table="",
+                events_key=None,
+            )
+        )
         fleet_s = got_fleet.seconds
         fleet_tables = len(got_fleet.fleet)
         total_events = floor.events

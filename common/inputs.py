@@ -6,7 +6,7 @@ the driver observed it. The engine never reads a clock.
 Inputs are immutable ``NamedTuple`` values (``_replace`` makes a changed copy, ``_fields``
 lists the fields). Not frozen dataclasses: their ``__init__`` sets each field through
 ``object.__setattr__``, which made a ``CardRead`` cost ~2.2 us to build against ~0.4 us, on
-the path of every card (bench/README.md, "Issue #11 re-measure"). Compare inputs of one
+the path of every card (bench/README.md, "plain code against the tricks"). Compare inputs of one
 type only: like any tuples, two of different types with equal values compare equal.
 """
 

@@ -9,15 +9,23 @@ it means, whether it holds a round, how it ends, the fields of its event's ``dat
 its ``alert_id`` is formed.
 
 "RULES.md" in a message or detail is the product's rules reference, daemon/rules/RULES.md.
-Severity is the catalogue's own classification (a monitor's colour): only the delivery and
-journal alerts carry it in their payload (``severity`` among their fields below).
+Severity is the catalogue's own classification (a monitor's colour): the alerts the publisher
+and the service raise carry it in their payload (``severity`` among their fields below); the
+engine's alerts do not (their events are the table's golden history).
+
+The publisher and the service build every alert with :func:`raised_alert` and
+:func:`cleared_alert`: the id from the code's scheme, the severity from the catalogue, and
+the fields checked against the code's entry.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 
 class AlertCode(StrEnum):
@@ -45,7 +53,7 @@ class AlertCode(StrEnum):
     READER_COMMAND_REFUSED = "reader_command_refused"
     SHOE_SETTINGS_DIFFER = "shoe_settings_differ"
     JOURNAL_FULL_CARD_REFUSED = "journal_full_card_refused"
-    # issue #12: game flow (betting window, round ids, slotless readers, outages)
+    # game flow: the betting window, round ids, readers naming no slot, outages
     CARD_EXPOSED_DURING_BETTING = "card_exposed_during_betting"
     CARD_BEFORE_BETTING_CLOSED = "card_before_betting_closed"
     ROUND_ID_OUT_OF_SEQUENCE = "round_id_out_of_sequence"
@@ -64,10 +72,21 @@ class AlertCode(StrEnum):
     JOURNAL_ROLLED_BACK = "journal_rolled_back"
     JOURNAL_CONTINUITY_UNPROVEN = "journal_continuity_unproven"
     ENGINE_ERROR = "engine_error"
-    # issue #13: the game server's acknowledgement (raised by the MQTT publisher)
+    # the game server's acknowledgement (raised by the MQTT publisher)
     SERVER_ACK_LAGGING = "server_ack_lagging"
-    # issue #13 follow-up: a TLS certificate outside its dates at start (raised by the service)
+    # a TLS certificate outside its dates (raised by the service)
     TLS_CERTIFICATE_DATES = "tls_certificate_dates"
+
+
+class AlertEventKind(StrEnum):
+    """The ``kind`` of the events that carry alerts (also copied to the ``alerts`` topic)."""
+
+    RAISED = "alert_raised"
+    CLEARED = "alert_cleared"
+
+
+ALERT_EVENT_KINDS: frozenset[str] = frozenset(AlertEventKind)
+"""The event kinds the publisher also copies to the ``alerts`` topic."""
 
 
 class Severity(StrEnum):
@@ -317,7 +336,7 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "the journal has room again (StorageState(full=False); cleared by the engine), acknowledge_alert",
         details=("detail", "refused"),
     ),
-    # issue #12: game flow (betting window, round ids, slotless readers, outages)
+    # game flow: the betting window, round ids, readers naming no slot, outages
     AlertCode.CARD_EXPOSED_DURING_BETTING: AlertSpec(
         Severity.CRITICAL,
         "a card came out of the shoe while betting was open (RULES.md dealing mistake 7, a card exposed "
@@ -466,9 +485,9 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         _NEVER_CLEARED,
         raised_by=RaisedBy.SERVICE,
         id_scheme=IdScheme.ENGINE_ERROR,
-        fields=("alert_id", "code", "message", "error"),
+        fields=(*_DELIVERY_FIELDS, "error"),
     ),
-    # issue #13: the game server's acknowledgement
+    # the game server's acknowledgement
     AlertCode.SERVER_ACK_LAGGING: AlertSpec(
         Severity.WARNING,
         "the game server's acknowledgement lags past delivery.server_ack.max_lag_events or max_lag_s: "
@@ -479,7 +498,7 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "acknowledged_seq", "last_seq", "lag_events", "lag_s"),
     ),
-    # issue #13 follow-up: a TLS certificate outside its dates at start
+    # a TLS certificate outside its dates
     AlertCode.TLS_CERTIFICATE_DATES: AlertSpec(
         Severity.CRITICAL,
         "a broker.tls certificate is expired or not yet valid by this PC's clock (a wrong clock "
@@ -498,7 +517,58 @@ HOLDING_CODES: frozenset[AlertCode] = frozenset(code for code, spec in ALERTS.it
 """Codes of the alerts that hold a round."""
 
 UNNEEDED_CODES: frozenset[AlertCode] = frozenset(
-    {AlertCode.UNNEEDED_CARD, AlertCode.CARD_BEFORE_BETTING_CLOSED}  # (the second: issue #12)
+    {AlertCode.UNNEEDED_CARD, AlertCode.CARD_BEFORE_BETTING_CLOSED}  # (the second by the betting window)
 )
 """Unneeded-card alerts (RULES.md mistakes 1-2, by time or by the betting window): acknowledging one
 accepts the engine's reading, and a correction of the round it holds answers it."""
+
+
+_RANDOM_ID_PREFIX: dict[IdScheme, str] = {
+    IdScheme.DELIVERY: "delivery-",
+    IdScheme.JOURNAL: "journal-",
+    IdScheme.ENGINE_ERROR: "engine-error-",
+}
+
+
+def new_alert_id(scheme: IdScheme) -> str:
+    """A fresh id of a scheme made of random digits (every scheme but ``IdScheme.ENGINE``,
+    whose ids are numbered by the engine: :func:`engine_alert_id`)."""
+    prefix = _RANDOM_ID_PREFIX.get(scheme)
+    if prefix is None:
+        raise ValueError(f"{scheme.name} alert ids are numbered by the engine, not drawn at random")
+    return f"{prefix}{uuid.uuid4().hex[:12]}"
+
+
+_BUILT_FIELDS = frozenset({"alert_id", "code", "severity", "message"})
+
+
+def raised_alert(code: AlertCode, message: str, fields: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``data`` of the ``alert_raised`` event of a publisher or service alert, as its
+    catalogue entry says: a new ``alert_id`` of the code's scheme, the code, the catalogue's
+    severity (when the entry lists it), ``message`` and the code's own ``fields``.
+
+    Raises ``ValueError`` when ``fields`` misses one of the entry's fields or names one it
+    does not list, or for an engine alert (the engine numbers and builds its own)."""
+    spec = ALERTS[code]
+    if spec.raised_by is RaisedBy.ENGINE:
+        raise ValueError(f"{code} is raised by the engine, which builds its own alerts")
+    own = dict(fields or {})
+    expected = set(spec.fields) - _BUILT_FIELDS
+    if set(own) != expected:
+        raise ValueError(
+            f"{code}: fields {sorted(own)} differ from the catalogue's {sorted(expected)} "
+            f"(missing {sorted(expected - set(own))}, not listed {sorted(set(own) - expected)})"
+        )
+    data: dict[str, Any] = {"alert_id": new_alert_id(spec.id_scheme), "code": code}
+    if "severity" in spec.fields:
+        data["severity"] = spec.severity
+    data["message"] = message
+    data.update(own)
+    return data
+
+
+def cleared_alert(alert_id: str, code: AlertCode, message: str) -> dict[str, Any]:
+    """The ``data`` of the ``alert_cleared`` event that ends the alert ``alert_id``."""
+    if ALERTS[code].clears == _NEVER_CLEARED:
+        raise ValueError(f"{code} reports something that happened: it is never cleared")
+    return {"alert_id": alert_id, "code": code, "message": message}

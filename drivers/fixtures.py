@@ -125,7 +125,7 @@ GAME_FLOW_COMMANDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "close_betting": (frozenset({"round_id"}), frozenset()),
     "cut_card": (frozenset(), frozenset()),
 }
-"""The game server's commands a fixture records (issue #12): required and optional arguments.
+"""The game server's commands a fixture records: required and optional arguments.
 The engine checks the rest (the round id's form and order): a fixture may hold bad commands on
 purpose, but not malformed ones."""
 

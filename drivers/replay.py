@@ -102,8 +102,10 @@ def replay_fixture(
     driver opens the device, as a restarted daemon would.
     """
     if fixture.header.transport == "usb":
-        return _replay_usb(fixture, sink, realtime, speed, on_progress, final_tick)
-    return _replay_serial(fixture, sink, realtime, speed, on_progress, final_tick, on_restart)
+        return _replay_usb(fixture, sink, realtime, speed, on_progress=on_progress, final_tick=final_tick)
+    return _replay_serial(
+        fixture, sink, realtime, speed, on_progress=on_progress, final_tick=final_tick, on_restart=on_restart
+    )
 
 
 def _replay_serial(
@@ -111,6 +113,7 @@ def _replay_serial(
     sink: Callable[[EngineInput], None],
     realtime: bool,
     speed: float,
+    *,
     on_progress: Callable[[int, int], None] | None,
     final_tick: bool,
     on_restart: Callable[[float], None] | None = None,
@@ -118,76 +121,103 @@ def _replay_serial(
     steps = fixture.steps
     clock = FixtureClock(steps[0].t if steps else 0.0)
     with tempfile.TemporaryDirectory(prefix="baccarat-replay-") as tmp:
-        device = PtyDevice(Path(tmp) / "shoe")
-        stable_name = f"replay:{fixture.header.name}"
+        replay = _SerialReplay(fixture, PtyDevice(Path(tmp) / "shoe"), sink, clock)
+        try:
+            replay.open()
+            pacer = _Pacer(realtime, speed, steps[0].t if steps else 0.0)
+            for n, step in enumerate(steps, start=1):
+                pacer.wait(step.t)
+                replay.play(n, step, on_restart)
+                if on_progress is not None:
+                    on_progress(n, len(steps))
+            replay.drained("")
+            if final_tick and steps:
+                sink(Tick(at=steps[-1].t + 60.0))
+        finally:
+            replay.close()
+        health = replay.driver.health()
+    return ReplayResult(steps=len(steps), health=health)
 
-        def stable_sink(item: EngineInput) -> None:
-            # the temporary pty path differs on every run; the event stream must not
-            if isinstance(item, DeviceConnection) and item.detail:
-                item = item._replace(detail=item.detail.replace(device.path, stable_name))
-            sink(item)
 
-        driver_class = load(fixture.header.protocol)
-        settings = {
+class _SerialReplay:
+    """A serial fixture's device (a pty) and the real driver reading it, step by step."""
+
+    def __init__(
+        self, fixture: Fixture, device: PtyDevice, sink: Callable[[EngineInput], None], clock: FixtureClock
+    ) -> None:
+        self.fixture = fixture
+        self.device = device
+        self.sink = sink
+        self.clock = clock
+        self.written = 0
+        self._stable_name = f"replay:{fixture.header.name}"
+        self._driver_class = load(fixture.header.protocol)
+        self._settings = {
             "url": device.path,
             "protocol": fixture.header.protocol_settings,
             "reconnect": FAST_RECONNECT,
         }
+        self.driver = self._new_driver()
 
-        def new_driver() -> ReaderDriver:
-            built = driver_class.build(settings, stable_sink, clock)
-            if not isinstance(built, ReaderDriver):
-                raise ReplayError(f"{fixture.header.protocol} is not a reader driver")
-            built.start()
-            return built
+    def _stable_sink(self, item: EngineInput) -> None:
+        # the temporary pty path differs on every run; the event stream must not
+        if isinstance(item, DeviceConnection) and item.detail:
+            item = item._replace(detail=item.detail.replace(self.device.path, self._stable_name))
+        self.sink(item)
 
-        driver = new_driver()
-        written = 0
-        try:
-            if not driver.wait_until_connected(True, WAIT):
-                raise ReplayError(f"the serial driver did not open {device.path}")
-            pacer = _Pacer(realtime, speed, steps[0].t if steps else 0.0)
-            for n, step in enumerate(steps, start=1):
-                pacer.wait(step.t)
-                # the previous bytes are decoded before the clock moves on: inputs carry their step's time
-                if not driver.wait_until_received(written, WAIT):
-                    raise ReplayError(
-                        f"step {n}: the driver read {driver.health()['bytes']} of {written} bytes"
-                    )
-                clock.set(step.t)
-                if step.data is not None:
-                    device.write(step.data)
-                    written += len(step.data)
-                elif step.event == "unplug":
-                    device.unplug()
-                    if not driver.wait_until_connected(False, WAIT):
-                        raise ReplayError(f"step {n}: the driver did not notice the unplug")
-                elif step.event == "replug":
-                    device.plug()
-                    if not driver.wait_until_connected(True, WAIT):
-                        raise ReplayError(f"step {n}: the driver did not reopen {device.path}")
-                elif step.event == "restart":
-                    driver.stop()
-                    if on_restart is not None:
-                        on_restart(step.t)
-                    driver, written = new_driver(), 0
-                    if not driver.wait_until_connected(True, WAIT):
-                        raise ReplayError(f"step {n}: the restarted driver did not open {device.path}")
-                elif step.supervisor is not None:
-                    sink(_command(step, n))
-                elif step.tick:
-                    sink(Tick(at=step.t))
-                if on_progress is not None:
-                    on_progress(n, len(steps))
-            if not driver.wait_until_received(written, WAIT):
-                raise ReplayError(f"the driver read {driver.health()['bytes']} of {written} bytes")
-            if final_tick and steps:
-                sink(Tick(at=steps[-1].t + 60.0))
-        finally:
-            driver.stop()
-            device.close()
-        health = driver.health()
-    return ReplayResult(steps=len(steps), health=health)
+    def _new_driver(self) -> ReaderDriver:
+        built = self._driver_class.build(self._settings, self._stable_sink, self.clock)
+        if not isinstance(built, ReaderDriver):
+            raise ReplayError(f"{self.fixture.header.protocol} is not a reader driver")
+        built.start()
+        return built
+
+    def open(self) -> None:
+        if not self.driver.wait_until_connected(True, WAIT):
+            raise ReplayError(f"the serial driver did not open {self.device.path}")
+
+    def drained(self, where: str) -> None:
+        """Wait until the driver read every byte written so far."""
+        if not self.driver.wait_until_received(self.written, WAIT):
+            read = self.driver.health()["bytes"]
+            raise ReplayError(f"{where}the driver read {read} of {self.written} bytes")
+
+    def play(self, n: int, step: FixtureStep, on_restart: Callable[[float], None] | None) -> None:
+        """Step ``n``: the previous bytes are decoded before the clock moves on (inputs carry
+        their step's time), then the step's bytes, device event, command or tick."""
+        self.drained(f"step {n}: ")
+        self.clock.set(step.t)
+        if step.data is not None:
+            self.device.write(step.data)
+            self.written += len(step.data)
+        elif step.event is not None:
+            self._device_event(n, step, on_restart)
+        elif step.supervisor is not None:
+            self.sink(_command(step, n))
+        elif step.tick:
+            self.sink(Tick(at=step.t))
+
+    def _device_event(self, n: int, step: FixtureStep, on_restart: Callable[[float], None] | None) -> None:
+        match step.event:
+            case "unplug":
+                self.device.unplug()
+                if not self.driver.wait_until_connected(False, WAIT):
+                    raise ReplayError(f"step {n}: the driver did not notice the unplug")
+            case "replug":
+                self.device.plug()
+                if not self.driver.wait_until_connected(True, WAIT):
+                    raise ReplayError(f"step {n}: the driver did not reopen {self.device.path}")
+            case "restart":
+                self.driver.stop()
+                if on_restart is not None:
+                    on_restart(step.t)
+                self.driver, self.written = self._new_driver(), 0
+                if not self.driver.wait_until_connected(True, WAIT):
+                    raise ReplayError(f"step {n}: the restarted driver did not open {self.device.path}")
+
+    def close(self) -> None:
+        self.driver.stop()
+        self.device.close()
 
 
 def _replay_usb(
@@ -195,6 +225,7 @@ def _replay_usb(
     sink: Callable[[EngineInput], None],
     realtime: bool,
     speed: float,
+    *,
     on_progress: Callable[[int, int], None] | None,
     final_tick: bool,
 ) -> ReplayResult:

@@ -16,13 +16,17 @@ from typing import Any
 import pytest
 
 from daemon.alerts import (
+    ALERT_EVENT_KINDS,
     ALERTS,
     HOLDING_CODES,
     AlertCode,
     IdScheme,
     RaisedBy,
+    cleared_alert,
     engine_alert_id,
     engine_alert_number,
+    new_alert_id,
+    raised_alert,
 )
 from daemon.mqtt.contract import load_schema
 from tests.conftest import REPO_ROOT
@@ -111,7 +115,7 @@ def test_every_code_has_one_entry_and_ids_follow_their_scheme() -> None:
         assert {"alert_id", "code"} <= set(spec.fields), code
         assert spec.raised_by is RaisedBy.ENGINE or not spec.holds, code  # only the engine holds rounds
         assert (spec.id_scheme is IdScheme.ENGINE) == (spec.raised_by is RaisedBy.ENGINE), code
-        assert ("severity" in spec.fields) == (spec.id_scheme in (IdScheme.DELIVERY, IdScheme.JOURNAL)), code
+        assert ("severity" in spec.fields) == (spec.raised_by is not RaisedBy.ENGINE), code
     assert engine_alert_id("S1", 3) == "S1:a3"
     assert engine_alert_id(None, 1) == "noshoe:a1"
     assert engine_alert_number("shoe-1-2000:a12") == 12
@@ -174,3 +178,48 @@ def test_the_engine_readme_lists_exactly_the_engine_codes() -> None:
     table = readme.split("## Alerts", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `([a-z_]+)` \|", table, flags=re.MULTILINE))
     assert listed == {code for code, spec in ALERTS.items() if spec.raised_by is RaisedBy.ENGINE}
+
+
+def _example_fields(code: AlertCode) -> dict[str, Any]:
+    own = [f for f in ALERTS[code].fields if f not in ("alert_id", "code", "severity", "message")]
+    return {name: f"{name}-value" for name in own}
+
+
+@pytest.mark.parametrize("code", [c for c, s in ALERTS.items() if s.raised_by is not RaisedBy.ENGINE])
+def test_the_constructor_builds_each_publisher_and_service_alert_as_catalogued(code: AlertCode) -> None:
+    spec = ALERTS[code]
+    data = raised_alert(code, "what happened", _example_fields(code))
+    assert list(data) == list(spec.fields)
+    assert spec.id_scheme.pattern.fullmatch(data["alert_id"])
+    assert data["code"] is code
+    assert data["severity"] is spec.severity
+    assert data["message"] == "what happened"
+    assert raised_alert(code, "again", _example_fields(code))["alert_id"] != data["alert_id"]
+
+
+def test_the_constructor_refuses_fields_the_catalogue_does_not_list() -> None:
+    fields = _example_fields(AlertCode.MQTT_DEAD_LETTER)
+    with pytest.raises(ValueError, match=r"missing \['seq'\]"):
+        raised_alert(AlertCode.MQTT_DEAD_LETTER, "m", {k: v for k, v in fields.items() if k != "seq"})
+    with pytest.raises(ValueError, match=r"not listed \['hand'\]"):
+        raised_alert(AlertCode.MQTT_DEAD_LETTER, "m", {**fields, "hand": 3})
+    with pytest.raises(ValueError, match="raised by the engine"):
+        raised_alert(AlertCode.RESCAN_NEEDED, "m", {})
+    with pytest.raises(ValueError, match="numbered by the engine"):
+        new_alert_id(IdScheme.ENGINE)
+
+
+def test_an_alert_is_cleared_only_when_its_entry_says_it_can_be() -> None:
+    assert cleared_alert("delivery-0123456789ab", AlertCode.MQTT_DELIVERY_FAILING, "back") == {
+        "alert_id": "delivery-0123456789ab",
+        "code": AlertCode.MQTT_DELIVERY_FAILING,
+        "message": "back",
+    }
+    with pytest.raises(ValueError, match="never cleared"):
+        cleared_alert("journal-0123456789ab", AlertCode.JOURNAL_RECOVERED, "m")
+
+
+def test_the_alert_event_kinds_are_the_engines() -> None:
+    from daemon.engine.events import EventKind
+
+    assert {EventKind.ALERT_RAISED, EventKind.ALERT_CLEARED} == ALERT_EVENT_KINDS

@@ -1,13 +1,17 @@
-"""Package boundaries: ``drivers/`` and ``common/`` never import ``daemon/``.
+"""Package boundaries: imports only point down the layers.
 
-``daemon/`` wires the drivers together, so a driver importing the daemon would make a
-package cycle. Every ``import daemon…`` / ``from daemon… import`` counts, at any nesting
-level (inside a function, a class, an ``if TYPE_CHECKING:`` block).
+``drivers/`` and ``common/`` never import ``daemon/`` (``daemon/`` wires the drivers
+together, so a driver importing the daemon would make a package cycle); ``common/`` never
+imports ``drivers/`` (both the drivers and the daemon build on it); ``daemon/mqtt`` never
+imports ``daemon/service`` (the service composes the MQTT parts, not the other way round).
+Every ``import x…`` / ``from x… import`` counts, at any nesting level (inside a function, a
+class, an ``if TYPE_CHECKING:`` block).
 """
 
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 
@@ -16,8 +20,8 @@ from tests.conftest import REPO_ROOT
 FORBIDDEN = "daemon"
 
 
-def daemon_imports(source: str, filename: str) -> list[str]:
-    """``"file:line: statement"`` for every import of the ``daemon`` package in ``source``."""
+def daemon_imports(source: str, filename: str, forbidden: str = FORBIDDEN) -> list[str]:
+    """``"file:line: statement"`` for every import of the package ``forbidden`` in ``source``."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(source, filename)):
         if isinstance(node, ast.Import):
@@ -26,7 +30,7 @@ def daemon_imports(source: str, filename: str) -> list[str]:
             names = [node.module]
         else:
             continue
-        if any(name == FORBIDDEN or name.startswith(FORBIDDEN + ".") for name in names):
+        if any(name == forbidden or name.startswith(forbidden + ".") for name in names):
             found.append((node.lineno, f"{filename}:{node.lineno}: {ast.unparse(node)}"))
     return [text for _, text in sorted(found)]
 
@@ -49,13 +53,50 @@ def test_the_check_finds_imports_at_any_level() -> None:
     ]
 
 
-@pytest.mark.parametrize("package", ["drivers", "common"])
-def test_package_never_imports_daemon(package: str) -> None:
+def test_the_check_tells_a_subpackage_from_a_longer_name() -> None:
+    source = "from daemon.service.config import load\nimport daemon.services\nimport daemon.service\n"
+    assert daemon_imports(source, "x.py", "daemon.service") == [
+        "x.py:1: from daemon.service.config import load",
+        "x.py:3: import daemon.service",
+    ]
+
+
+# (package, the package it must not import)
+BOUNDARIES = [
+    ("drivers", "daemon"),
+    ("common", "daemon"),
+    ("common", "drivers"),
+    ("daemon/mqtt", "daemon.service"),
+]
+
+# Imports that break a boundary today and are being moved by a change in flight; each entry
+# names its file and import. The acknowledgement's journal-continuity alert moves from the
+# service into daemon/journal; this entry goes with it.
+ALLOWED: frozenset[str] = frozenset(
+    {"daemon/mqtt/acknowledgement.py: from daemon.service.journal_continuity import continuity_alert"}
+)
+
+
+def _without_line(found: str) -> str:
+    filename, _line, statement = found.split(":", 2)
+    return f"{filename}:{statement}"
+
+
+def imports_of(package: str, forbidden: str) -> list[str]:
+    """Every import of ``forbidden`` under ``package/`` (outside ``ALLOWED``)."""
     files = sorted((REPO_ROOT / package).rglob("*.py"))
     assert files, f"no Python files under {package}/"
     found = [
         line
         for path in files
-        for line in daemon_imports(path.read_text(encoding="utf-8"), str(path.relative_to(REPO_ROOT)))
+        for line in daemon_imports(
+            path.read_text(encoding="utf-8"), Path(path.relative_to(REPO_ROOT)).as_posix(), forbidden
+        )
     ]
-    assert found == [], f"{package}/ must not import daemon/:\n" + "\n".join(found)
+    return [line for line in found if _without_line(line) not in ALLOWED]
+
+
+@pytest.mark.parametrize(("package", "forbidden"), BOUNDARIES)
+def test_package_never_imports_a_higher_layer(package: str, forbidden: str) -> None:
+    found = imports_of(package, forbidden)
+    assert found == [], f"{package}/ must not import {forbidden}:\n" + "\n".join(found)

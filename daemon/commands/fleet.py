@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="every table on a broker, worst first (terminal, --json, Prometheus exporter)",
         description="Show every table on a broker from its retained status, health and state topics.",
     )
-    from daemon.mqtt.client_options import add_connection_arguments
+    from daemon.commands._mqtt_client import add_connection_arguments
 
     add_connection_arguments(parser, events_key=False, table=False)
     parser.add_argument("--json", action="store_true", help="print the fleet as one JSON document")
@@ -61,11 +61,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from daemon.commands._mqtt_client import resolve
     from daemon.fleet.collect import CollectError, collect
     from daemon.fleet.metrics import exposition
     from daemon.fleet.render import as_json, render_table
     from daemon.fleet.tables import Thresholds, worst_first
-    from daemon.mqtt.client_options import resolve
 
     for name in ("quiet", "timeout", "stale_after", "backlog_age", "ack_lag", "card_age"):
         value = getattr(args, name)

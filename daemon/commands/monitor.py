@@ -4,6 +4,9 @@ Shows the round in progress (cards and totals), the last results, the shoe's bea
 plate and big road, the hand number, the bets offered this hand, open alerts and
 the reader/broker health. Plain ANSI, no curses. ``--once`` prints one frame after
 the retained topics (status, state, health) arrived, for scripts and tests.
+
+Exit status: the MQTT tools' own (:mod:`daemon.commands._mqtt_client`): 0 done, 2 bad usage,
+3 broker unreachable, 4 login refused, 5 TLS failed, 6 connection refused otherwise.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from typing import Any
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from daemon.commands._mqtt_client import EXIT_CODES_HELP, add_connection_arguments
+
     parser = subparsers.add_parser(
         "monitor",
         help="live terminal view of a table from its MQTT topics",
         description="Subscribe to baccarat/v1/<table>/# and show the table live.",
+        epilog=EXIT_CODES_HELP,
     )
-    from daemon.mqtt.client_options import add_connection_arguments
-
     add_connection_arguments(parser, events_key=False)
     parser.add_argument("--once", action="store_true", help="print one frame and exit")
     parser.add_argument(
@@ -33,73 +37,48 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    import paho.mqtt.client as mqtt
-
-    from daemon.mqtt.client_options import build_client, resolve
+    from daemon.commands._mqtt_client import ClientFailure, resolve_or_fail, subscribed
     from daemon.mqtt.topics import TableTopics
     from daemon.service.table_view import TableView, render
 
-    conn = resolve(args)
-    if isinstance(conn, str):
-        print(f"monitor: {conn}", file=sys.stderr)
-        return 2
-    topics = TableTopics(conn.table)
-    view = TableView(conn.table)
-    lock = threading.Lock()
-    changed = threading.Event()
-    connected = threading.Event()
-    connect_error: list[str] = []
     try:
-        client = build_client(conn, "monitor")
-    except (OSError, ValueError) as exc:
-        print(f"monitor: TLS set-up failed: {exc}", file=sys.stderr)
-        return 2
+        conn = resolve_or_fail(args)
+        view = TableView(conn.table)
+        lock = threading.Lock()
+        changed = threading.Event()
 
-    def on_connect(c: mqtt.Client, _u: object, _f: object, reason: Any, _p: object = None) -> None:
-        if getattr(reason, "is_failure", False):
-            connect_error.append(str(reason))
-            connected.set()
-            return
-        c.subscribe(topics.all, qos=1)
-        connected.set()
-
-    def on_message(_c: mqtt.Client, _u: object, msg: mqtt.MQTTMessage) -> None:
-        with lock:
-            view.apply(msg.topic, bytes(msg.payload))
-        changed.set()
-
-    client.on_connect = on_connect
-    client.on_message = on_message
-    try:
-        client.connect(conn.host, conn.port, keepalive=30)
-    except (OSError, ValueError) as exc:
-        print(f"monitor: cannot reach the broker at {conn.host}:{conn.port}: {exc}", file=sys.stderr)
-        return 3
-    client.loop_start()
-    colour = not args.no_color and sys.stdout.isatty()
-    try:
-        if not connected.wait(10) or connect_error:
-            reason = connect_error[0] if connect_error else "no answer within 10 s"
-            print(f"monitor: the broker refused the connection: {reason}", file=sys.stderr)
-            return 3
-        if args.once:
-            _wait_for_retained(view, lock, args.wait)
+        def on_message(topic: str, payload: bytes) -> None:
             with lock:
-                sys.stdout.write(render(view, colour=colour))
-            return 0
-        while True:
-            changed.wait(1.0)
-            changed.clear()
-            with lock:
-                frame = render(view, colour=colour)
-            sys.stdout.write("\x1b[H\x1b[2J" + frame)
-            sys.stdout.flush()
-            time.sleep(0.1)  # at most ~10 frames a second
+                view.apply(topic, payload)
+            changed.set()
+
+        with subscribed(conn, name="monitor", topic=TableTopics(conn.table).all, on_message=on_message):
+            colour = not args.no_color and sys.stdout.isatty()
+            if args.once:
+                _wait_for_retained(view, lock, args.wait)
+                with lock:
+                    sys.stdout.write(render(view, colour=colour))
+                return 0
+            _show_live(view, lock, changed, colour=colour)
+    except ClientFailure as failure:
+        return failure.report("monitor")
     except KeyboardInterrupt:
-        return 0
-    finally:
-        client.loop_stop()
-        client.disconnect()
+        pass
+    return 0
+
+
+def _show_live(view: Any, lock: threading.Lock, changed: threading.Event, *, colour: bool) -> None:
+    """Redraw the table on each change until Ctrl-C."""
+    from daemon.service.table_view import render
+
+    while True:
+        changed.wait(1.0)
+        changed.clear()
+        with lock:
+            frame = render(view, colour=colour)
+        sys.stdout.write("\x1b[H\x1b[2J" + frame)
+        sys.stdout.flush()
+        time.sleep(0.1)  # at most ~10 frames a second
 
 
 def _wait_for_retained(view: Any, lock: threading.Lock, wait: float) -> None:

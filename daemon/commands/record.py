@@ -60,68 +60,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(handler=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from pydantic import ValidationError
+class _Refused(Exception):
+    """A usage error: the line to print (exit 2)."""
 
+
+def run(args: argparse.Namespace) -> int:
     from drivers.base import ReaderDriver, log_to_stderr
-    from drivers.fixtures import FIXTURE_SUFFIX, UsbIdentity
-    from drivers.record import FixtureWriter, Recorder, attach, recorded_header
+    from drivers.record import FixtureWriter, Recorder, attach
     from drivers.registry import load
 
     log_to_stderr()
-    settings: dict[str, Any]
-    if args.driver == "usb_hid":
-        if not (args.vid and args.pid):
-            print("error: usb_hid needs --vid and --pid", file=sys.stderr)
-            return 2
-        settings = {"vendor_id": args.vid, "product_id": args.pid, "serial_number": args.serial_number}
-    else:
-        if not args.url:
-            print(f"error: {args.driver} needs --url", file=sys.stderr)
-            return 2
-        settings = {"url": args.url, "baudrate": args.baudrate}
-    protocol = load_protocol_settings(args.settings)
-    if isinstance(protocol, str):
-        print(f"error: {protocol}", file=sys.stderr)
-        return 2
-    if args.settings is not None:
-        settings["protocol"] = protocol
     driver_class = load(args.driver)
     try:
-        validated = driver_class.validate({k: v for k, v in settings.items() if v is not None})
-    except ValidationError as exc:
-        for error in exc.errors():
-            loc = [str(p) for p in error["loc"]]
-            if args.settings is not None and loc[:1] == ["protocol"]:
-                print(f"error: {args.settings}: {'.'.join(loc[1:])}: {error['msg']}", file=sys.stderr)
-            else:
-                print(f"error: {'.'.join(loc)}: {error['msg']}", file=sys.stderr)
-        return 2
-    dumped = validated.model_dump(mode="json")
-    usb = None
-    if args.driver == "usb_hid":
-        serial_number = dumped.get("serial_number") or "unknown"
-        usb = UsbIdentity(
-            vendor_id=dumped["vendor_id"], product_id=dumped["product_id"], serial_number=serial_number
-        )
-    name = args.out.name.removesuffix(FIXTURE_SUFFIX).removesuffix(".jsonl")
-    try:
-        header = recorded_header(
-            name=name,
-            protocol=args.driver,
-            provenance=f"recorded live with baccarat-edge record {args.site}".strip(),
-            description=args.description,
-            protocol_settings=dumped["protocol"],
-            usb=usb,
-        )
-    except ValidationError as exc:
-        for error in exc.errors():
-            print(f"error: --out {args.out.name}: {error['loc'][0]}: {error['msg']}", file=sys.stderr)
-        return 2
-    try:
-        writer = FixtureWriter(args.out, header)
-    except OSError as exc:
-        print(f"error: cannot write {args.out}: {exc.strerror}", file=sys.stderr)
+        validated = _validated_settings(args, driver_class)
+        header = _header(args, validated.model_dump(mode="json"))
+        try:
+            writer = FixtureWriter(args.out, header)
+        except OSError as exc:
+            raise _Refused(f"error: cannot write {args.out}: {exc.strerror}") from exc
+    except _Refused as refused:
+        print(refused, file=sys.stderr)
         return 2
     recorder = Recorder(transport="usb" if args.driver == "usb_hid" else "serial", writer=writer)
 
@@ -133,6 +91,85 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {args.driver} is not a card reader driver", file=sys.stderr)
         return 2
     attach(driver, recorder)
+    print(f"recording {args.driver} into {args.out}; Ctrl-C to stop", file=sys.stderr, flush=True)
+    stopped_by = _record_until_stopped(driver, recorder, writer, args.duration)
+    if recorder.write_error is not None:
+        print(
+            f"error: writing {args.out} failed after {writer.steps} steps: {recorder.write_error}; "
+            "the file holds the steps written until then",
+            file=sys.stderr,
+        )
+        return 1
+    how = f" (stopped by {stopped_by})" if stopped_by else ""
+    print(
+        f"{args.out}: {writer.steps} steps, {recorder.inputs} inputs decoded{how}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _validated_settings(args: argparse.Namespace, driver_class: Any) -> Any:
+    """The driver's settings from the flags (and ``--settings``), validated; raises ``_Refused``."""
+    from pydantic import ValidationError
+
+    settings: dict[str, Any]
+    if args.driver == "usb_hid":
+        if not (args.vid and args.pid):
+            raise _Refused("error: usb_hid needs --vid and --pid")
+        settings = {"vendor_id": args.vid, "product_id": args.pid, "serial_number": args.serial_number}
+    else:
+        if not args.url:
+            raise _Refused(f"error: {args.driver} needs --url")
+        settings = {"url": args.url, "baudrate": args.baudrate}
+    protocol = load_protocol_settings(args.settings)
+    if isinstance(protocol, str):
+        raise _Refused(f"error: {protocol}")
+    if args.settings is not None:
+        settings["protocol"] = protocol
+    try:
+        return driver_class.validate({k: v for k, v in settings.items() if v is not None})
+    except ValidationError as exc:
+        lines = []
+        for error in exc.errors():
+            loc = [str(p) for p in error["loc"]]
+            if args.settings is not None and loc[:1] == ["protocol"]:
+                lines.append(f"error: {args.settings}: {'.'.join(loc[1:])}: {error['msg']}")
+            else:
+                lines.append(f"error: {'.'.join(loc)}: {error['msg']}")
+        raise _Refused("\n".join(lines)) from exc
+
+
+def _header(args: argparse.Namespace, dumped: dict[str, Any]) -> Any:
+    """The fixture's header for the validated settings ``dumped``; raises ``_Refused``."""
+    from pydantic import ValidationError
+
+    from drivers.fixtures import FIXTURE_SUFFIX, UsbIdentity
+    from drivers.record import recorded_header
+
+    usb = None
+    if args.driver == "usb_hid":
+        serial_number = dumped.get("serial_number") or "unknown"
+        usb = UsbIdentity(
+            vendor_id=dumped["vendor_id"], product_id=dumped["product_id"], serial_number=serial_number
+        )
+    name = args.out.name.removesuffix(FIXTURE_SUFFIX).removesuffix(".jsonl")
+    try:
+        return recorded_header(
+            name=name,
+            protocol=args.driver,
+            provenance=f"recorded live with baccarat-edge record {args.site}".strip(),
+            description=args.description,
+            protocol_settings=dumped["protocol"],
+            usb=usb,
+        )
+    except ValidationError as exc:
+        lines = [f"error: --out {args.out.name}: {error['loc'][0]}: {error['msg']}" for error in exc.errors()]
+        raise _Refused("\n".join(lines)) from exc
+
+
+def _record_until_stopped(driver: Any, recorder: Any, writer: Any, duration: float | None) -> str | None:
+    """Run the driver until Ctrl-C, SIGTERM, ``duration`` or a write error; close the file.
+    The signal that stopped it, if one did."""
     done = threading.Event()
     stopped_by: list[str] = []
 
@@ -141,8 +178,7 @@ def run(args: argparse.Namespace) -> int:
         done.set()
 
     previous = signal.signal(signal.SIGTERM, on_signal)
-    print(f"recording {args.driver} into {args.out}; Ctrl-C to stop", file=sys.stderr, flush=True)
-    deadline = None if args.duration is None else time.monotonic() + args.duration
+    deadline = None if duration is None else time.monotonic() + duration
     driver.start()
     try:
         while not done.wait(0.2):  # short waits: a signal handler runs between them
@@ -159,16 +195,4 @@ def run(args: argparse.Namespace) -> int:
             writer.close()
         except OSError as exc:
             recorder.write_error = recorder.write_error or exc
-    if recorder.write_error is not None:
-        print(
-            f"error: writing {args.out} failed after {writer.steps} steps: {recorder.write_error}; "
-            "the file holds the steps written until then",
-            file=sys.stderr,
-        )
-        return 1
-    how = f" (stopped by {stopped_by[0]})" if stopped_by else ""
-    print(
-        f"{args.out}: {writer.steps} steps, {recorder.inputs} inputs decoded{how}",
-        file=sys.stderr,
-    )
-    return 0
+    return stopped_by[0] if stopped_by else None

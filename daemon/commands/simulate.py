@@ -7,7 +7,7 @@ printed; ``--link`` gives it a stable name) or writes a fixture file
 (``--fixture``, with ``--expected`` for the engine event stream it must produce).
 ``--library DIR`` regenerates the committed fixture library.
 
-``--game-flow betting_window`` deals the way a table with a betting window runs (issue #12): the
+``--game-flow betting_window`` deals the way a table with a betting window runs: the
 game server opens and closes betting for each round (``open_betting``/``close_betting`` with its
 round id, supervisor steps of the fixture), or with ``--betting-source button`` the dealer's
 button (a line or key of the reader), or ``shoe_lock`` the Angel Eye shoe's lock frames; faults

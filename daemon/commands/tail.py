@@ -5,13 +5,16 @@ duplicates by ``event_id``, reports ``seq`` gaps (and gaps explained by a dead-l
 and prints the events. With ``--all`` it also prints status, state, health, alerts and
 command replies. The dedup/gap/verify logic is :class:`daemon.mqtt.consumer.EventConsumer`.
 
-Exit status: 0 when every event verified and no gap is left unexplained, 1 otherwise,
-2 on a usage or connection error.
+Exit status: 0 when every event verified and no gap is left unexplained, 1 otherwise; the
+connection failures are the MQTT tools' own (:mod:`daemon.commands._mqtt_client`): 2 bad
+usage, 3 broker unreachable, 4 login or subscription refused, 5 TLS failed, 6 connection
+refused otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import threading
@@ -21,6 +24,8 @@ from typing import Any, TextIO
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from daemon.commands._mqtt_client import EXIT_CODES_HELP, add_connection_arguments
+
     parser = subparsers.add_parser(
         "tail",
         help="print a table's events: verify signatures, drop duplicates, report seq gaps",
@@ -28,9 +33,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Reference consumer of baccarat/v1/<table>/events: verifies each event's HMAC, "
             "deduplicates by event_id, reports seq gaps, prints events."
         ),
+        epilog=EXIT_CODES_HELP,
     )
-    from daemon.mqtt.client_options import add_connection_arguments
-
     add_connection_arguments(parser, events_key=True)
     parser.add_argument(
         "--all", action="store_true", help="also print status, state, health, alerts, replies"
@@ -167,83 +171,45 @@ def _ranges(seqs: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import paho.mqtt.client as mqtt
+    from daemon.commands._mqtt_client import ClientFailure, resolve_or_fail, subscribed
 
-    from daemon.mqtt.client_options import build_client, resolve
-
-    conn = resolve(args)
-    if isinstance(conn, str):
-        print(f"tail: {conn}", file=sys.stderr)
-        return 2
-    if args.checkpoint is not None:
-        return run_consumer(args, conn)
-    tail = Tail(conn.table, conn.events_key, args=args, out=sys.stdout)
     try:
-        client = build_client(conn, "tail")
-    except (OSError, ValueError) as exc:
-        print(f"tail: TLS set-up failed: {exc}", file=sys.stderr)
-        return 2
-    topic = tail.topics.all if args.all else tail.topics.events
-    connected = threading.Event()
-    failure: list[str] = []
-
-    def on_connect(c: mqtt.Client, userdata: Any, flags: Any, reason: Any, props: Any) -> None:
-        if reason.is_failure:
-            failure.append(f"broker refused the connection: {reason}")
-            tail.done.set()
-            return
-        c.subscribe(topic, qos=1)
-        connected.set()
-
-    def on_message(c: mqtt.Client, userdata: Any, message: mqtt.MQTTMessage) -> None:
-        tail.on_payload(message.topic, bytes(message.payload))
-
-    def on_subscribe(c: mqtt.Client, userdata: Any, mid: int, reasons: Any, props: Any) -> None:
-        print(f"tail: subscribed to {topic}", file=sys.stderr, flush=True)
-
-    client.on_connect = on_connect
-    client.on_message = on_message
-    client.on_subscribe = on_subscribe
-    try:
-        client.connect(conn.host, conn.port, keepalive=30)
-    except (OSError, ValueError) as exc:
-        print(f"tail: cannot connect to {conn.host}:{conn.port}: {exc}", file=sys.stderr)
-        return 2
-    client.loop_start()
-    try:
-        tail.done.wait(args.timeout)
-    except KeyboardInterrupt:
-        pass  # Ctrl-C ends a live tail: still print the summary
-    finally:
-        client.disconnect()
-        client.loop_stop()
-    if failure:
-        print(f"tail: {failure[0]}", file=sys.stderr)
-        return 2
+        conn = resolve_or_fail(args)
+        if args.checkpoint is not None:
+            return run_consumer(args, conn)
+        tail = Tail(conn.table, conn.events_key, args=args, out=sys.stdout)
+        topic = tail.topics.all if args.all else tail.topics.events
+        with subscribed(conn, name="tail", topic=topic, on_message=tail.on_payload):
+            print(f"tail: subscribed to {topic}", file=sys.stderr, flush=True)
+            with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C ends a live tail: still print the summary
+                tail.done.wait(args.timeout)
+    except ClientFailure as failure:
+        return failure.report("tail")
     print(f"tail: {tail.summary()}", file=sys.stderr)
     return 0 if tail.clean else 1
 
 
 def run_consumer(args: argparse.Namespace, conn: Any) -> int:
-    """``tail --checkpoint``: the reference consumer (:mod:`daemon.mqtt.consumer_client`)."""
+    """``tail --checkpoint``: the reference consumer (:mod:`daemon.mqtt.consumer_client`).
+    Raises :class:`~daemon.commands._mqtt_client.ClientFailure` when it cannot connect."""
+    from daemon.commands._mqtt_client import ClientFailure, ExitCode, connect_failure, new_client
     from daemon.mqtt.checkpoint import Checkpoint
-    from daemon.mqtt.client_options import build_client
     from daemon.mqtt.consumer import Verdict
     from daemon.mqtt.consumer_client import ConsumerClient
     from daemon.mqtt.ordered_consumer import Fed, OrderedConsumer
     from daemon.mqtt.secrets import SecretError, SigningKeySource
 
     if args.key_id is None or args.command_key_file is None:
-        print("tail: --checkpoint needs --key-id and --command-key-file (a game_server key)", file=sys.stderr)
-        return 2
+        raise ClientFailure(
+            ExitCode.USAGE, "--checkpoint needs --key-id and --command-key-file (a game_server key)"
+        )
     if not conn.mqtt5:
-        print("tail: --checkpoint needs MQTT 5 (a persistent session with an expiry)", file=sys.stderr)
-        return 2
+        raise ClientFailure(ExitCode.USAGE, "--checkpoint needs MQTT 5 (a persistent session with an expiry)")
     try:
         key = SigningKeySource(file=args.command_key_file).load()
     except SecretError as exc:
-        print(f"tail: {exc}", file=sys.stderr)
-        return 2
+        raise ClientFailure(ExitCode.USAGE, str(exc)) from exc
+    client = new_client(conn, "consumer", client_id=args.client_id or f"baccarat-edge-consumer-{conn.table}")
     tail = Tail(conn.table, conn.events_key, args=args, out=sys.stdout)
     consumer = OrderedConsumer(conn.table, Checkpoint(args.checkpoint, conn.table), conn.events_key)
     processed = 0
@@ -264,19 +230,12 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
         if args.count is not None and processed >= args.count:
             done.set()
 
-    try:
-        client = build_client(
-            conn, "consumer", client_id=args.client_id or f"baccarat-edge-consumer-{conn.table}"
-        )
-    except (OSError, ValueError) as exc:
-        print(f"tail: TLS set-up failed: {exc}", file=sys.stderr)
-        return 2
     runner = ConsumerClient(client, consumer, args.key_id, key, on_processed=on_processed, on_fed=on_fed)
     try:
         runner.connect(conn.host, conn.port)
     except (OSError, ValueError) as exc:
-        print(f"tail: cannot connect to {conn.host}:{conn.port}: {exc}", file=sys.stderr)
-        return 2
+        consumer.checkpoint.close()
+        raise connect_failure(conn, exc) from exc
     if runner.subscribed.wait(10):
         print(
             f"tail: subscribed to {tail.topics.events} (checkpoint {args.checkpoint})",

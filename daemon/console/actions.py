@@ -16,8 +16,8 @@ from daemon.console.feed import BrokerFeed
 from daemon.console.users import User
 from daemon.engine.commands import ACTIONS
 from daemon.mqtt.secrets import SecretError
+from daemon.mqtt.supervisor_commands import signed_command
 from daemon.mqtt.topics import TableTopics, TopicError
-from daemon.service.supervisor import signed_command
 
 log = structlog.get_logger("baccarat_edge.console")
 

@@ -24,13 +24,13 @@ from daemon.console.server import ConsoleApp
 from daemon.console.settings import ConsoleSettings
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import CommandKeySettings
+from daemon.mqtt.supervisor_commands import CommandSender
 from daemon.mqtt.topics import TableTopics
 from daemon.service.config import LoadedConfig
 from daemon.service.demo import COMMAND_KEY_ENV, EVENTS_KEY_ENV, DemoOptions, demo_config
 from daemon.service.demo_broker import EmbeddedBroker
 from daemon.service.logging import configure_logging, reset_logging
 from daemon.service.runner import Daemon
-from daemon.service.supervisor import CommandSender
 from daemon.simulation.dealer import DealSettings, FaultSpec, plan_shoe
 from drivers.fixtures import FixtureStep, SupervisorStep
 from drivers.pty_device import PtyDevice

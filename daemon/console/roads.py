@@ -2,7 +2,7 @@
 derived roads (big eye boy, small road, cockroach pig), all pure functions of the shoe's
 results in order (``"player"``, ``"banker"``, ``"tie"``).
 
-The bead plate and big road placement are ``daemon.service.roads`` (the monitor's). The
+The bead plate and big road placement are ``daemon.rules.roads`` (the monitor's). The
 derived roads follow the standard rules, read off the big road's *logical* columns (one
 column per streak, however a dragon tail bends it on screen; ties are not entries):
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from daemon.service.roads import ROWS, bead_plate, big_road
+from daemon.rules.roads import ROWS, bead_plate, big_road
 
 RED, BLUE = "red", "blue"
 DERIVED_OFFSETS = {"big_eye_boy": 1, "small_road": 2, "cockroach_pig": 3}

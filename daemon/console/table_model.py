@@ -145,7 +145,7 @@ class ConsoleTable:
             )
         elif kind == "hold_resolved" and isinstance(hand, int):
             self.alert_history.appendleft(
-                {"alert_id": "", "code": "hold_resolved", "words": f"Held round {hand} confirmed",
+                {"alert_id": "", "code": kind, "words": f"Held round {hand} confirmed",
                  "how": "resolved", "actor": str(data.get("actor") or "?")[:120], "ts": table_ts,
                  "open_s": None}
             )  # fmt: skip

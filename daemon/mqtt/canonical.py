@@ -140,35 +140,12 @@ def _write(value: Any, out: list[str], path: str) -> None:
         out.append("true")
     elif value is False:
         out.append("false")
-    elif isinstance(value, int):
-        if abs(value) <= 2**53:
-            out.append(str(value))
-        else:
-            # JCS numbers are doubles: a big integer is read as the nearest double by every
-            # verifier, so it is canonicalised as that double (as ECMAScript prints it).
-            try:
-                out.append(format_number(float(value)))
-            except OverflowError:
-                raise CanonicalJsonError(f"{path}: integer {value} is too large for a double") from None
-    elif isinstance(value, float):
-        try:
-            out.append(format_number(value))
-        except CanonicalJsonError as exc:
-            raise CanonicalJsonError(f"{path}: {exc}") from None
+    elif isinstance(value, int | float):
+        out.append(_number(value, path))
     elif isinstance(value, str):
         out.append(json.dumps(value, ensure_ascii=False))
     elif isinstance(value, Mapping):
-        for key in value:
-            if not isinstance(key, str):
-                raise CanonicalJsonError(f"{path}: object key {key!r} is not a string")
-        out.append("{")
-        for index, key in enumerate(sorted(value, key=_utf16_key)):
-            if index:
-                out.append(",")
-            out.append(json.dumps(key, ensure_ascii=False))
-            out.append(":")
-            _write(value[key], out, f"{path}.{key}")
-        out.append("}")
+        _write_object(value, out, path)
     elif isinstance(value, Sequence) and not isinstance(value, bytes | bytearray):
         out.append("[")
         for index, item in enumerate(value):
@@ -178,3 +155,33 @@ def _write(value: Any, out: list[str], path: str) -> None:
         out.append("]")
     else:
         raise CanonicalJsonError(f"{path}: {type(value).__name__} is not a JSON value")
+
+
+def _number(value: float, path: str) -> str:
+    if isinstance(value, int):
+        if abs(value) <= 2**53:
+            return str(value)
+        # JCS numbers are doubles: a big integer is read as the nearest double by every
+        # verifier, so it is canonicalised as that double (as ECMAScript prints it).
+        try:
+            return format_number(float(value))
+        except OverflowError:
+            raise CanonicalJsonError(f"{path}: integer {value} is too large for a double") from None
+    try:
+        return format_number(value)
+    except CanonicalJsonError as exc:
+        raise CanonicalJsonError(f"{path}: {exc}") from None
+
+
+def _write_object(value: Mapping[Any, Any], out: list[str], path: str) -> None:
+    for key in value:
+        if not isinstance(key, str):
+            raise CanonicalJsonError(f"{path}: object key {key!r} is not a string")
+    out.append("{")
+    for index, key in enumerate(sorted(value, key=_utf16_key)):
+        if index:
+            out.append(",")
+        out.append(json.dumps(key, ensure_ascii=False))
+        out.append(":")
+        _write(value[key], out, f"{path}.{key}")
+    out.append("}")

@@ -61,6 +61,7 @@ class CommandChannel:
         verifier: CommandVerifier,
         limiter: RefusalLimiter,
         journal: Journal,
+        *,
         handler: CommandHandler | None,
         events_key: Secret | None,
         counters: Counters,
@@ -107,7 +108,13 @@ class CommandChannel:
                 self._counters.commands_accepted += 1
                 log.info("command %s accepted: %s", outcome.command.action, served)
                 self._send_reply(
-                    message, outcome.command.command_id, outcome.command.action, True, None, served, {}
+                    message,
+                    outcome.command.command_id,
+                    outcome.command.action,
+                    accepted=True,
+                    code=None,
+                    reason=served,
+                    extra={},
                 )
                 return
             outcome = served
@@ -120,7 +127,13 @@ class CommandChannel:
             else:
                 extra = {}  # counted into the window's summary event
             self._send_reply(
-                message, outcome.command_id, outcome.action, False, outcome.code, outcome.reason, extra
+                message,
+                outcome.command_id,
+                outcome.action,
+                accepted=False,
+                code=outcome.code,
+                reason=outcome.reason,
+                extra=extra,
             )
             return
         self._dispatch(outcome, message)
@@ -236,7 +249,15 @@ class CommandChannel:
             else:
                 self._counters.commands_refused += 1
             code = None if accepted else "refused_by_table"
-            self._send_reply(message, command.command_id, command.action, accepted, code, reason, extra)
+            self._send_reply(
+                message,
+                command.command_id,
+                command.action,
+                accepted=accepted,
+                code=code,
+                reason=reason,
+                extra=extra,
+            )
 
         try:
             if self._handler is None:
@@ -252,6 +273,7 @@ class CommandChannel:
         message: CommandMessage,
         command_id: str | None,
         action: str | None,
+        *,
         accepted: bool,
         code: str | None,
         reason: str | None,
@@ -259,7 +281,9 @@ class CommandChannel:
     ) -> None:
         successor = self._successor
         if successor is not None:
-            successor._send_reply(message, command_id, action, accepted, code, reason, extra)
+            successor._send_reply(
+                message, command_id, action, accepted=accepted, code=code, reason=reason, extra=extra
+            )
             return
         body: dict[str, Any] = {
             "table_id": self._connection.table_id,

@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -132,6 +132,7 @@ class CommandVerifier:
         keyring: Keyring,
         settings: SigningSettings,
         journal: Journal,
+        *,
         clock: Callable[[], float],
         actions: frozenset[str] = ENGINE_ACTIONS,
     ) -> None:
@@ -144,126 +145,42 @@ class CommandVerifier:
 
     def check(self, payload: bytes) -> Verified | Refusal:
         """Verify one raw command payload."""
-        if len(payload) > MAX_COMMAND_BYTES:
-            return Refusal("malformed", f"command is {len(payload)} bytes, the limit is {MAX_COMMAND_BYTES}")
-        try:
-            raw = json.loads(payload.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            return Refusal("malformed", f"command is not UTF-8 JSON: {exc}")
-        except RecursionError:
-            return Refusal("malformed", f"command is nested deeper than {MAX_NESTING} levels")
-        if not isinstance(raw, dict):
-            return Refusal("malformed", f"command must be a JSON object, got {type(raw).__name__}")
-        problem = _text_problem(raw, MAX_NESTING)
-        if problem is not None:
-            return Refusal("malformed", problem)
+        raw = _parse(payload)
+        if isinstance(raw, Refusal):
+            return raw
         # What it claims to be, and who claims to send it (unauthenticated until the signature
         # checked): echoed for the audit, bounded.
-        command_id = _echo(raw.get("command_id"))
-        action = _echo(raw.get("action"))
-        actor = _echo(raw.get("actor"))
-        key_id = _echo(raw.get("key_id"))
+        claimed = _Claimed(
+            _echo(raw.get("command_id")),
+            _echo(raw.get("action")),
+            _echo(raw.get("actor")),
+            _echo(raw.get("key_id")),
+        )
         try:
             request = CommandRequest.model_validate(raw)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc']) or '(command)'}: {err['msg']}" for err in exc.errors()
             )
-            return Refusal(
-                "malformed", _bounded(problems, MAX_REASON_CHARS), command_id, action, actor, key_id
-            )
+            return claimed.refusal("malformed", _bounded(problems, MAX_REASON_CHARS))
         except ValueError as exc:  # e.g. args holding NaN
-            return Refusal("malformed", str(exc), command_id, action, actor, key_id)
+            return claimed.refusal("malformed", str(exc))
         if request.table_id != self.table_id:
-            return Refusal(
-                "wrong_table",
-                f"command is for table {request.table_id!r}, this is {self.table_id!r}",
-                command_id,
-                action,
-                actor,
-                key_id,
+            return claimed.refusal(
+                "wrong_table", f"command is for table {request.table_id!r}, this is {self.table_id!r}"
             )
         if request.action not in self.actions:
-            return Refusal(
+            return claimed.refusal(
                 "unknown_action",
                 f"unknown action {request.action!r}; accepted: {', '.join(sorted(self.actions))}",
-                command_id,
-                action,
-                actor,
-                key_id,
             )
-        if not self._keyring:
-            return Refusal(
-                "bad_signature", "this table has no command key configured", command_id, action, actor, key_id
-            )
-        key = self._keyring.get(request.key_id)
-        if key is None:
-            reason = (
-                f"unknown key_id {request.key_id!r}"
-                if request.key_id is not None
-                else "no key_id given and this table has no legacy command_key"
-            )
-            return Refusal("bad_signature", reason, command_id, action, actor, key_id)
-        if not verify(raw, key.secret):
-            return Refusal(
-                "bad_signature", "signature does not match the command", command_id, action, actor, key_id
-            )
-        if key.legacy:
-            actor = request.actor or key.actor
-        elif request.actor is not None and request.actor != key.actor:
-            return Refusal(
-                "malformed",
-                f"actor {actor!r} is not the key's ({key.actor!r}): the actor comes from the key; omit it",
-                command_id,
-                action,
-                key.actor,
-                key_id,
-            )
-        else:
-            actor = key.actor
-        if not key.allows(request.action):
-            return Refusal(
-                "forbidden",
-                f"key {key.key_id!r} ({key.actor}) may not send {request.action!r}",
-                command_id,
-                action,
-                actor,
-                key_id,
-            )
+        actor = self._authenticated_actor(raw, request, claimed)
+        if isinstance(actor, Refusal):
+            return actor
         now = self._clock()
-        skew = self._settings.command_max_skew_s
-        if request.ts < now - skew:
-            return Refusal(
-                "stale",
-                f"command ts is {now - request.ts:.1f}s old (limit {skew:g}s)",
-                command_id,
-                action,
-                actor,
-                key_id,
-            )
-        if request.ts > now + skew:
-            return Refusal(
-                "future",
-                f"command ts is {request.ts - now:.1f}s in the future (limit {skew:g}s)",
-                command_id,
-                action,
-                actor,
-                key_id,
-            )
-        verdict = self._journal.remember_nonce(
-            request.nonce, request.ts, now, 2 * skew, self._settings.nonce_cache_max
-        )
-        if verdict is NonceVerdict.REUSED:
-            return Refusal("replayed", "nonce already used", command_id, action, actor, key_id)
-        if verdict is NonceVerdict.CACHE_FULL:
-            return Refusal(
-                "nonce_cache_full",
-                "too many commands in the replay window",
-                command_id,
-                action,
-                actor,
-                key_id,
-            )
+        refused = self._stale_or_replayed(request, now, replace(claimed, actor=actor))
+        if refused is not None:
+            return refused
         command = SupervisorCommand(
             action=request.action,
             at=now,
@@ -272,6 +189,88 @@ class CommandVerifier:
             args=dict(request.args),
         )
         return Verified(command, request)
+
+    def _authenticated_actor(
+        self, raw: dict[str, Any], request: CommandRequest, claimed: _Claimed
+    ) -> str | Refusal:
+        """The actor of a command signed by a key allowed to send its action."""
+        if not self._keyring:
+            return claimed.refusal("bad_signature", "this table has no command key configured")
+        key = self._keyring.get(request.key_id)
+        if key is None:
+            reason = (
+                f"unknown key_id {request.key_id!r}"
+                if request.key_id is not None
+                else "no key_id given and this table has no legacy command_key"
+            )
+            return claimed.refusal("bad_signature", reason)
+        if not verify(raw, key.secret):
+            return claimed.refusal("bad_signature", "signature does not match the command")
+        if key.legacy:
+            actor = request.actor or key.actor
+        elif request.actor is not None and request.actor != key.actor:
+            return replace(claimed, actor=key.actor).refusal(
+                "malformed",
+                f"actor {claimed.actor!r} is not the key's ({key.actor!r}): "
+                "the actor comes from the key; omit it",
+            )
+        else:
+            actor = key.actor
+        if not key.allows(request.action):
+            return replace(claimed, actor=actor).refusal(
+                "forbidden", f"key {key.key_id!r} ({key.actor}) may not send {request.action!r}"
+            )
+        return actor
+
+    def _stale_or_replayed(self, request: CommandRequest, now: float, claimed: _Claimed) -> Refusal | None:
+        """Why a signed command is refused for its time or its nonce, else None (the nonce is
+        then remembered)."""
+        skew = self._settings.command_max_skew_s
+        if request.ts < now - skew:
+            return claimed.refusal("stale", f"command ts is {now - request.ts:.1f}s old (limit {skew:g}s)")
+        if request.ts > now + skew:
+            return claimed.refusal(
+                "future", f"command ts is {request.ts - now:.1f}s in the future (limit {skew:g}s)"
+            )
+        verdict = self._journal.remember_nonce(
+            request.nonce, request.ts, now, 2 * skew, self._settings.nonce_cache_max
+        )
+        if verdict is NonceVerdict.REUSED:
+            return claimed.refusal("replayed", "nonce already used")
+        if verdict is NonceVerdict.CACHE_FULL:
+            return claimed.refusal("nonce_cache_full", "too many commands in the replay window")
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Claimed:
+    """What a command says it is and who sends it, as a refusal echoes it."""
+
+    command_id: str | None
+    action: str | None
+    actor: str | None
+    key_id: str | None
+
+    def refusal(self, code: str, reason: str) -> Refusal:
+        return Refusal(code, reason, self.command_id, self.action, self.actor, self.key_id)
+
+
+def _parse(payload: bytes) -> dict[str, Any] | Refusal:
+    """The command as a JSON object of usable text, or why it is malformed."""
+    if len(payload) > MAX_COMMAND_BYTES:
+        return Refusal("malformed", f"command is {len(payload)} bytes, the limit is {MAX_COMMAND_BYTES}")
+    try:
+        raw = json.loads(payload.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return Refusal("malformed", f"command is not UTF-8 JSON: {exc}")
+    except RecursionError:
+        return Refusal("malformed", f"command is nested deeper than {MAX_NESTING} levels")
+    if not isinstance(raw, dict):
+        return Refusal("malformed", f"command must be a JSON object, got {type(raw).__name__}")
+    problem = _text_problem(raw, MAX_NESTING)
+    if problem is not None:
+        return Refusal("malformed", problem)
+    return raw
 
 
 def _echo(value: object) -> str | None:

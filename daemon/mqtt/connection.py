@@ -78,6 +78,7 @@ class Connection:
         table_id: str,
         events_key: Secret | None,
         counters: Counters,
+        *,
         clock: Clock,
         wake: Callable[[], None],
         on_connected: Callable[[], None],

@@ -44,6 +44,7 @@ class ConsumerClient:
         consumer: OrderedConsumer,
         ack_key_id: str | None,
         ack_key: Secret,
+        *,
         on_processed: Callable[[dict[str, Any]], None] | None = None,
         on_fed: Callable[[Fed], None] | None = None,
         interval_s: float = 0.2,

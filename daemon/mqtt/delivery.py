@@ -14,13 +14,12 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from common.backoff import Backoff
-from daemon.alerts import AlertCode
+from daemon.alerts import ALERT_EVENT_KINDS, AlertCode
 from daemon.engine.events import ROUND_BOUNDARY_KINDS
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.acknowledgement import ServerAcknowledgement
 from daemon.mqtt.alerts import (
-    ALERT_KIND_PREFIX,
     alert_cleared,
     alert_raised,
 )
@@ -60,6 +59,7 @@ class Delivery:
         journal: Journal,
         events_key: Secret | None,
         counters: Counters,
+        *,
         clock: Callable[[], float],
         wake: Callable[[], None],
         on_boundary: Callable[[], None],
@@ -170,7 +170,7 @@ class Delivery:
             return None
         return {"alert_id": self.failing_alert, "events_waiting": self.window.refused_waiting}
 
-    def _publish(self, event: JournaledEvent, again: bool = False) -> None:
+    def _publish(self, event: JournaledEvent, *, again: bool = False) -> None:
         """Publish ``event``; ``again``: one the broker acknowledged before, sent again for the
         game server (a refusal to send it again is logged: its first copy went out)."""
         mid: int | None = None
@@ -195,7 +195,7 @@ class Delivery:
         self._counters.published += 1
         if event.kind in ROUND_BOUNDARY_KINDS:
             self._on_boundary()
-        if event.kind.startswith(ALERT_KIND_PREFIX):
+        if event.kind in ALERT_EVENT_KINDS:
             self._connection.publish(self._topics.alerts, payload, properties=self._event_props)
 
     def _too_large(self, payload_bytes: int) -> str | None:

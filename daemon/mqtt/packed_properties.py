@@ -3,9 +3,9 @@
 paho packs a publish's :class:`~paho.mqtt.properties.Properties` inside every ``publish()``,
 under its message mutex, walking every property name the packet type may carry. While a
 backlog drains that was the largest cost the daemon added: packing once took its CPU per
-drained event from 207-227 us to 141-152 us (``bench/README.md``, "Issues #11 and #13, third
-pass"). :class:`FrozenProperties` packs them when built and refuses any change afterwards,
-so the bytes on the wire are always the ones packed.
+drained event from 207-227 us to 141-152 us (``bench/README.md``, the third pass of
+1 Dec 2026, 15:15-16:15 UTC). :class:`FrozenProperties` packs them when built and refuses
+any change afterwards, so the bytes on the wire are always the ones packed.
 """
 
 from __future__ import annotations

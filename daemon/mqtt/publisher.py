@@ -89,6 +89,7 @@ class Publisher:
         table_id: str,
         journal: Journal,
         on_command: CommandHandler | None = None,
+        *,
         snapshot: SnapshotFn | None = None,
         health_extra: HealthExtraFn | None = None,
         clock: Callable[[], float] = time.time,
@@ -109,38 +110,48 @@ class Publisher:
             table_id,
             events_key,
             self.counters,
-            clock,
-            self._wake.set,
-            self._on_connected,
-            self._serve_commands,
-            identity,
+            clock=clock,
+            wake=self._wake.set,
+            on_connected=self._on_connected,
+            on_commands=self._serve_commands,
+            identity=identity,
         )
         """The broker connection (network thread, paho client)."""
-        self._state = StatePublisher(self.connection, journal, snapshot, events_key, clock)
+        self._state = StatePublisher(self.connection, journal, snapshot, events_key, clock=clock)
         self._delivery = Delivery(
             self.connection,
             journal,
             events_key,
             self.counters,
-            clock,
-            self._wake.set,
-            self._state.boundary_published,
-            keyring,
+            clock=clock,
+            wake=self._wake.set,
+            on_boundary=self._state.boundary_published,
+            keyring=keyring,
         )
         self._commands = CommandChannel(
             self.connection,
-            CommandVerifier(table_id, keyring, signing, journal, clock, ENGINE_ACTIONS | PUBLISHER_ACTIONS),
+            CommandVerifier(
+                table_id, keyring, signing, journal, clock=clock, actions=ENGINE_ACTIONS | PUBLISHER_ACTIONS
+            ),
             RefusalLimiter(signing.refusals_journaled_per_window, signing.refusal_window_s),
             journal,
-            on_command,
-            events_key,
-            self.counters,
-            clock,
-            self._wake.set,
-            ResendCommands(journal, self._delivery.resend, settings.delivery.server_ack, self._wake.set),
+            handler=on_command,
+            events_key=events_key,
+            counters=self.counters,
+            clock=clock,
+            wake=self._wake.set,
+            resend=ResendCommands(
+                journal, self._delivery.resend, settings.delivery.server_ack, self._wake.set
+            ),
         )
         self._health = HealthReporter(
-            self.connection, journal, self._delivery, self.counters, events_key, clock, health_extra
+            self.connection,
+            journal,
+            self._delivery,
+            self.counters,
+            events_key=events_key,
+            clock=clock,
+            health_extra=health_extra,
         )
         self.subscribed = self.connection.subscribed
         """Set once the broker acknowledged the ``cmd`` subscription (SUBACK) on the current
@@ -199,7 +210,7 @@ class Publisher:
 
     def health(self) -> dict[str, Any]:
         """Connection, queue depth, oldest undelivered age, counters, journal capacity."""
-        return self._health.report(self.running)
+        return self._health.report(running=self.running)
 
     @property
     def running(self) -> bool:
@@ -255,7 +266,7 @@ class Publisher:
             self._state.publish_requested()
             self._delivery.fill()
             self._state.publish_if_changed(time.monotonic())
-        self._health.publish_when_due(time.monotonic(), self.running)
+        self._health.publish_when_due(time.monotonic(), running=self.running)
 
     def _drain_wait(self) -> float:
         """How long the drain thread may sleep: until a retry or the state is due."""

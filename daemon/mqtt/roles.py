@@ -49,8 +49,3 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
 PUBLISHER_ACTIONS: frozenset[str] = frozenset({"resend"})
 """Actions the publisher serves itself, not the engine: ``resend`` (publish a range of events
 again for the game server, :mod:`daemon.mqtt.resend_command`)."""
-
-
-def roles_for(action: str) -> frozenset[Role]:
-    """The roles allowed to send ``action`` (empty for an action no role holds)."""
-    return frozenset(role for role, actions in ROLE_ACTIONS.items() if action in actions)

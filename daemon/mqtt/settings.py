@@ -134,7 +134,7 @@ class SigningSettings(BaseModel):
 
 
 class ServerAckSettings(BaseModel):
-    """The game server's acknowledgement (``baccarat/v1/{table_id}/ack``, issue #13).
+    """The game server's acknowledgement (``baccarat/v1/{table_id}/ack``).
 
     Enabled, the table keeps every event until the *server* acknowledged it (a PUBACK is only
     the broker's word): after every reconnect it publishes again what the broker acknowledged

@@ -36,6 +36,7 @@ class StatePublisher:
         journal: Journal,
         snapshot: SnapshotFn | None,
         events_key: Secret | None,
+        *,
         clock: Callable[[], float],
     ) -> None:
         self._connection = connection
@@ -76,7 +77,7 @@ class StatePublisher:
             changed = False
         return max(0.0, self._next_at - now) if changed else None
 
-    def publish(self, force: bool = False) -> None:
+    def publish(self, *, force: bool = False) -> None:
         """Publish the retained state; unless ``force``, only a new snapshot object."""
         self._due.clear()
         state = self._peek()
@@ -116,6 +117,7 @@ class HealthReporter:
         journal: Journal,
         delivery: Delivery,
         counters: Counters,
+        *,
         events_key: Secret | None,
         clock: Callable[[], float],
         health_extra: HealthExtraFn | None,
@@ -130,16 +132,16 @@ class HealthReporter:
         self._interval = connection.settings.delivery.health_interval_s
         self._next_at = 0.0
 
-    def publish_when_due(self, now: float, running: bool) -> None:
+    def publish_when_due(self, now: float, *, running: bool) -> None:
         """Publish the report if connected and the interval passed (``now``: monotonic)."""
         if now < self._next_at:
             return
         self._next_at = now + self._interval
         if self._connection.connected.is_set():
-            payload = encode(signed_message(self.report(running), self._events_key))
+            payload = encode(signed_message(self.report(running=running), self._events_key))
             self._connection.publish(self._connection.topics.health, payload, retain=True)
 
-    def report(self, running: bool) -> dict[str, Any]:
+    def report(self, *, running: bool) -> dict[str, Any]:
         """Connection, queue depth, oldest undelivered age, counters, journal capacity."""
         now = self._clock()
         capacity = self._journal.capacity()

@@ -42,6 +42,7 @@ class TlsDateWatch:
         journal_event: Callable[[DeliveryEvent], None],
         clock: Callable[[], float],
         recheck_s: float = RECHECK_S,
+        *,
         open_alert: str | None = None,
     ) -> None:
         """``open_alert``: the id of the alert a previous run left open (from the journal)."""
@@ -54,7 +55,7 @@ class TlsDateWatch:
         self.alert_id = open_alert
         """The id of the open ``tls_certificate_dates`` alert."""
 
-    def check(self, force: bool = False) -> None:
+    def check(self, *, force: bool = False) -> None:
         """Raise or clear the alert (at most every ``recheck_s`` unless ``force``)."""
         now = time.monotonic()
         if not force and now < self._next_check:

@@ -170,7 +170,7 @@ DrawTables = tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_]]
 
 
 def _outcome_codes(
-    draw_tables: DrawTables, p2: npt.NDArray[np.int32], b2: npt.NDArray[np.int32], v5: Any, v6: Any
+    draw_tables: DrawTables, p2: npt.NDArray[np.int32], b2: npt.NDArray[np.int32], v5: Any, *, v6: Any
 ) -> npt.NDArray[np.int32]:
     """Outcome class of rounds with two-card totals p2/b2 and cards 5 and 6 worth v5/v6."""
     player_draw_table, banker_draw_table = draw_tables
@@ -189,7 +189,7 @@ def _reachable_outcomes(draw_tables: DrawTables) -> tuple[npt.NDArray[np.intp], 
     """The outcome classes the rules can produce, and a map from class to dense column."""
     v = np.arange(10, dtype=np.int32)
     p2, b2, v5, v6 = (v.reshape([10 if i == j else 1 for j in range(4)]) for i in range(4))
-    reachable = np.unique(_outcome_codes(draw_tables, p2, b2, v5, v6))
+    reachable = np.unique(_outcome_codes(draw_tables, p2, b2, v5, v6=v6))
     dense = np.full(_OUTCOMES, -1, dtype=np.intp)
     dense[reachable] = np.arange(reachable.size)
     return reachable.astype(np.intp), dense
@@ -209,7 +209,7 @@ def _tail_rows(
     v2, v3, v4, v5, v6 = (v.reshape([10 if i == j else 1 for j in range(5)]) for i in range(5))
     shape = (10,) * 5
     columns = int(dense.max()) + 1
-    outcome = dense[_outcome_codes(draw_tables, (first + v3) % 10, (v2 + v4) % 10, v5, v6)]
+    outcome = dense[_outcome_codes(draw_tables, (first + v3) % 10, (v2 + v4) % 10, v5, v6=v6)]
     # Copies left of card 5's and card 6's point value once the earlier cards are out.
     before5 = (v5 == first).astype(np.int64) + (v2 == v5) + (v3 == v5) + (v4 == v5)
     before6 = (v6 == first).astype(np.int64) + (v2 == v6) + (v3 == v6) + (v4 == v6) + (v5 == v6)

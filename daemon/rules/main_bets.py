@@ -31,7 +31,12 @@ class PlayerBet(BetModel):
 
     def resolve(self, facts: RoundFacts, super_round: bool) -> Resolution:
         return _main_bet(
-            self.payout, None, self.super_round_payout_on_8_or_9, Side.PLAYER, facts, super_round
+            self.payout,
+            None,
+            self.super_round_payout_on_8_or_9,
+            Side.PLAYER,
+            facts=facts,
+            super_round=super_round,
         )
 
 
@@ -67,7 +72,12 @@ class BankerBet(BetModel):
         ):
             return PUSH
         return _main_bet(
-            self.payout, self.six_payout, self.super_round_payout_on_8_or_9, Side.BANKER, facts, super_round
+            self.payout,
+            self.six_payout,
+            self.super_round_payout_on_8_or_9,
+            Side.BANKER,
+            facts=facts,
+            super_round=super_round,
         )
 
 
@@ -76,6 +86,7 @@ def _main_bet(
     six_payout: Fraction | None,
     super_payout: Fraction | None,
     side: Side,
+    *,
     facts: RoundFacts,
     super_round: bool,
 ) -> Resolution:

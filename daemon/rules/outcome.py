@@ -250,9 +250,6 @@ class RoundFacts:
     def card_count(self) -> int:
         return self.player_cards + self.banker_cards
 
-    def cards_of(self, side: Side) -> int:
-        return self.player_cards if side is Side.PLAYER else self.banker_cards
-
     def total_of(self, side: Side) -> int:
         return self.player_total if side is Side.PLAYER else self.banker_total
 
@@ -261,9 +258,6 @@ class RoundFacts:
 
     def pair_of(self, side: Side) -> bool:
         return self.player_pair if side is Side.PLAYER else self.banker_pair
-
-    def suited_pair_of(self, side: Side) -> bool:
-        return self.player_suited_pair if side is Side.PLAYER else self.banker_suited_pair
 
     def won_by(self, side: Side) -> bool:
         return self.winner.value == side.value

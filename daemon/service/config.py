@@ -237,7 +237,7 @@ def validate_raw(
     reader_settings, camera_settings = _validate_device_settings(raw, found)
     _check_unique_names(raw, reader_settings, camera_settings, found)
     if config is not None:
-        check_camera_devices(raw, config, reader_settings, camera_settings, found)
+        check_camera_devices(raw, config, reader_settings, camera_settings, found=found)
         check_betting_inputs(raw, config, reader_settings, found)
         found.extend(
             game_flow_problems(raw, config.table, config.broker.signing, [r.driver for r in config.readers])
@@ -250,7 +250,7 @@ def validate_raw(
         tls = broker.tls if broker is not None else _broker_part(raw, "tls", TlsSettings)
         _check_secrets(raw, auth, signing, found)
         if tls is not None:
-            _check_tls_files(raw, tls, found, tls_dates)
+            _check_tls_files(raw, tls, found, dates=tls_dates)
     if found or config is None or variant is None:
         raise ConfigError(found)
     config = _resolve_paths(config, raw)
@@ -319,7 +319,7 @@ def _check_secrets(
             found.append(ConfigProblem(source, key_path, str(exc), line))
 
 
-def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem], dates: bool) -> None:
+def _check_tls_files(raw: RawConfig, tls: TlsSettings, found: list[ConfigProblem], *, dates: bool) -> None:
     """Every TLS file ``broker.tls`` names loads as the connection will load it (and, with
     ``dates``, is within its validity dates: ``run`` watches those at runtime instead)."""
     for problem in check_tls_files(tls):
@@ -373,20 +373,24 @@ def _validate_device_settings(
                     )
                 )
                 continue
-            settings = _validate_section(raw, model, entry.get("settings") or {}, where, found)
+            settings = _validate_section(raw, model, entry.get("settings") or {}, where, found=found)
             if settings is not None:
                 reader_settings.append(settings)
     camera_raw = raw.data.get("camera")
     camera_settings: BaseModel | None = None
     if isinstance(camera_raw, dict) and camera_raw.get("enabled", True) is not False:
         camera_settings = _validate_section(
-            raw, camera_settings_model(), camera_raw.get("settings") or {}, ("camera", "settings"), found
+            raw,
+            camera_settings_model(),
+            camera_raw.get("settings") or {},
+            ("camera", "settings"),
+            found=found,
         )
     return reader_settings, camera_settings
 
 
 def _validate_section(
-    raw: RawConfig, model: type[BaseModel], data: Any, where: KeyPath, found: list[ConfigProblem]
+    raw: RawConfig, model: type[BaseModel], data: Any, where: KeyPath, *, found: list[ConfigProblem]
 ) -> BaseModel | None:
     try:
         return model.model_validate(data)

@@ -102,17 +102,6 @@ def generate() -> str:
     return "\n".join([*out, END])
 
 
-def all_keys() -> set[str]:
-    """Every documented key path (for the completeness test)."""
-    from drivers.registry import load
-
-    keys = {k for k, *_ in rows(DaemonConfig, "")}
-    for driver in READER_DRIVERS:
-        keys |= {k for k, *_ in rows(load(driver).settings, "readers[].settings")}
-    keys |= {k for k, *_ in rows(load("camera").settings, "camera.settings")}
-    return keys
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--write", action="store_true", help="rewrite config/README.md in place")

@@ -38,12 +38,12 @@ import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
 from daemon.mqtt.secrets import Secret
+from daemon.mqtt.supervisor_commands import CommandSender
 from daemon.mqtt.topics import TableTopics
 from daemon.service.config import LoadedConfig, load_config
 from daemon.service.demo_broker import EmbeddedBroker
 from daemon.service.logging import configure_logging, reset_logging
 from daemon.service.runner import Daemon
-from daemon.service.supervisor import CommandSender
 from daemon.service.table_view import TableView, render
 from drivers.base import ReaderDriver
 

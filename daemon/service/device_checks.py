@@ -1,4 +1,5 @@
-"""Checks across a configuration's devices and table settings (issue #12), for ``config.load_config``.
+"""Checks across a configuration's devices and table settings (the game flow's betting
+inputs), for ``config.load_config``.
 
 Each check appends a :class:`ConfigProblem` naming the key to change: a camera the engine would
 take for a reader (or a reader for a camera), and betting inputs (a dealer button, the shoe's
@@ -32,6 +33,7 @@ def check_camera_devices(
     config: DaemonConfig,
     readers: list[BaseModel],
     camera: BaseModel | None,
+    *,
     found: list[ConfigProblem],
 ) -> None:
     """``table.camera.devices`` names exactly the camera: a camera missing from it would count as a
@@ -79,7 +81,7 @@ def _reader_index(raw: RawConfig, name: str) -> int | str:
 
 
 def _betting_inputs_of(reader: BaseModel) -> tuple[str, str] | None:
-    """``(source, setting)`` when a reader's settings make it send betting inputs (issue #12)."""
+    """``(source, setting)`` when a reader's settings make it send betting inputs."""
     protocol = getattr(reader, "protocol", None)
     if getattr(protocol, "lock_is_betting_window", False):
         return "shoe_lock", "lock_is_betting_window"

@@ -27,7 +27,6 @@ from __future__ import annotations
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -336,15 +335,11 @@ class EngineLoop:
             log.exception("engine_restore_failed")
         self.storage_full = bool(self.engine.state.storage_full)
         self.snapshot.reset(self.engine)
-        self.writer.delivery_event(
-            "alert_raised",
-            {
-                "alert_id": f"engine-error-{uuid.uuid4().hex[:12]}",
-                "code": AlertCode.ENGINE_ERROR,
-                "message": f"the engine failed on a {type(inp).__name__} input; it was journaled for "
-                "audit and not applied; the table state was rebuilt from the journal",
-                "error": str(exc),
-            },
+        self.writer.raise_alert(
+            AlertCode.ENGINE_ERROR,
+            f"the engine failed on a {type(inp).__name__} input; it was journaled for "
+            "audit and not applied; the table state was rebuilt from the journal",
+            {"error": str(exc)},
         )
 
 

@@ -74,6 +74,7 @@ def restore_from_journal(
     table: TableSettings,
     variant: Variant,
     progress: Callable[[int], None] | None = None,
+    *,
     progress_every: int = PROGRESS_EVERY_EVENTS,
 ) -> Restored:
     """The engine as the journal's engine events leave it, from the newest usable snapshot.
@@ -88,7 +89,15 @@ def restore_from_journal(
         if why is None:
             try:
                 checkpoint = EngineCheckpoint.from_json(stored.body)
-                restored = _fold(journal, table, variant, checkpoint, stored.seq, progress, progress_every)
+                restored = _fold(
+                    journal,
+                    table,
+                    variant,
+                    checkpoint,
+                    after_seq=stored.seq,
+                    progress=progress,
+                    progress_every=progress_every,
+                )
             except CheckpointError as exc:
                 why = f"it cannot be read: {exc}"
             except Exception as exc:  # a snapshot that decodes but cannot be folded on: never fatal
@@ -103,7 +112,9 @@ def restore_from_journal(
                 _log_restored(journal, restored, started)
                 return restored
         unusable.append(f"snapshot at seq {stored.seq}: {why}")
-    restored = _fold(journal, table, variant, None, 0, progress, progress_every)
+    restored = _fold(
+        journal, table, variant, None, after_seq=0, progress=progress, progress_every=progress_every
+    )
     restored = Restored(
         restored.engine, None, restored.events_folded, restored.last_seq, restored.last_at, unusable
     )
@@ -130,6 +141,7 @@ def _fold(
     table: TableSettings,
     variant: Variant,
     checkpoint: EngineCheckpoint | None,
+    *,
     after_seq: int,
     progress: Callable[[int], None] | None,
     progress_every: int,

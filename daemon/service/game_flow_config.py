@@ -1,4 +1,4 @@
-"""Config checks across sections for ``table.game_flow: betting_window`` (issue #12): a betting
+"""Config checks across sections for ``table.game_flow: betting_window``: a betting
 window that could never open, or a shoe lock no reader can perform, is a config error."""
 
 from __future__ import annotations

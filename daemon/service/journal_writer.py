@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,11 +28,12 @@ import structlog
 
 from common.backoff import Backoff
 from common.inputs import EngineInput
-from daemon.alerts import ALERTS, AlertCode
+from daemon.alerts import AlertCode
 from daemon.engine.events import Event
 from daemon.journal.faults import classify_storage_error
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
+from daemon.mqtt.alerts import alert_raised
 from daemon.service.stats import RunnerStats
 
 log = structlog.get_logger("baccarat_edge.runner")
@@ -161,7 +161,7 @@ class JournalWriter:
             self._outage.until_mono = None
             self._outage.spells += 1
 
-    def report_outage_when_due(self, idle_tick: bool) -> None:
+    def report_outage_when_due(self, *, idle_tick: bool) -> None:
         """After a stored input, or on an idle tick at most every OUTAGE_REPORT_RETRY_S."""
         if self._outage is None or not self._outage.recovered:
             return
@@ -181,25 +181,24 @@ class JournalWriter:
         self._outage_report_tried = time.monotonic()
         failed_for = round(outage.until_mono - outage.since_mono, 3)
         errors = self.stats.journal_errors - outage.errors_before
-        data = {
-            "alert_id": f"journal-{uuid.uuid4().hex[:12]}",
-            "code": AlertCode.JOURNAL_RECOVERED,
-            "severity": ALERTS[AlertCode.JOURNAL_RECOVERED].severity,
-            "message": f"the journal could not store anything for {failed_for:.1f} s "
+        _alert_id, event = alert_raised(
+            AlertCode.JOURNAL_RECOVERED,
+            f"the journal could not store anything for {failed_for:.1f} s "
             f"({outage.first_error}); {outage.inputs_waited} input(s) waited in memory and were "
             "then stored in the order they arrived: nothing was lost, events of that time were "
             "published late",
-            "failed_since": outage.since_wall,
-            "failed_for_s": failed_for,
-            "inputs_waited": outage.inputs_waited,
-            "failed_appends": errors,
-            "spells": outage.spells,
-            "error": outage.first_error,
-        }
+            {
+                "failed_since": outage.since_wall,
+                "failed_for_s": failed_for,
+                "inputs_waited": outage.inputs_waited,
+                "failed_appends": errors,
+                "spells": outage.spells,
+                "error": outage.first_error,
+            },
+            self._clock(),
+        )
         try:
-            self.journal.append_delivery_event(
-                DeliveryEvent(kind="alert_raised", at=self._clock(), data=data)
-            )
+            self.journal.append_delivery_event(event)
         except Exception as exc:  # tried again after the next stored input or idle second
             self.stats.journal_errors += 1
             log.error(
@@ -221,14 +220,15 @@ class JournalWriter:
         except Exception as journal_exc:
             log.error("journal_write_failed", input=type(inp).__name__, error=str(journal_exc))
 
-    def delivery_event(self, kind: str, data: dict[str, Any]) -> None:
-        """Journal (and so log, with its event_id) an event of the service's own, then publish it."""
-        event = DeliveryEvent(kind=kind, at=self._clock(), data=data)
+    def raise_alert(self, code: AlertCode, message: str, fields: dict[str, Any]) -> None:
+        """Journal (and so log, with its event_id) an alert of the service's own
+        (:func:`daemon.alerts.raised_alert`), then publish it."""
+        _alert_id, event = alert_raised(code, message, fields, self._clock())
         try:
             self.journal.append_delivery_event(event)
         except Exception as exc:  # not in the stream: the log keeps all of it
             self.stats.journal_errors += 1
-            log.error("journal_write_failed", kind=kind, error=str(exc), **log_fields(data))
+            log.error("journal_write_failed", kind=event.kind, error=str(exc), **log_fields(event.data))
             return
         self._notify()
 

@@ -64,7 +64,7 @@ class ReaderCommandsHealth(TypedDict):
 
 
 def refusal_input(
-    device: str, at: float, command: SupervisorCommand, detail: str, code: int | None = None
+    device: str, at: float, command: SupervisorCommand, detail: str, *, code: int | None = None
 ) -> EngineInput:
     """The input telling the engine a reader did not carry out ``command`` (it raises an alert)."""
     return ReaderSignal(
@@ -177,7 +177,7 @@ class ReaderCommandWorker:
                 )
             else:
                 failures.append(f"{name}: {detail}")
-                self._submit(refusal_input(name, at, command, detail, code))
+                self._submit(refusal_input(name, at, command, detail, code=code))
         self.performed += 1
         log.info("reader_command_done", action=action, command_id=command.command_id, failures=failures)
         if failures:

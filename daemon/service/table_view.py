@@ -16,7 +16,7 @@ from typing import Any
 from common.cards import Card, CardParseError, hand_total
 from daemon.fleet.payloads import KINDS as RETAINED_KINDS
 from daemon.fleet.payloads import check as check_retained
-from daemon.service.roads import bead_plate, big_road, big_road_grid
+from daemon.rules.roads import bead_plate, big_road, big_road_grid
 
 ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
 SEEN_IDS = 4096

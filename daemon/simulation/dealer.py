@@ -215,7 +215,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
             card = take()
             (player if slot.side.value == "player" else banker).append(card)
             dealt.append((slot.value, card))
-        t = _emit_round(acts, dealt, hand, kinds, t, timing, cut_before)
+        t = _emit_round(acts, dealt, hand, kinds, t=t, timing=timing, cut_before=cut_before)
         if Fault.CARD_EXPOSED in kinds:
             pos -= max(0, len(dealt) - 2)  # voided after two cards: the rest stay in the shoe
             if cut_before is not None and cut_before >= 2:
@@ -251,7 +251,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
 
 
 def _emit_round(
-    acts: list[Action], dealt: list[tuple[str, Card]], hand: int, kinds: set[Fault], t: float,
+    acts: list[Action], dealt: list[tuple[str, Card]], hand: int, kinds: set[Fault], *, t: float,
     timing: Timing, cut_before: int | None,
 ) -> float:  # fmt: skip
     """Append the draws of one round with its faults; return the time the round was decided."""

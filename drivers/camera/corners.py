@@ -62,10 +62,10 @@ class CornerReader:
         self.params = params
         t = templates
         self._rank_banks = template_banks(
-            t.rank_vectors, t.rank_labels, t.rank_aspects, t.rank_heights, t.rank_variants
+            t.rank_vectors, t.rank_labels, t.rank_aspects, t.rank_heights, variants=t.rank_variants
         )
         self._suit_banks = template_banks(
-            t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights, t.suit_variants
+            t.suit_vectors, t.suit_labels, t.suit_aspects, t.suit_heights, variants=t.suit_variants
         )
         self.heights = np.array(sorted(self._rank_banks), dtype=np.float32)
         """The card heights (px) the glyph templates were learned at, ascending."""
@@ -81,6 +81,7 @@ class CornerReader:
         banks: list[TemplateBank],
         size: tuple[int, int],
         partner: dict[int, int] | None = None,
+        *,
         allowed: frozenset[int] | None = None,
     ) -> LabelMatch | None:
         """Match against the rendering (sharp, blurred, aliased) the glyph resembles most."""
@@ -95,9 +96,9 @@ class CornerReader:
                 candidate.labels,
                 candidate.aspects,
                 vector,
-                aspect,
-                self.params.max_aspect_error,
-                allowed,
+                aspect=aspect,
+                max_aspect_error=self.params.max_aspect_error,
+                allowed=allowed,
             )
             if found is not None and (match is None or found.score > match.score):
                 match, bank = found, candidate
@@ -149,7 +150,9 @@ class CornerReader:
         if red is not None:
             # Blurred, a diamond's outline is a spade's: the colour, measured apart, picks the
             # pair of suits and the shape only chooses within it...
-            suit = self._match(suit_glyph, banks, SUIT_SIZE, SAME_COLOUR, RED_LABELS if red else BLACK_LABELS)
+            suit = self._match(
+                suit_glyph, banks, SUIT_SIZE, SAME_COLOUR, allowed=RED_LABELS if red else BLACK_LABELS
+            )
             # ...unless the shape plainly belongs to the other colour: then nothing is sure.
             if (
                 suit is not None

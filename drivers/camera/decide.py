@@ -23,7 +23,8 @@ Within a band, the position follows the path's own strength (corner confidence, 
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,41 @@ def index_and_face(strength: float) -> float:
 def one_channel(strength: float) -> float:
     """Confidence of a card only one channel names: below :data:`CONFIDENT`, never used by default."""
     return 0.6 + 0.2 * _strength(strength)
+
+
+class CornerRead(Enum):
+    """What the two index corners gave on their own."""
+
+    NONE = "none"
+    """No card (the reason says why)."""
+    ONE_CORNER = "one corner"
+    """One corner named the card, clearly enough alone, the other pointing nowhere else."""
+    BOTH_CORNERS = "both corners"
+    """Both corners named the same card."""
+
+
+@dataclass(frozen=True, slots=True)
+class _CornerDecision:
+    """The corner channel's decision: its card (None for ``CornerRead.NONE``), its raw
+    strength (not yet on the confidence scale) and its reason."""
+
+    kind: CornerRead
+    card: Card | None
+    strength: float
+    reason: str
+
+    @classmethod
+    def nothing(cls, reason: str) -> _CornerDecision:
+        return cls(CornerRead.NONE, None, 0.0, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """The decision of both channels: the card (or None), its confidence, the reason."""
+
+    card: Card | None
+    confidence: float
+    reason: str
 
 
 class Decider:
@@ -137,19 +173,36 @@ class Decider:
         self, readings: tuple[CornerReading, ...], face: FaceMatch | None
     ) -> tuple[Card | None, float, str]:
         """Both channels: corner reads checked by the face; the face alone only where corners agree."""
-        card, confidence, reason = self._combine(readings)
+        corners = self._combine(readings)
         if face is None:
-            if card is None:
-                return card, confidence, reason
-            both = reason == "read"
-            return card, both_corners(confidence) if both else one_channel(confidence), reason
+            verdict = self._corners_alone(corners)
+            return verdict.card, verdict.confidence, verdict.reason
+        match corners.kind:
+            case CornerRead.NONE:
+                verdict = self._face_fills_in(readings, face) or self._face_alone(readings, face, corners)
+            case CornerRead.ONE_CORNER | CornerRead.BOTH_CORNERS:
+                verdict = self._face_checks(readings, face, corners)
+        return verdict.card, verdict.confidence, verdict.reason
+
+    @staticmethod
+    def _corners_alone(corners: _CornerDecision) -> _Verdict:
+        """No face to check the corners: their card, on the scale of one or two channels."""
+        match corners.kind:
+            case CornerRead.NONE:
+                return _Verdict(None, corners.strength, corners.reason)
+            case CornerRead.BOTH_CORNERS:
+                return _Verdict(corners.card, both_corners(corners.strength), corners.reason)
+            case CornerRead.ONE_CORNER:
+                return _Verdict(corners.card, one_channel(corners.strength), corners.reason)
+
+    def _face_fills_in(self, readings: tuple[CornerReading, ...], face: FaceMatch) -> _Verdict | None:
+        """The corners named no card on their own, but the face settles what they point at."""
         p = self.params
         candidate = ALL_CARDS[face.label]
         named = {r.card for r in readings if r.card is not None}
         unnamed = [r for r in readings if r.card is None]
         if (
-            card is None
-            and named == {candidate}
+            named == {candidate}
             and face.score >= p.face_min_score
             and (face.margin >= p.face_confirm_margin or self._pair_settled(face))
             and not any(self._contradicts(r, candidate, look_alike=False) for r in unnamed)
@@ -158,79 +211,109 @@ class Decider:
             # index touches other print: a face naming the same card by a wide lead (court
             # pictures differ by suit) settles it.
             alone = max(r.confidence for r in readings if r.card is not None)
-            return candidate, index_and_face(alone), "read (one corner, face agrees)"
+            return _Verdict(candidate, index_and_face(alone), "read (one corner, face agrees)")
         if (
-            card is None
-            and len(named) == 2
+            len(named) == 2
             and named == {candidate, ALL_CARDS[look_alike_label(face.label)]}
             and self._pair_settled(face)
         ):
             # The corners agree on the rank and split on the look-alike suit (a blurred club
             # read as a spade): the face, compared on the pair's own axis, decides.
-            return candidate, index_and_face(0.0), "read (corners split on the look-alike suit, face decides)"
+            return _Verdict(
+                candidate, index_and_face(0.0), "read (corners split on the look-alike suit, face decides)"
+            )
         if (
-            card is None
-            and not named
+            not named
             and face.score >= p.face_min_score
             and len(readings) == 2
             and all(self._points_at(r, candidate) for r in readings)
         ):
             # Both corners point at the face's card, just short of a read (a blurred suit a
             # little less far from its look-alike, a rank scoring 0.80-0.85).
-            return candidate, index_and_face(0.0), "read (both corners nearly, face agrees)"
-        if card is not None:
-            own = ALL_CARDS.index(card)
-            if face.label != own and face.score - face.score_of(own) > p.face_veto_deficit:
-                return None, 0.0, f"face contradicts index ({ALL_CARDS[face.label].code})"
-            look_alike = look_alike_label(own)
-            if (
-                face.label == look_alike
-                and face.score >= p.face_lookalike_min_score
-                and face.score - face.score_of(own) >= p.face_lookalike_deficit
-            ):
-                return None, 0.0, "the face prefers the look-alike suit"
-            both = all(r.card is not None for r in readings)
-            veto = p.pair_confirm_separation if both else p.pair_single_veto_separation
-            if (
-                face.score_of(look_alike) >= p.face_lookalike_min_score
-                and self.pair_separation(face, look_alike) >= veto
-            ):
-                return None, 0.0, "the face prefers the look-alike suit"
-            named_corners = [r for r in readings if r.card is not None]
-            if (
-                reason == "read (one corner)"
-                and face.score_of(own) < p.weak_face_score
-                and any(
-                    r.rank is not None
-                    and r.suit is not None
-                    and min(r.rank.score, r.suit.score) < p.weak_face_corner_score
-                    for r in named_corners
-                )
-            ):
-                return None, 0.0, "one corner only, on a face unlike this deck's card"
-            if reason == "read":
-                return card, both_corners(confidence), reason
-            if face.label == own:
-                # The face's best card is the corner's card: two independent channels agree.
-                return card, index_and_face(confidence), "read (one corner, face names it too)"
-            return card, one_channel(confidence), reason
+            return _Verdict(candidate, index_and_face(0.0), "read (both corners nearly, face agrees)")
+        return None
+
+    def _face_checks(
+        self, readings: tuple[CornerReading, ...], face: FaceMatch, corners: _CornerDecision
+    ) -> _Verdict:
+        """The corners named a card: the face may veto it, or back it as a second channel."""
+        card = corners.card
+        assert card is not None
+        own = ALL_CARDS.index(card)
+        veto = self._face_veto(readings, face, corners)
+        if veto is not None:
+            return _Verdict(None, 0.0, veto)
+        if corners.kind is CornerRead.BOTH_CORNERS:
+            return _Verdict(card, both_corners(corners.strength), corners.reason)
+        if face.label == own:
+            # The face's best card is the corner's card: two independent channels agree.
+            return _Verdict(card, index_and_face(corners.strength), "read (one corner, face names it too)")
+        return _Verdict(card, one_channel(corners.strength), corners.reason)
+
+    def _face_veto(
+        self, readings: tuple[CornerReading, ...], face: FaceMatch, corners: _CornerDecision
+    ) -> str | None:
+        """Why the face refuses the corners' card, else None."""
+        p = self.params
+        assert corners.card is not None
+        own = ALL_CARDS.index(corners.card)
+        if face.label != own and face.score - face.score_of(own) > p.face_veto_deficit:
+            return f"face contradicts index ({ALL_CARDS[face.label].code})"
+        look_alike = look_alike_label(own)
+        if (
+            face.label == look_alike
+            and face.score >= p.face_lookalike_min_score
+            and face.score - face.score_of(own) >= p.face_lookalike_deficit
+        ):
+            return "the face prefers the look-alike suit"
+        both = all(r.card is not None for r in readings)
+        separation = p.pair_confirm_separation if both else p.pair_single_veto_separation
+        if (
+            face.score_of(look_alike) >= p.face_lookalike_min_score
+            and self.pair_separation(face, look_alike) >= separation
+        ):
+            return "the face prefers the look-alike suit"
+        if (
+            corners.kind is CornerRead.ONE_CORNER
+            and face.score_of(own) < p.weak_face_score
+            and any(self._weak_corner(r) for r in readings if r.card is not None)
+        ):
+            return "one corner only, on a face unlike this deck's card"
+        return None
+
+    def _weak_corner(self, reading: CornerReading) -> bool:
+        """True when a named corner's rank or suit scores below what a weak face needs."""
+        rank, suit = reading.rank, reading.suit
+        return (
+            rank is not None
+            and suit is not None
+            and min(rank.score, suit.score) < self.params.weak_face_corner_score
+        )
+
+    def _face_alone(
+        self, readings: tuple[CornerReading, ...], face: FaceMatch, corners: _CornerDecision
+    ) -> _Verdict:
+        """The corners named nothing: the face names its card only with a clear lead and no
+        corner pointing elsewhere."""
+        p = self.params
+        candidate = ALL_CARDS[face.label]
+        named = {r.card for r in readings if r.card is not None}
+        nothing = _Verdict(None, 0.0, corners.reason)
         margin = self._face_margin(face)
-        if face.score < p.face_min_score or margin < p.face_min_margin:
-            return None, 0.0, reason
-        if named - {candidate}:
-            return None, 0.0, reason
+        if face.score < p.face_min_score or margin < p.face_min_margin or named - {candidate}:
+            return nothing
         # Once the face has settled club/spade (heart/diamond) on the pair's axis, a corner's
         # suit shaped like the look-alike is no longer a veto; its rank or colour still is.
         settled = self._pair_settled(face)
         if any(self._contradicts(r, candidate, look_alike=not settled) for r in readings if r.card is None):
-            return None, 0.0, reason
+            return nothing
         if any(self._supports(r, candidate) for r in readings):
             lead = (margin - p.face_min_margin) / p.face_min_margin
-            return candidate, index_and_face(lead), "read (face, index agrees)"
+            return _Verdict(candidate, index_and_face(lead), "read (face, index agrees)")
         if margin >= p.face_alone_margin and all(r.reason != NO_PRINT for r in readings):
             lead = (margin - p.face_alone_margin) / p.face_alone_margin
-            return candidate, one_channel(lead), "read (face, index silent)"
-        return None, 0.0, reason
+            return _Verdict(candidate, one_channel(lead), "read (face, index silent)")
+        return nothing
 
     def pair_separation(self, face: FaceMatch, label: int) -> float:
         """Where the face lies between card ``label`` (+1) and its look-alike (-1), 0 midway."""
@@ -296,31 +379,31 @@ class Decider:
             and reading.red == (card.suit in RED_SUITS)
         )
 
-    def _combine(self, readings: tuple[CornerReading, ...]) -> tuple[Card | None, float, str]:
+    def _combine(self, readings: tuple[CornerReading, ...]) -> _CornerDecision:
         """The corner channel's decision alone, with its raw strength (not yet on the scale)."""
         named = [r for r in readings if r.card is not None]
         if not named:
-            return None, 0.0, "; ".join(sorted({r.reason for r in readings}))
+            return _CornerDecision.nothing("; ".join(sorted({r.reason for r in readings})))
         cards = {r.card for r in named}
         if len(cards) > 1:
-            return None, 0.0, "index corners disagree"
+            return _CornerDecision.nothing("index corners disagree")
         card = named[0].card
         assert card is not None
         if len(named) == len(readings):
-            confidence = 1.0 - float(np.prod([1.0 - r.confidence for r in named]))
-            return card, confidence, "read"
+            strength = 1.0 - float(np.prod([1.0 - r.confidence for r in named]))
+            return _CornerDecision(CornerRead.BOTH_CORNERS, card, strength, "read")
         others = [r for r in readings if r.card is None]
         if any(self._contradicts(r, card) for r in others):
-            return None, 0.0, "other index corner contradicts"
+            return _CornerDecision.nothing("other index corner contradicts")
         alone = named[0]
         p = self.params
         if alone.rank is None or alone.suit is None:  # a named corner always has both
-            return None, 0.0, "one corner only, incomplete"
+            return _CornerDecision.nothing("one corner only, incomplete")
         if alone.tangled:
-            return None, 0.0, "one corner only, and its index touches other print"
+            return _CornerDecision.nothing("one corner only, and its index touches other print")
         if (
             min(alone.rank.score, alone.suit.score) < p.single_corner_min_score
             or min(alone.rank.margin, alone.suit.margin) < p.single_corner_margin_factor * p.min_margin
         ):
-            return None, 0.0, "one corner only, not clear enough alone"
-        return card, named[0].confidence, "read (one corner)"
+            return _CornerDecision.nothing("one corner only, not clear enough alone")
+        return _CornerDecision(CornerRead.ONE_CORNER, card, alone.confidence, "read (one corner)")

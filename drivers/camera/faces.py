@@ -85,7 +85,7 @@ class FaceMatch:
 
 
 def match_face(
-    vector: Vector, templates: NDArray[Any], labels: NDArray[Any], mean_face: Vector, cards: int
+    vector: Vector, templates: NDArray[Any], labels: NDArray[Any], mean_face: Vector, *, cards: int
 ) -> FaceMatch | None:
     """Correlate a face vector (``picture_vector``) with every learned face of the deck."""
     if not float(np.abs(vector).sum()) > 0:

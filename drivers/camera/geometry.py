@@ -192,7 +192,7 @@ def _fit_quad_wide(contour: Points) -> Points:
 
 
 def _sharpen(
-    frame: Image, quad: Points, area: float, hue: int, params: DetectorParams
+    frame: Image, quad: Points, area: float, hue: int, *, params: DetectorParams
 ) -> tuple[Points, float]:
     """Re-fit a coarse (detection-scale) quad on the full-resolution pixels around it.
 
@@ -264,7 +264,7 @@ def detect_cards(frame: Image, params: DetectorParams | None = None) -> tuple[li
         for fit in (_fit_quad, _fit_quad_wide):
             quad, outline_area = fit(contour), area
             if scale != 1.0:
-                quad, outline_area = _sharpen(frame, quad, area, hue, params)
+                quad, outline_area = _sharpen(frame, quad, area, hue, params=params)
             if _fills(quad, outline_area, params.min_quad_fill):
                 fitted = quad
                 break
@@ -291,18 +291,12 @@ _CANONICAL = np.array([[0, 0], [CARD_W - 1, 0], [CARD_W - 1, CARD_H - 1], [0, CA
 def warp_corners(frame: Image, outline: CardOutline, size: tuple[int, int]) -> tuple[Image, Image]:
     """The two index corners of the card, each warped upright into a ``size`` (w, h) image.
 
-    The first is the canonical card's top-left; the second its bottom-right seen with the
-    card turned 180 degrees. Same pixels as cropping :func:`warp_card`, a fraction of the work.
+        The first is the canonical card's top-left; the second its bottom-right seen with the
+        card turned 180 degrees. Same pixels as cropping the corners of the whole card warped
+    upright, a fraction of the work.
     """
     matrix = cv2.getPerspectiveTransform(outline.corners, _CANONICAL)
     turn = np.array([[-1, 0, CARD_W - 1], [0, -1, CARD_H - 1], [0, 0, 1]], dtype=np.float64)
     top_left: Image = cv2.warpPerspective(frame, matrix, size, flags=cv2.INTER_LINEAR)
     bottom_right: Image = cv2.warpPerspective(frame, turn @ matrix, size, flags=cv2.INTER_LINEAR)
     return top_left, bottom_right
-
-
-def warp_card(frame: Image, outline: CardOutline) -> Image:
-    """The card seen through ``outline``, warped upright to CARD_W x CARD_H."""
-    matrix = cv2.getPerspectiveTransform(outline.corners, _CANONICAL)
-    warped: Image = cv2.warpPerspective(frame, matrix, (CARD_W, CARD_H), flags=cv2.INTER_LINEAR)
-    return warped

@@ -45,11 +45,6 @@ class IndexBoxes:
     suit: Box
 
 
-def corner_views(warped: Image) -> tuple[Image, Image]:
-    """The card as warped and the card turned 180 degrees (the other index corner on top-left)."""
-    return warped, cv2.rotate(warped, cv2.ROTATE_180)
-
-
 BLUE_LEAD = 40
 """Blue exceeding red and green by this much is picture print (frames, robes), not index ink."""
 

@@ -31,6 +31,7 @@ def best_label(
     labels: NDArray[Any],
     aspects: NDArray[Any],
     vector: NDArray[Any],
+    *,
     aspect: float | None,
     max_aspect_error: float,
     allowed: frozenset[int] | None = None,
@@ -71,6 +72,7 @@ def template_banks(
     labels: NDArray[Any],
     aspects: NDArray[Any],
     heights: NDArray[Any],
+    *,
     variants: NDArray[Any],
 ) -> dict[float, list[TemplateBank]]:
     """Templates grouped by learned height, then by rendering (one bank per variant)."""

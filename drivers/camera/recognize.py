@@ -84,4 +84,4 @@ class Recognizer:
         """Correlate the whole card in ``outline`` with the deck's 52 learned faces."""
         t = self.templates
         vector = picture_vector(face_picture(frame, outline))
-        return match_face(vector, t.face_vectors, t.face_labels, t.face_mean, len(ALL_CARDS))
+        return match_face(vector, t.face_vectors, t.face_labels, t.face_mean, cards=len(ALL_CARDS))

@@ -287,7 +287,7 @@ def save_templates(templates: DeckTemplates, path: Path) -> None:
         )
 
 
-def _array(data: np.lib.npyio.NpzFile, key: str, path: Path, ndim: int, kind: str) -> NDArray[np.generic]:
+def _array(data: np.lib.npyio.NpzFile, key: str, path: Path, ndim: int, *, kind: str) -> NDArray[np.generic]:
     if key not in data.files:
         raise TemplateError(f"{path}: missing array {key!r}")
     array = data[key]
@@ -318,7 +318,7 @@ def load_templates(path: Path) -> DeckTemplates:
         raise TemplateError(f"{path}: not a templates file ({exc})") from exc
     with data:
         try:
-            meta = json.loads(str(_array(data, "meta", path, 0, "U")))
+            meta = json.loads(str(_array(data, "meta", path, 0, kind="U")))
         except json.JSONDecodeError as exc:
             raise TemplateError(f"{path}: meta is not JSON ({exc})") from exc
         if not isinstance(meta, dict) or meta.get("format") != "baccarat-edge-card-templates":
@@ -335,19 +335,19 @@ def load_templates(path: Path) -> DeckTemplates:
             rank=_box(meta.get("rank_box"), path, "rank_box"),
             suit=_box(meta.get("suit_box"), path, "suit_box"),
         )
-        rank_vectors = _array(data, "rank_vectors", path, 2, "f").astype(np.float32)
-        rank_labels = _array(data, "rank_labels", path, 1, "i").astype(np.int16)
-        rank_aspects = _array(data, "rank_aspects", path, 1, "f").astype(np.float32)
-        suit_vectors = _array(data, "suit_vectors", path, 2, "f").astype(np.float32)
-        suit_labels = _array(data, "suit_labels", path, 1, "i").astype(np.int16)
-        suit_aspects = _array(data, "suit_aspects", path, 1, "f").astype(np.float32)
-        rank_heights = _array(data, "rank_heights", path, 1, "f").astype(np.float32)
-        suit_heights = _array(data, "suit_heights", path, 1, "f").astype(np.float32)
-        rank_variants = _array(data, "rank_variants", path, 1, "i").astype(np.int16)
-        suit_variants = _array(data, "suit_variants", path, 1, "i").astype(np.int16)
-        face_vectors = _array(data, "face_vectors", path, 2, "f").astype(np.float32)
-        face_labels = _array(data, "face_labels", path, 1, "i").astype(np.int16)
-        face_mean = _array(data, "face_mean", path, 1, "f").astype(np.float32)
+        rank_vectors = _array(data, "rank_vectors", path, 2, kind="f").astype(np.float32)
+        rank_labels = _array(data, "rank_labels", path, 1, kind="i").astype(np.int16)
+        rank_aspects = _array(data, "rank_aspects", path, 1, kind="f").astype(np.float32)
+        suit_vectors = _array(data, "suit_vectors", path, 2, kind="f").astype(np.float32)
+        suit_labels = _array(data, "suit_labels", path, 1, kind="i").astype(np.int16)
+        suit_aspects = _array(data, "suit_aspects", path, 1, kind="f").astype(np.float32)
+        rank_heights = _array(data, "rank_heights", path, 1, kind="f").astype(np.float32)
+        suit_heights = _array(data, "suit_heights", path, 1, kind="f").astype(np.float32)
+        rank_variants = _array(data, "rank_variants", path, 1, kind="i").astype(np.int16)
+        suit_variants = _array(data, "suit_variants", path, 1, kind="i").astype(np.int16)
+        face_vectors = _array(data, "face_vectors", path, 2, kind="f").astype(np.float32)
+        face_labels = _array(data, "face_labels", path, 1, kind="i").astype(np.int16)
+        face_mean = _array(data, "face_mean", path, 1, kind="f").astype(np.float32)
     checks = [
         ("rank_vectors", rank_vectors.shape[1] == RANK_SIZE[0] * RANK_SIZE[1]),
         ("suit_vectors", suit_vectors.shape[1] == SUIT_SIZE[0] * SUIT_SIZE[1]),

@@ -168,7 +168,7 @@ class AngelEyeDecoder:
             # frame taken (as remembered: BCC in upper case), with nothing buffered, is what the
             # loop below would count as a repeat (``_finish_frame``), decided here without
             # finding the frame again. Measured worth
-            # it: bench/README.md, "Issue #11 re-measure".
+            # it: bench/README.md, "plain code against the tricks".
             self._dropped_duplicates += 1
             return []
         stream = self._pending + data if self._pending else bytes(data)

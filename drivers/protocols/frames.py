@@ -57,7 +57,7 @@ class DecodedFrame(NamedTuple):
 
     A ``NamedTuple`` rather than a frozen dataclass: a frozen dataclass's ``__init__`` sets
     each field through ``object.__setattr__``, which made building one cost ~1.7 us against
-    ~0.3 us, on every frame of a 4,800-baud line (bench/README.md, "Issue #11 re-measure").
+    ~0.3 us, on every frame of a 4,800-baud line (bench/README.md, "plain code against the tricks").
 
     Exactly one of ``input``, ``reply``, ``notice`` and ``rejected`` is set. A
     duplicate transmission carries the ``input`` (or ``notice``) it repeats with

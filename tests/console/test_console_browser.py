@@ -31,10 +31,10 @@ from daemon.console.server import ConsoleApp
 from daemon.console.settings import ConsoleSettings
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import sign
+from daemon.mqtt.supervisor_commands import CommandSender
 from daemon.mqtt.topics import TableTopics
 from daemon.service.config import load_config
 from daemon.service.runner import Daemon
-from daemon.service.supervisor import CommandSender
 from daemon.simulation.dealer import DealSettings, FaultSpec, plan_shoe
 from drivers.fixtures import SupervisorStep
 from drivers.pty_device import PtyDevice

@@ -70,7 +70,16 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MosquittoBroker
 
 
 def options(port: int) -> ClientOptions:
-    return ClientOptions("127.0.0.1", port, None, None, None, True, "", None)
+    return ClientOptions(
+        host="127.0.0.1",
+        port=port,
+        tls=None,
+        username=None,
+        password=None,
+        mqtt5=True,
+        table="",
+        events_key=None,
+    )
 
 
 @pytest.fixture(scope="module")

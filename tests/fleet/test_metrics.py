@@ -53,7 +53,18 @@ def test_live_exporter_follows_the_tables(mosquitto: MosquittoBroker) -> None:
     tables = [SyntheticTable(f"T{n}", last_read_at=now - 3) for n in range(3)]
     tables[1].server_ack = {"enabled": True, "seq": 9, "lag_events": 3, "lag_s": 4.25}
     publish_retained(mosquitto.port, [m for t in tables for m in table_messages(t, now)])
-    live = LiveFleet(ClientOptions("127.0.0.1", mosquitto.port, None, None, None, True, "", None))
+    live = LiveFleet(
+        ClientOptions(
+            host="127.0.0.1",
+            port=mosquitto.port,
+            tls=None,
+            username=None,
+            password=None,
+            mqtt5=True,
+            table="",
+            events_key=None,
+        )
+    )
     live.start()
     server = MetricsServer(live, ("127.0.0.1", 0), Thresholds())
     server.start()

@@ -61,7 +61,7 @@ def verifier(secrets: dict[str, SecretSource], journal: Journal) -> CommandVerif
             for key_id, role in KEYS.items()
         )
     )
-    return CommandVerifier(TABLE, Keyring.load(signing), signing, journal, time.time)
+    return CommandVerifier(TABLE, Keyring.load(signing), signing, journal, clock=time.time)
 
 
 def _table() -> Engine:

@@ -66,7 +66,7 @@ def journal(tmp_path: Path) -> Iterator[Journal]:
 
 
 def _verifier(signing: SigningSettings, journal: Journal) -> CommandVerifier:
-    return CommandVerifier(TABLE, Keyring.load(signing), signing, journal, time.time)
+    return CommandVerifier(TABLE, Keyring.load(signing), signing, journal, clock=time.time)
 
 
 def _check(verifier: CommandVerifier, command: dict[str, object]) -> Verified | Refusal:
@@ -253,9 +253,9 @@ def test_the_command_cli_signs_sends_and_reports(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # no table listening: no reply is exit 2
+    # no table listening: no reply is exit 7 (daemon/commands/_mqtt_client.py)
     assert (
-        main([*_cli(mosquitto.port, "sup-anna", key_files["sup-anna"], "--timeout", "1"), "void_shoe"]) == 2
+        main([*_cli(mosquitto.port, "sup-anna", key_files["sup-anna"], "--timeout", "1"), "void_shoe"]) == 7
     )
     assert "no reply within 1 s" in capsys.readouterr().err
 
@@ -281,7 +281,7 @@ def test_the_command_cli_signs_sends_and_reports(
     # a reply that does not verify with the events key given is not believed
     other = write_secret(tmp_path / "other-events.key", "not the table's events key at all\n")
     wrong = ("--events-key-file", str(other))
-    assert main([*_cli(mosquitto.port, "gs-1", key_files["gs-1"], *wrong), "new_shoe"]) == 2
+    assert main([*_cli(mosquitto.port, "gs-1", key_files["gs-1"], *wrong), "new_shoe"]) == 8
     assert "does not verify" in capsys.readouterr().err
 
 

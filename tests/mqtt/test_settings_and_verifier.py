@@ -143,7 +143,7 @@ def test_backoff_doubles_with_jitter_and_caps() -> None:
 def verifier(tmp_path: Path) -> CommandVerifier:
     journal = Journal(JournalSettings(path=tmp_path / "j.sqlite3"), "T1")
     keyring = Keyring([CommandKey(LEGACY_KEY_ID, frozenset(Role), KEY, legacy=True)])
-    return CommandVerifier("T1", keyring, SigningSettings(command_max_skew_s=30), journal, time.time)
+    return CommandVerifier("T1", keyring, SigningSettings(command_max_skew_s=30), journal, clock=time.time)
 
 
 def check(verifier: CommandVerifier, command: dict[str, object] | bytes) -> Verified | Refusal:

@@ -24,9 +24,9 @@ from paho.mqtt.enums import CallbackAPIVersion
 from common.inputs import DeviceTarget
 from daemon.mqtt.consumer import EventConsumer, Verdict
 from daemon.mqtt.secrets import Secret
+from daemon.mqtt.supervisor_commands import CommandSender
 from daemon.mqtt.topics import TableTopics
 from daemon.rules.outcome import RoundOutcome
-from daemon.service.supervisor import CommandSender
 from daemon.simulation.dealer import DealSettings, plan_shoe
 from drivers.fixtures import FixtureStep, SupervisorStep
 from drivers.pty_device import PtyDevice

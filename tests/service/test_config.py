@@ -304,8 +304,21 @@ def test_check_config_flags_every_insecure_broker_setting(tmp_path: Path) -> Non
     assert "security" not in result.stdout
 
 
+def all_keys() -> set[str]:
+    """Every key path the config reference documents."""
+    from daemon.service.config import READER_DRIVERS, DaemonConfig
+    from daemon.service.config_docs import rows
+    from drivers.registry import load
+
+    keys = {k for k, *_ in rows(DaemonConfig, "")}
+    for driver in READER_DRIVERS:
+        keys |= {k for k, *_ in rows(load(driver).settings, "readers[].settings")}
+    keys |= {k for k, *_ in rows(load("camera").settings, "camera.settings")}
+    return keys
+
+
 def test_config_readme_documents_every_key() -> None:
-    from daemon.service.config_docs import README, all_keys
+    from daemon.service.config_docs import README
 
     text = README.read_text()
     missing = sorted(k for k in all_keys() if f"`{k}`" not in text)
@@ -407,7 +420,7 @@ CAMERA = (
 
 
 def test_a_camera_renamed_without_table_camera_devices_is_refused(tmp_path: Path) -> None:
-    """Issue #12: a camera named other than in table.camera.devices would count as a reader."""
+    """A camera named other than in table.camera.devices would count as a reader."""
     path = tmp_path / "table.yaml"
     base = "table_id: T7\nreaders:\n  - driver: ascii_lines\n    settings: {url: /dev/a}\n"
     camera = f"camera:\n  settings: {{{CAMERA}, device: overhead}}\n"
@@ -461,7 +474,7 @@ LOCKING_SHOE = (
 
 
 def test_betting_inputs_of_a_reader_need_the_table_to_take_its_window_from_them(tmp_path: Path) -> None:
-    """Issue #12: a dealer button or the shoe's lock as the betting window, configured on both sides."""
+    """A dealer button or the shoe's lock as the betting window, configured on both sides."""
     with pytest.raises(ConfigError) as info:
         load_config(_table(tmp_path, LINE_BUTTON), environ={})
     [problem] = info.value.problems

@@ -10,8 +10,8 @@ from common.inputs import CardRead, DeviceTarget, OutsideGameCard, OutsideGameMo
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
+from daemon.rules.roads import bead_plate
 from daemon.rules.variants import load_variant_by_name
-from daemon.service.roads import bead_plate
 from daemon.service.table_view import TableView, render
 
 BASE = "baccarat/v1/T9"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from daemon.service.roads import ROWS, bead_plate, big_road, big_road_grid
+from daemon.rules.roads import ROWS, bead_plate, big_road, big_road_grid
 
 results_strategy = st.lists(st.sampled_from(["player", "banker", "tie"]), max_size=90)
 

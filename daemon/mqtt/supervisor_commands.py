@@ -25,6 +25,7 @@ def signed_command(
     table_id: str,
     action: str,
     args: dict[str, Any] | None = None,
+    *,
     actor: str = "supervisor:demo",
     ts: float | None = None,
     key_id: str | None = None,
