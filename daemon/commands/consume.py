@@ -11,7 +11,8 @@ same ``event_id``). :mod:`daemon.fleet.ledger` says how.
 
 Exit status: 0 after a clean stop (SIGTERM, Ctrl-C, ``--count``, ``--timeout``) with no
 rejected or conflicting event; 1 when events were rejected, conflicted, a table rolled its
-journal back, or the output failed; 2 on a usage or connection error.
+journal back, or the output failed; 2 on bad usage or configuration; 3 broker unreachable at
+start; 5 TLS failed (the other command-line MQTT tools' codes).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "lines in seq order per table."
         ),
     )
-    from daemon.mqtt.client_options import add_connection_arguments
+    from daemon.commands._mqtt_client import add_connection_arguments
 
     add_connection_arguments(parser, events_key=False, table=False)
     parser.add_argument("--shard", required=True, metavar="K/N", help="this member's shard, e.g. 0/3")
@@ -114,40 +115,63 @@ def _load_keys(directory: Path, tables: list[str]) -> dict[str, Secret]:
     return {t: SigningKeySource(file=directory / f"{t}.key").load() for t in tables}
 
 
-def run(args: argparse.Namespace) -> int:
-    from daemon.fleet.ledger import CommandSink, FileSink, Ledger, LedgerError, Sink
-    from daemon.fleet.shards import ShardConsumer, group_name, shard_of
-    from daemon.mqtt.client_options import build_client, resolve
-    from daemon.mqtt.secrets import SecretError, SigningKeySource
+class UsageError(Exception):
+    """A flag, file or key that cannot be used; the text says which and why."""
 
-    def fail(message: str) -> int:
-        print(f"consume: {message}", file=sys.stderr)
-        return 2
+
+def _setup(args: argparse.Namespace) -> tuple[Any, tuple[int, int], list[str], dict[str, Any], Secret]:
+    """Connection options, shard, tables, this shard's events keys and the game server's key;
+    UsageError naming the problem."""
+    from daemon.commands._mqtt_client import resolve
+    from daemon.fleet.shards import shard_of
+    from daemon.mqtt.secrets import SecretError, SigningKeySource
 
     try:
         shard, shards = parse_shard(args.shard)
         tables = read_tables(args.tables)
-        command = shlex.split(args.exec_command) if args.exec_command is not None else None
     except (ValueError, OSError) as exc:
-        return fail(str(exc))
-    if command == []:
-        return fail("--exec: no command")
+        raise UsageError(str(exc)) from None
     conn = resolve(args, table_required=False)
     if isinstance(conn, str):
-        return fail(conn)
+        raise UsageError(conn)
     if not conn.mqtt5:
-        return fail("a group member needs MQTT 5 (shared subscriptions, a persistent session)")
-    mine = [t for t in tables if shard_of(t, shards) == shard]
+        raise UsageError("a group member needs MQTT 5 (shared subscriptions, a persistent session)")
     try:
-        keys = _load_keys(args.events_keys, mine)
+        keys = _load_keys(args.events_keys, [t for t in tables if shard_of(t, shards) == shard])
         ack_key = SigningKeySource(file=args.command_key_file).load()
     except SecretError as exc:
-        return fail(str(exc))
-    sink: Sink = CommandSink(command) if command is not None else FileSink(args.output)
+        raise UsageError(str(exc)) from None
+    return conn, (shard, shards), tables, keys, ack_key
+
+
+def _open_ledger(args: argparse.Namespace) -> Any:
+    """The output (``--output`` file or ``--exec`` command) and its ledger; UsageError."""
+    from daemon.fleet.ledger import CommandSink, FileSink, Ledger, LedgerError, Sink
+
+    sink: Sink
+    if args.exec_command is not None:
+        command = shlex.split(args.exec_command)
+        if not command:
+            raise UsageError("--exec: no command")
+        sink = CommandSink(command)
+    else:
+        sink = FileSink(args.output)
     try:
-        ledger = Ledger(args.checkpoint_dir / "consume-ledger.sqlite3", sink)
-    except (LedgerError, OSError) as exc:
-        return fail(str(exc))
+        return Ledger(args.checkpoint_dir / "consume-ledger.sqlite3", sink)
+    except (LedgerError, OSError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    from daemon.commands._mqtt_client import ClientFailure, connect_failure, new_client
+    from daemon.fleet.shards import ShardConsumer, group_name
+
+    try:
+        conn, (shard, shards), tables, keys, ack_key = _setup(args)
+        ledger = _open_ledger(args)
+    except UsageError as exc:
+        print(f"consume: {exc}", file=sys.stderr)
+        return 2
     done = threading.Event()
 
     def hand_on(table: str, envelope: dict[str, Any]) -> None:
@@ -157,10 +181,10 @@ def run(args: argparse.Namespace) -> int:
 
     group = group_name(shard, shards)
     try:
-        client = build_client(conn, "consume", client_id=args.client_id or f"baccarat-consumer-{group}")
-    except (OSError, ValueError) as exc:
+        client = new_client(conn, "consume", client_id=args.client_id or f"baccarat-consumer-{group}")
+    except ClientFailure as failure:
         ledger.close()
-        return fail(f"TLS set-up failed: {exc}")
+        return failure.report("consume")
     member = ShardConsumer(
         conn.host,
         conn.port,
@@ -179,26 +203,32 @@ def run(args: argparse.Namespace) -> int:
         member.start()
     except (OSError, ValueError) as exc:
         ledger.close()
-        return fail(f"cannot connect to {conn.host}:{conn.port}: {exc}")
+        return connect_failure(conn, exc).report("consume")
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     if member.subscribed.wait(30):
         print(
-            f"consume: shard {shard}/{shards} ({group}): {len(mine)} tables, "
+            f"consume: shard {shard}/{shards} ({group}): {len(keys)} tables, "
             f"checkpoints in {args.checkpoint_dir}",
             file=sys.stderr,
             flush=True,
         )
-    deadline = None if args.timeout is None else time.monotonic() + args.timeout
     try:
-        while not done.wait(0.2) and member.failure is None:
-            if deadline is not None and time.monotonic() > deadline:
-                break
-    except KeyboardInterrupt:
-        pass
+        _wait(member, done, args.timeout)
     finally:
         member.stop()
         ledger.close()
     return _report(member, ledger)
+
+
+def _wait(member: Any, done: threading.Event, timeout: float | None) -> None:
+    """Until ``done`` (SIGTERM, ``--count``), Ctrl-C, ``timeout`` or a failure of the member."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    try:
+        while not done.wait(0.2) and member.failure is None:
+            if deadline is not None and time.monotonic() > deadline:
+                return
+    except KeyboardInterrupt:
+        return
 
 
 def _report(member: Any, ledger: Any) -> int:
