@@ -22,7 +22,7 @@ from daemon.fleet.shards import shard_of
 from tests.conftest import REPO_ROOT
 from tests.fleet.bridged import Table, make_table, wait_until
 from tests.fleet.test_exactly_once import Dealer
-from tests.support.broker import MosquittoBroker
+from tests.support.broker import MosquittoBroker, free_port
 from tests.support.secrets import write_secret
 
 TABLES = ["T0", "T1", "T2", "T3"]
@@ -228,3 +228,22 @@ def test_shard_and_tables_arguments_are_validated(tmp_path: Path) -> None:
         read_tables(listing)
     listing.write_text("T01  # first\n\nT02\n")
     assert read_tables(listing) == ["T01", "T02"]
+
+
+def test_consume_exit_codes_for_usage_and_an_unreachable_broker(tmp_path: Path) -> None:
+    (tmp_path / "events-keys").mkdir()
+    (tmp_path / "tables.txt").write_text("T0\n")
+    write_secret(tmp_path / "events-keys" / "T0.key", "events-key-of-T0-long-enough\n")
+    gs_key = write_secret(tmp_path / "gs-1.key", "the game server's key, long enough\n")
+    nobody = free_port()  # nothing listens there
+
+    def exit_code(*sink: str, shard: str = "0/1") -> tuple[int, str]:
+        proc = consume(tmp_path, nobody, gs_key, shard, *sink)
+        _, err = proc.communicate(timeout=60)
+        return proc.returncode, err.decode()
+
+    assert exit_code("--output", str(tmp_path / "out.jsonl"), shard="1/1")[0] == 2
+    code, said = exit_code("--exec", "")
+    assert (code, "--exec: no command" in said) == (2, True)
+    code, said = exit_code("--output", str(tmp_path / "out.jsonl"))
+    assert (code, "cannot reach the broker" in said) == (3, True)
