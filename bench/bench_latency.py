@@ -83,7 +83,7 @@ def journal_commit_sample(directory: Path, count: int) -> list[float]:
     """Seconds per ``Journal.append`` of one card read with the two events a round's card makes."""
     from common.cards import Card
     from common.inputs import CardRead, DeviceTarget
-    from daemon.engine.events import Event
+    from daemon.engine.events import Event, EventKind
     from daemon.journal.settings import JournalSettings
     from daemon.journal.store import Journal
 
@@ -95,9 +95,9 @@ def journal_commit_sample(directory: Path, count: int) -> list[float]:
                             raw="05 31 44 81 b8 03 34 36")  # fmt: skip
             read_data = {"card": "8s", "device": "reader", "read_at": read.at, "raw": read.raw}
             events = [
-                Event("card_dealt", read.at, "shoe", i + 1, "reader",
+                Event(EventKind.CARD_DEALT, read.at, "shoe", i + 1, "reader",
                       {"card": "8s", "slot": "P1", "round": i + 1, "read": read_data}),
-                Event("round_opened", read.at, "shoe", i + 1, "reader", {"hand": i + 1}),
+                Event(EventKind.ROUND_OPENED, read.at, "shoe", i + 1, "reader", {"hand": i + 1}),
             ]  # fmt: skip
             start = time.perf_counter()
             journal.append([read], events)

@@ -32,6 +32,7 @@ from bench.common import Summary, report
 from bench.rig import forwarded, shoe_stream
 from common.cards import Card
 from common.inputs import CardRead
+from common.slots import SLOT_NAMED, Slot
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.outcome import play_round
@@ -60,10 +61,10 @@ def workload(shoes: int, seed: int) -> Workload:
             inp = frame.input
             if frame.duplicate or not isinstance(inp, CardRead) or inp.target is None:
                 continue
-            if inp.target.value in ("P1",) and current:
+            if SLOT_NAMED.get(inp.target) is Slot.P1 and current:
                 rounds.append(current)
                 current = []
-            if inp.target.value in ("P1", "B1", "P2", "B2", "P3", "B3"):
+            if inp.target in SLOT_NAMED:
                 current.append(inp.card)
     if current:
         rounds.append(current)

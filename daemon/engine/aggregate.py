@@ -30,10 +30,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.inputs import CardRead, EngineInput, ReadFailed, Source, Tick
-from daemon.engine.core import EngineCore
-from daemon.engine.events import Event, EventKind
-from daemon.engine.state import OUTSIDE_SHOE
+from common.inputs import CardRead, DeviceTarget, EngineInput, ReadFailed, Source, Tick
+from daemon.engine.emitter import Emitter
+from daemon.engine.events import EventKind
+from daemon.engine.payloads import ReadFields
+from daemon.engine.phases import OUTSIDE_SHOE
+from daemon.engine.shoe import ShoeSetup
+from daemon.engine.state import TableState
 
 LISTED = 10
 """Cards refused for a full journal that each keep their own ``card_refused`` event."""
@@ -54,8 +57,8 @@ class PendingRefusals:
     alert_id: str
     refused_before: int
     """The episode's total before these cards."""
-    first_read: dict[str, Any]
-    last_read: dict[str, Any]
+    first_read: ReadFields
+    last_read: ReadFields
     codes: list[str | None] = field(default_factory=list)
     counted: dict[str, int] = field(default_factory=dict)
     not_counted: int = 0
@@ -67,19 +70,30 @@ class PendingRefusals:
         return float(self.first_read["read_at"])
 
 
-class RefusalAggregation(EngineCore):
+class RefusalEpisodes:
     """The absorbing of repeated refusals into their episode's alert (see the module doc)."""
 
-    _pending: PendingRefusals | None = None
-    absorbed = False
+    state: TableState
+    shoe: ShoeSetup
+    emitter: Emitter
+    pending: PendingRefusals | None
+    """The cards absorbed since the episode's last summary: the engine's only memory outside the fold."""
+    absorbed: bool
     """True when the last input handled was absorbed (no event): the service does not journal it."""
 
-    def _settle_refusals(self, inp: EngineInput) -> None:
+    def __init__(self, *, state: TableState, shoe: ShoeSetup, emitter: Emitter) -> None:
+        self.state = state
+        self.shoe = shoe
+        self.emitter = emitter
+        self.pending = None
+        self.absorbed = False
+
+    def settle(self, inp: EngineInput) -> None:
         """Before an input: emit the pending summary unless this input may be absorbed too."""
         self.absorbed = False
-        pending = self._pending
+        pending = self.pending
         if pending is not None and not self._may_absorb(pending, inp):
-            self._flush_refusals()
+            self.flush()
 
     def _may_absorb(self, pending: PendingRefusals, inp: EngineInput) -> bool:
         if isinstance(inp, Tick):
@@ -92,22 +106,22 @@ class RefusalAggregation(EngineCore):
         if pending.reason == JOURNAL_FULL:
             return st.storage_full and isinstance(inp, CardRead)
         starts_shoe = (
-            self.settings.device_starts_shoe and isinstance(inp, CardRead) and inp.target == "first_card"
+            self.shoe.settings.device_starts_shoe
+            and isinstance(inp, CardRead)
+            and inp.target == DeviceTarget.FIRST_CARD
         )
         return st.phase in OUTSIDE_SHOE and not starts_shoe
 
-    def _absorb_refusal(
-        self, reason: str, alert_id: str | None, code: str | None, fields: dict[str, Any]
-    ) -> bool:
+    def absorb(self, reason: str, alert_id: str | None, code: str | None, fields: ReadFields) -> bool:
         """Absorb this refused card into its episode if the episode is past its listed cards;
         False when the caller records it as before (the first cards, or no open alert)."""
         st = self.state
         alert = None if alert_id is None else st.alerts.get(alert_id)
         if alert_id is None or alert is None:
             return False
-        pending = self._pending
+        pending = self.pending
         if pending is not None and pending.alert_id != alert_id:
-            self._flush_refusals()
+            self.flush()
             pending = None
         if pending is None:
             before = int(alert["details"].get("refused", 1))
@@ -116,7 +130,7 @@ class RefusalAggregation(EngineCore):
                 if before < LISTED:
                     return False
             pending = PendingRefusals(reason, alert_id, before, fields, fields)
-            self._pending = pending
+            self.pending = pending
         key = (str(fields.get("device")), str(fields.get("transmission_id")), str(code))
         if fields.get("transmission_id") is not None:
             if key in pending.seen:
@@ -127,7 +141,7 @@ class RefusalAggregation(EngineCore):
         pending.last_read = fields
         if reason == JOURNAL_FULL and code is not None:
             seen = st.counts.get(code, 0) + pending.counted.get(code, 0)
-            if seen < self.settings.decks:  # it left the shoe: it counts, as a listed refused card does
+            if seen < self.shoe.settings.decks:  # it left the shoe: it counts, as a listed refused card does
                 pending.counted[code] = pending.counted.get(code, 0) + 1
             else:
                 pending.not_counted += 1
@@ -138,24 +152,15 @@ class RefusalAggregation(EngineCore):
             len(pending.codes) >= SUMMARY_EVERY
             or float(fields["read_at"]) - pending.first_at >= SUMMARY_AFTER_S
         ):
-            self._flush_refusals()
+            self.flush()
         return True
 
-    def summarise_refusals(self) -> list[Event]:
-        """The pending ``cards_refused`` summary now (empty when none): the service asks before
-        a clean stop, so no absorbed card is left out of the journal."""
-        out: list[Event] = []
-        self._out = out
-        self._flush_refusals()
-        self._out = []
-        return out
-
-    def _flush_refusals(self) -> None:
+    def flush(self) -> None:
         """Emit the pending ``cards_refused`` summary (nothing when none is pending)."""
-        pending = self._pending
+        pending = self.pending
         if pending is None:
             return
-        self._pending = None
+        self.pending = None
         if not pending.codes:
             return
         data: dict[str, Any] = {
@@ -169,6 +174,6 @@ class RefusalAggregation(EngineCore):
             "first_read": pending.first_read,
             "last_read": pending.last_read,
         }
-        self._emit(
+        self.emitter.emit(
             EventKind.CARDS_REFUSED, float(pending.last_read["read_at"]), pending.last_read["source"], data
         )

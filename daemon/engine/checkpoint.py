@@ -21,19 +21,23 @@ import inspect
 import json
 import sys
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, Protocol
 
-from daemon.engine.core import EngineCore
+from daemon.engine.payloads import ShoeRecord
+from daemon.engine.phases import Phase
 from daemon.engine.rounds import RoundState
 from daemon.engine.settings import TableSettings
-from daemon.engine.state import Phase, TableState
+from daemon.engine.shoe import ShoeSetup
+from daemon.engine.state import TableState
 
 CHECKPOINT_FORMAT = 1
 _FOLD_MODULES = (
     "daemon.alerts",
     "daemon.engine.events",
     "daemon.engine.rounds",
+    "daemon.engine.phases",
     "daemon.engine.state",
+    "daemon.engine.fold",
     "daemon.engine.checkpoint",
 )
 """The code a fold runs (``TableState.apply`` and what it calls) and this codec."""
@@ -241,33 +245,41 @@ class EngineCheckpoint:
             raise CheckpointError(f"malformed: {exc}") from None
 
 
-def shoe_of(engine: EngineCore) -> dict[str, Any] | None:
+class Checkpointable(Protocol):
+    """What a checkpoint is taken of: an engine's state and its shoe's setup."""
+
+    @property
+    def state(self) -> TableState: ...
+
+    @property
+    def shoe(self) -> ShoeSetup: ...
+
+
+def shoe_of(engine: Checkpointable) -> ShoeRecord | None:
     """What the current shoe's ``shoe_started`` told the engine (None before any shoe)."""
     if engine.state.shoe_id is None:
         return None
-    return {
-        "decks": engine.settings.decks,
-        "variant": engine.variant_missing or engine.variant.name,
-        "variant_digest": engine.shoe_variant_digest,
-    }
+    return engine.shoe.record()
 
 
-def capture(engine: EngineCore, at: float) -> EngineCheckpoint:
+def capture(engine: Checkpointable, at: float) -> EngineCheckpoint:
     """A checkpoint of ``engine`` right after an event at ``at``; :class:`CheckpointError` when
     it would not decode back to exactly this state."""
     state = engine.state
+    configured = engine.shoe.configured_settings
+    shoe = shoe_of(engine)
     try:
         encoded = _copy(encode_state(state))
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"the state is not plain data: {exc}") from None
     checkpoint = EngineCheckpoint(
-        key=fold_key(engine.configured_settings),
+        key=fold_key(configured),
         at=float(at),
-        shoe=shoe_of(engine),
+        shoe=None if shoe is None else dict(shoe),
         state=encoded,
-        settings=engine.configured_settings.model_dump(mode="json"),
+        settings=configured.model_dump(mode="json"),
     )
-    differs = state_differences(checkpoint.table_state(engine.configured_settings), state)
+    differs = state_differences(checkpoint.table_state(configured), state)
     if differs:
         raise CheckpointError(f"fields {differs} do not survive the checkpoint")
     return checkpoint

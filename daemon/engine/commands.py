@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from common.cards import Card, CardParseError
+from common.slots import ROUND_SLOTS
 
-ROUND_SLOT_NAMES = ("P1", "B1", "P2", "B2", "P3", "B3")
+ROUND_SLOT_NAMES: tuple[str, ...] = ROUND_SLOTS
 CARD_SLOT_NAMES = (*ROUND_SLOT_NAMES, "indicator", "burn")
 
 ACTIONS: dict[str, str] = {
@@ -54,6 +56,23 @@ a decimal number (the round's sequence number); what precedes it is the id's pre
 round's id has the same prefix and the next number (``T01-1042`` after ``T01-1041``)."""
 
 _SHOE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+
+
+Effect = Callable[[], None]
+"""What an accepted command does, run after its ``command_accepted`` reply."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A command refused: ``reason`` goes in its ``command_refused`` reply; ``alert``, when the floor
+    must see the refusal too (a betting window out of order), raises that alert after the reply."""
+
+    reason: str
+    alert: Effect | None = None
+
+
+Outcome = Effect | Refused
+"""What a command handler gives: the effect of an accepted command, or its refusal."""
 
 
 class ArgError(ValueError):

@@ -4,25 +4,58 @@ unneeded cards of mistakes 1-2): ``assign_card``, ``rearrange``, ``move_card``, 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 from common.inputs import (
     Source,
     SupervisorCommand,
 )
+from common.slots import MIRROR, ROUND_SLOTS, SLOT_NAMED, Slot
 from daemon.alerts import UNNEEDED_CODES
 from daemon.engine import commands as args_
-from daemon.engine.dealing import Dealing, Effect, Placement
+from daemon.engine.commands import Outcome, Refused
+from daemon.engine.dealing import Dealing, Placement
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.rounds import ROUND_SLOTS, RoundState
-from daemon.engine.state import OUTSIDE_SHOE
+from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, CardPlace
+from daemon.engine.rounds import RoundState
+from daemon.engine.shoe import ShoeSetup
+from daemon.engine.state import TableState
 from daemon.rules.outcome import next_slot
 
 
-class RoundCorrections(Dealing):
-    """The correcting commands (``_cmd_<action>`` returns a refusal or an effect) and the round
-    a command names."""
+@dataclass(frozen=True, slots=True)
+class Correction:
+    """A validated correction of a round's cards, as its ``round_corrected`` event records it."""
 
-    def _target_round(self, cmd: SupervisorCommand) -> RoundState | str:
+    action: str
+    after: dict[str, str]
+    """The round's cards after it, in draw order."""
+    supplied: list[str]
+    """Slots whose card is new to the round (counted against the shoe, unless ``from_burn``)."""
+    removed: list[str]
+    """Cards no longer in the round (they stay counted: they left the shoe)."""
+    from_burn: list[str]
+    """Supplied slots whose card was burned as unneeded (counted already)."""
+    pending_slot: Slot | None
+    """The slot a pending rescan is waiting for (the round in progress only)."""
+
+
+class RoundCorrections:
+    """The correcting commands (each returns an effect or a refusal) and the round a command names."""
+
+    state: TableState
+    shoe: ShoeSetup
+    emitter: Emitter
+    dealing: Dealing
+
+    def __init__(self, *, state: TableState, shoe: ShoeSetup, emitter: Emitter, dealing: Dealing) -> None:
+        self.state = state
+        self.shoe = shoe
+        self.emitter = emitter
+        self.dealing = dealing
+
+    def target_round(self, cmd: SupervisorCommand) -> RoundState | Refused:
         st = self.state
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         if hand is None:
@@ -30,61 +63,61 @@ class RoundCorrections(Dealing):
                 return st.round
             if len(st.held) == 1:
                 return next(iter(st.held.values()))
-            return (
+            return Refused(
                 "no round in progress"
                 if not st.held
                 else f"several rounds are held {sorted(st.held)}: give hand"
             )
         rnd = st.round_for(hand)
         if rnd is None:
-            return f"hand {hand} is neither in progress nor held"
+            return Refused(f"hand {hand} is neither in progress nor held")
         return rnd
 
-    def _cmd_assign_card(self, cmd: SupervisorCommand) -> Effect | str:
+    def assign_card(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"card", "slot", "hand"})
         card = args_.req_card(cmd.args, "card")
         slot = args_.slot_arg(cmd.args, "slot", args_.CARD_SLOT_NAMES, False)
         hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
         st = self.state
         if st.phase in OUTSIDE_SHOE and hand is None:
-            return "no shoe is being dealt"
-        if st.counts.get(card.code, 0) >= self.settings.decks:
-            decks = self.settings.decks
-            return f"card {card.code} has already appeared {decks} times in this {decks}-deck shoe"
+            return Refused("no shoe is being dealt")
+        if st.counts.get(card.code, 0) >= self.shoe.settings.decks:
+            decks = self.shoe.settings.decks
+            return Refused(f"card {card.code} has already appeared {decks} times in this {decks}-deck shoe")
         if hand is not None and (st.round is None or st.round.hand != hand):
             rnd = st.held.get(hand)
             if rnd is None:
-                return f"hand {hand} is neither in progress nor held"
+                return Refused(f"hand {hand} is neither in progress nor held")
             needed = rnd.next_slot()
             if needed is None:
-                return f"held round {hand} needs no more cards"
+                return Refused(f"held round {hand} needs no more cards")
             plan = Placement(needed)
         else:
-            plan = self._plan(cmd.at, detect_unneeded=False)
-        if plan.slot == "exposed":
-            return "betting is open: a card drawn now is exposed during betting, never dealt"
+            plan = self.dealing.plan(cmd.at, detect_unneeded=False)
+        if plan.slot is CardPlace.EXPOSED:
+            return Refused("betting is open: a card drawn now is exposed during betting, never dealt")
         if slot is not None and slot != plan.slot:
-            return f"the next card goes to {plan.slot}, not {slot}"
+            return Refused(f"the next card goes to {plan.slot}, not {slot}")
         if plan.opens_round and st.storage_full:
-            return "the journal is full: no new round can open until it has room"
-        return lambda: self._place(plan, card.code, cmd.at, Source.SUPERVISOR, cmd=cmd, hand=hand)
+            return Refused("the journal is full: no new round can open until it has room")
+        return lambda: self.dealing.place(plan, card.code, cmd.at, Source.SUPERVISOR, cmd=cmd, hand=hand)
 
     def _correct(
         self, cmd: SupervisorCommand, rnd: RoundState, after: dict[str, str], action: str
-    ) -> Effect | str:
+    ) -> Outcome:
         """Validate a rearrangement of a round's cards and return its effect.
 
         Cards new to the round are "supplied" (checked against the shoe's composition and
         counted); cards no longer in it are "removed" (they stay counted: they left the shoe).
         """
-        ordered = {s: after[s] for s in ROUND_SLOTS if s in after}
+        ordered: dict[str, str] = {s: after[s] for s in ROUND_SLOTS if s in after}
         probe = RoundState(hand=rnd.hand, opened_at=rnd.opened_at, cards=ordered)
         try:
             next_slot(*probe.sides())
         except ValueError as exc:
-            return f"the corrected round would be illegal: {exc}"
+            return Refused(f"the corrected round would be illegal: {exc}")
         if ordered == rnd.cards:
-            return "the correction changes nothing"
+            return Refused("the correction changes nothing")
         spare = Counter(rnd.cards.values())
         supplied: list[str] = []
         for slot, code in ordered.items():
@@ -92,108 +125,118 @@ class RoundCorrections(Dealing):
                 spare[code] -= 1
             else:
                 supplied.append(slot)
-        removed = sorted(spare.elements())
-        # A card the engine took as this round's unneeded burn (a fast dealer's real Player 1) is
-        # out of the shoe and counted already: put back into the round, it is not counted again.
+        correction = Correction(
+            action=action,
+            after=ordered,
+            supplied=supplied,
+            removed=sorted(spare.elements()),
+            from_burn=self._from_unneeded_burn(rnd, ordered, supplied),
+            # The slot a pending rescan (misread or over-composition card) is waiting for.
+            pending_slot=rnd.next_slot() if rnd is self.state.round else None,
+        )
+        new_counts = Counter(ordered[s] for s in supplied if s not in correction.from_burn)
+        decks = self.shoe.settings.decks
+        for code, n in new_counts.items():
+            if self.state.counts.get(code, 0) + n > decks:
+                return Refused(f"card {code} would appear more than {decks} times in this {decks}-deck shoe")
+        return lambda: self._apply_correction(cmd, rnd, correction)
+
+    def _from_unneeded_burn(self, rnd: RoundState, ordered: dict[str, str], supplied: list[str]) -> list[str]:
+        """The supplied slots whose card the engine took as this round's unneeded burn (a fast
+        dealer's real Player 1): out of the shoe and counted already, so not counted again."""
         st = self.state
         burned = Counter(
             st.alerts[a]["details"]["card"]
             for a in rnd.holds
-            if st.alerts[a]["code"] in UNNEEDED_CODES and st.alerts[a]["holds"] == "next_round"
+            if st.alerts[a]["code"] in UNNEEDED_CODES and st.alerts[a]["holds"] == NEXT_ROUND
         )
         from_burn: list[str] = []
         for slot in supplied:
             if burned[ordered[slot]] > 0:
                 burned[ordered[slot]] -= 1
                 from_burn.append(slot)
-        new_counts = Counter(ordered[s] for s in supplied if s not in from_burn)
-        decks = self.settings.decks
-        for code, n in new_counts.items():
-            if self.state.counts.get(code, 0) + n > decks:
-                return f"card {code} would appear more than {decks} times in this {decks}-deck shoe"
+        return from_burn
 
-        # The slot a pending rescan (misread or over-composition card) is waiting for.
-        pending_slot = rnd.next_slot() if rnd is self.state.round else None
+    def _apply_correction(self, cmd: SupervisorCommand, rnd: RoundState, correction: Correction) -> None:
+        st = self.state
+        source = Source.SUPERVISOR
+        self.emitter.emit(
+            EventKind.ROUND_CORRECTED,
+            cmd.at,
+            source,
+            {
+                "hand": rnd.hand,
+                "action": correction.action,
+                "before": dict(rnd.cards),
+                "after": correction.after,
+                "supplied": correction.supplied,
+                "removed": correction.removed,
+                **({"from_unneeded_burn": correction.from_burn} if correction.from_burn else {}),
+                "args": dict(cmd.args),
+                "actor": cmd.actor,
+                "command_id": cmd.command_id,
+            },
+            hand=rnd.hand,
+        )
+        pending_slot = correction.pending_slot
+        if st.rescan_alert is not None and pending_slot is not None and pending_slot in correction.supplied:
+            self.emitter.clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd=cmd)
+        # The correction is the supervisor's reading of this round's cards: it answers the
+        # unneeded-card alerts that held it (other holds stay: resolve_hold).
+        unneeded = [a for a in rnd.holds if st.alerts[a]["code"] in UNNEEDED_CODES]
+        if rnd is st.round and rnd.next_slot() is None:
+            for alert_id in unneeded:
+                self.emitter.clear_alert(alert_id, cmd.at, source, "corrected", cmd=cmd)
+            self.dealing.decide(rnd, cmd.at, source, cmd.at)
+        elif unneeded:
+            self.release_unneeded(unneeded, cmd, "corrected")
 
-        def effect() -> None:
-            source = Source.SUPERVISOR
-            self._emit(
-                EventKind.ROUND_CORRECTED,
-                cmd.at,
-                source,
-                {
-                    "hand": rnd.hand,
-                    "action": action,
-                    "before": dict(rnd.cards),
-                    "after": ordered,
-                    "supplied": supplied,
-                    "removed": removed,
-                    **({"from_unneeded_burn": from_burn} if from_burn else {}),
-                    "args": dict(cmd.args),
-                    "actor": cmd.actor,
-                    "command_id": cmd.command_id,
-                },
-                hand=rnd.hand,
-            )
-            if st.rescan_alert is not None and pending_slot is not None and pending_slot in supplied:
-                self._clear_alert(st.rescan_alert, cmd.at, source, "corrected", cmd)
-            # The correction is the supervisor's reading of this round's cards: it answers the
-            # unneeded-card alerts that held it (other holds stay: resolve_hold).
-            unneeded = [a for a in rnd.holds if st.alerts[a]["code"] in UNNEEDED_CODES]
-            if rnd is self.state.round and rnd.next_slot() is None:
-                for alert_id in unneeded:
-                    self._clear_alert(alert_id, cmd.at, source, "corrected", cmd)
-                self._decide(rnd, cmd.at, source, cmd.at)
-            elif unneeded:
-                self._release_unneeded(unneeded, cmd, "corrected")
-
-        return effect
-
-    def _cmd_rearrange(self, cmd: SupervisorCommand) -> Effect | str:
+    def rearrange(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"cards", "hand"})
-        rnd = self._target_round(cmd)
-        if isinstance(rnd, str):
+        rnd = self.target_round(cmd)
+        if isinstance(rnd, Refused):
             return rnd
         return self._correct(cmd, rnd, args_.req_slot_cards(cmd.args, "cards"), "rearrange")
 
-    def _cmd_move_card(self, cmd: SupervisorCommand) -> Effect | str:
+    def move_card(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"from", "to", "hand"})
         src, dst = args_.req_slot(cmd.args, "from"), args_.req_slot(cmd.args, "to")
-        rnd = self._target_round(cmd)
-        if isinstance(rnd, str):
+        rnd = self.target_round(cmd)
+        if isinstance(rnd, Refused):
             return rnd
         if src not in rnd.cards:
-            return f"slot {src} of hand {rnd.hand} holds no card"
+            return Refused(f"slot {src} of hand {rnd.hand} holds no card")
         if dst in rnd.cards:
-            return f"slot {dst} of hand {rnd.hand} already holds {rnd.cards[dst]}: use swap"
+            return Refused(f"slot {dst} of hand {rnd.hand} already holds {rnd.cards[dst]}: use swap")
         after = {s: c for s, c in rnd.cards.items() if s != src} | {dst: rnd.cards[src]}
         return self._correct(cmd, rnd, after, "move_card")
 
-    def _cmd_swap(self, cmd: SupervisorCommand) -> Effect | str:
+    def swap(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"a", "b", "sides", "hand"})
-        rnd = self._target_round(cmd)
-        if isinstance(rnd, str):
+        rnd = self.target_round(cmd)
+        if isinstance(rnd, Refused):
             return rnd
         if args_.opt_flag(cmd.args, "sides"):
             if "a" in cmd.args or "b" in cmd.args:
-                return "give either sides=true or slots a and b, not both"
-            mirror = {"P1": "B1", "B1": "P1", "P2": "B2", "B2": "P2", "P3": "B3", "B3": "P3"}
-            after = {mirror[s]: c for s, c in rnd.cards.items()}
+                return Refused("give either sides=true or slots a and b, not both")
+            after: dict[str, str] = {MIRROR[SLOT_NAMED[s]]: c for s, c in rnd.cards.items()}
         else:
             a, b = args_.req_slot(cmd.args, "a"), args_.req_slot(cmd.args, "b")
             if a == b or a not in rnd.cards or b not in rnd.cards:
-                return f"swap needs two different filled slots of hand {rnd.hand}; filled: {list(rnd.cards)}"
+                return Refused(
+                    f"swap needs two different filled slots of hand {rnd.hand}; filled: {list(rnd.cards)}"
+                )
             after = dict(rnd.cards)
             after[a], after[b] = rnd.cards[b], rnd.cards[a]
         return self._correct(cmd, rnd, after, "swap")
 
-    def _release_unneeded(self, alert_ids: list[str], cmd: SupervisorCommand, reason: str) -> None:
+    def release_unneeded(self, alert_ids: list[str], cmd: SupervisorCommand, reason: str) -> None:
         """Clear ``unneeded_card`` (``card_before_betting_closed``) alerts; a held round they alone kept
         back completes as it stands."""
         st = self.state
         source = Source.SUPERVISOR
         held = [r for r in st.held.values() if any(a in r.holds for a in alert_ids)]
         for alert_id in alert_ids:
-            self._clear_alert(alert_id, cmd.at, source, reason, cmd)
+            self.emitter.clear_alert(alert_id, cmd.at, source, reason, cmd=cmd)
         for rnd in held:
-            self._try_complete_held(rnd, cmd.at, source)
+            self.dealing.try_complete_held(rnd, cmd.at, source)

@@ -5,23 +5,27 @@ procedure and dealing mistakes)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from common.inputs import DeviceTarget, SupervisorCommand
+from common.inputs import DeviceTarget, Source, SupervisorCommand
+from common.slots import ROUND_SLOTS, Slot
 from daemon.alerts import AlertCode
-from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, RefusalAggregation
+from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, RefusalEpisodes
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.rounds import ROUND_SLOTS, RoundState
+from daemon.engine.payloads import ReadFields
+from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.rounds import RoundState
 from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
-from daemon.engine.state import OUTSIDE_SHOE, FlowPhase, Phase
+from daemon.engine.shoe import ShoeSetup
+from daemon.engine.state import TableState
 
 # Which device targets agree with which engine slot.
 TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
-    "indicator": frozenset({DeviceTarget.FIRST_CARD}),
-    "burn": frozenset({DeviceTarget.BURN, DeviceTarget.BURN_COUNT}),
+    CardPlace.INDICATOR: frozenset({DeviceTarget.FIRST_CARD}),
+    CardPlace.BURN: frozenset({DeviceTarget.BURN, DeviceTarget.BURN_COUNT}),
     **{slot: frozenset({DeviceTarget(slot)}) for slot in ROUND_SLOTS},
 }
 
@@ -30,27 +34,29 @@ TARGET_AGREES: dict[str, frozenset[DeviceTarget]] = {
 class Placement:
     """Where the engine puts the next card."""
 
-    slot: str
-    burn: str | None = None  # opening / round / unneeded, for burn cards
+    slot: Slot | CardPlace
+    burn: BurnKind | None = None  # for burn cards
     opens_round: bool = False
     unneeded: int = 0  # 1 or 2: daemon/rules/RULES.md dealing mistakes 1 and 2
     flow: bool = False  # told by the betting window (game_flow betting_window), not by time
 
 
-Effect = Callable[[], None]
-
-_INDICATOR = Placement("indicator")
-_OPENING_BURN = Placement("burn", burn="opening")
-_ROUND_BURN = Placement("burn", burn="round")
-_UNNEEDED_BURN = Placement("burn", burn="unneeded", unneeded=1)
-_UNNEEDED_P1 = Placement("P1", opens_round=True, unneeded=2)
-_NEW_ROUND = Placement("P1", opens_round=True)
-# game_flow betting_window (issue #12): before betting closes, a card is never a round's card
-EXPOSED = Placement("exposed")  # betting is open: RULES.md mistake 7, never placed (sequencer)
-_FLOW_UNNEEDED = Placement("burn", burn="unneeded", unneeded=1, flow=True)
-_FLOW_UNNEEDED_MORE = Placement("burn", burn="unneeded", unneeded=2, flow=True)
-_SIGNALLED_BURN = Placement("burn", burn="signalled")  # a slotless reader's BURN_STARTED mark
+_INDICATOR = Placement(CardPlace.INDICATOR)
+_OPENING_BURN = Placement(CardPlace.BURN, burn=BurnKind.OPENING)
+_ROUND_BURN = Placement(CardPlace.BURN, burn=BurnKind.ROUND)
+_UNNEEDED_BURN = Placement(CardPlace.BURN, burn=BurnKind.UNNEEDED, unneeded=1)
+_UNNEEDED_P1 = Placement(Slot.P1, opens_round=True, unneeded=2)
+_NEW_ROUND = Placement(Slot.P1, opens_round=True)
+# game_flow betting_window: before betting closes, a card is never a round's card
+EXPOSED = Placement(CardPlace.EXPOSED)  # betting is open: RULES.md mistake 7, never placed (sequencer)
+_FLOW_UNNEEDED = Placement(CardPlace.BURN, burn=BurnKind.UNNEEDED, unneeded=1, flow=True)
+_FLOW_UNNEEDED_MORE = Placement(CardPlace.BURN, burn=BurnKind.UNNEEDED, unneeded=2, flow=True)
+_SIGNALLED_BURN = Placement(CardPlace.BURN, burn=BurnKind.SIGNALLED)  # a slotless reader's BURN_STARTED mark
 _IN_ROUND = {slot: Placement(slot) for slot in ROUND_SLOTS}
+_NO_ROUND = frozenset({CardPlace.INDICATOR, CardPlace.BURN})
+"""The places of cards that belong to no round."""
+_OPENS_SHOE = frozenset({None, BurnKind.OPENING})
+"""The indicator and the opening burn: after the last of them, the first round's bets are offered."""
 
 # Bound once: ``Phase.X`` / ``EventKind.X`` go through the enum metaclass's ``__getattr__``
 # (~0.1 µs in Python 3.11), and every card is planned and placed.
@@ -65,36 +71,52 @@ _ROUND_COMPLETED = EventKind.ROUND_COMPLETED
 _BETTING_WINDOW = GameFlow.BETTING_WINDOW
 _FLOW_BETTING = FlowPhase.BETTING
 _FLOW_DEALING = FlowPhase.DEALING
+_CAMERA = Source.CAMERA
+_PLACE_INDICATOR = CardPlace.INDICATOR
+_PLACE_BURN = CardPlace.BURN
 
 
-class Dealing(RefusalAggregation):
+class Dealing:
     """Placing cards by the shoe procedure and draw order; deciding rounds; shoe start and end."""
 
-    def _refuse_outside_shoe(self, at: float, source: str, fields: dict[str, Any]) -> None:
+    state: TableState
+    shoe: ShoeSetup
+    emitter: Emitter
+    refusals: RefusalEpisodes
+
+    def __init__(
+        self, *, state: TableState, shoe: ShoeSetup, emitter: Emitter, refusals: RefusalEpisodes
+    ) -> None:
+        self.state = state
+        self.shoe = shoe
+        self.emitter = emitter
+        self.refusals = refusals
+
+    def refuse_outside_shoe(self, at: float, source: str, fields: ReadFields) -> None:
         st = self.state
-        after_last = st.phase == Phase.OVER and st.shoe_end_reason == "cut_card"
+        after_last = st.phase == Phase.OVER and st.shoe_end_reason == ShoeEnd.CUT_CARD
         code = AlertCode.CARD_AFTER_LAST_ROUND if after_last else AlertCode.NO_SHOE
         episode = st.open_alert_ids(code, fields["device"])  # one open alert per episode
         reason = AFTER_LAST_ROUND if after_last else NO_SHOE
-        if episode and self._absorb_refusal(reason, episode[-1], fields["card"], fields):
+        if episode and self.refusals.absorb(reason, episode[-1], fields["card"], fields):
             return
-        self._alert(code, at, source, device=fields["device"], read=fields, refused=1)
+        self.emitter.alert(code, at, source, device=fields["device"], read=fields, refused=1)
 
-    def _refuse_for_storage(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
+    def refuse_for_storage(self, code: str, at: float, source: str, fields: ReadFields) -> None:
         """The journal is full and this card would open a round: refuse it, never place it.
 
         It physically left the shoe, so it counts against the composition (unless it is
         already over it: a misread or foreign card); one alert counts every refused card.
         """
         st = self.state
-        if self._absorb_refusal(JOURNAL_FULL, st.storage_alert, code, fields):
+        if self.refusals.absorb(JOURNAL_FULL, st.storage_alert, code, fields):
             return  # past the episode's listed cards: tallied into a cards_refused summary
         seen = st.counts.get(code, 0)
-        counted = seen < self.settings.decks
+        counted = seen < self.shoe.settings.decks
         refused = st.storage_refused + 1 if st.storage_alert is not None else 1
         alert_id = st.storage_alert
         if alert_id is None:
-            alert_id = self._alert(
+            alert_id = self.emitter.alert(
                 AlertCode.JOURNAL_FULL_CARD_REFUSED,
                 at,
                 source,
@@ -111,29 +133,26 @@ class Dealing(RefusalAggregation):
             "read": fields,
         }
         if not counted:
-            data["not_counted_because"] = (
-                f"this exact card has already appeared {seen} time(s) in a {self.settings.decks}-deck shoe: "
-                "misread or foreign card"
-            )
-        self._emit(EventKind.CARD_REFUSED, at, source, data)
+            data["not_counted_because"] = self.shoe.over_composition_text(seen)
+        self.emitter.emit(EventKind.CARD_REFUSED, at, source, data)
         if st.rescan_alert is not None:  # the unread card was read: refused, but no longer unknown
-            self._clear_alert(st.rescan_alert, at, source, "rescanned, refused (journal full)")
+            self.emitter.clear_alert(st.rescan_alert, at, source, "rescanned, refused (journal full)")
 
-    def _composition_ok(
+    def composition_ok(
         self,
         code: str,
         at: float,
         source: str,
-        fields: dict[str, Any],
+        fields: ReadFields,
         *,
         holds: int | str | None = None,
     ) -> bool:
         """Whether another ``code`` fits in the shoe; if not, raise ``over_composition``
-        (holding ``holds``: a hand, ``"next_round"``, or nothing)."""
+        (holding ``holds``: a hand, ``NEXT_ROUND``, or nothing)."""
         seen = self.state.counts.get(code, 0)
-        if seen < self.settings.decks:
+        if seen < self.shoe.settings.decks:
             return True
-        self._alert(
+        self.emitter.alert(
             AlertCode.OVER_COMPOSITION,
             at,
             source,
@@ -143,11 +162,11 @@ class Dealing(RefusalAggregation):
             read=fields,
             card=code,
             already_seen=seen,
-            decks=self.settings.decks,
+            decks=self.shoe.settings.decks,
         )
         return False
 
-    def _refuse_over_composition(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
+    def refuse_over_composition(self, code: str, at: float, source: str, fields: ReadFields) -> None:
         """A reader's card over the shoe's composition (misread or foreign card).
 
         It physically occupies the slot the draw order gives it, so taking the next card in
@@ -157,9 +176,9 @@ class Dealing(RefusalAggregation):
         """
         st = self.state
         hand = st.round.hand if st.round is not None else None
-        self._composition_ok(code, at, source, fields, holds=hand if hand is not None else "next_round")
+        self.composition_ok(code, at, source, fields, holds=hand if hand is not None else NEXT_ROUND)
         if st.rescan_alert is None:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.RESCAN_NEEDED,
                 at,
                 source,
@@ -170,7 +189,7 @@ class Dealing(RefusalAggregation):
                 reader_code=None,
             )
 
-    def _plan(self, at: float, *, detect_unneeded: bool = True) -> Placement:
+    def plan(self, at: float, *, detect_unneeded: bool = True) -> Placement:
         """Where the next card goes, by the shoe procedure and draw order alone."""
         st = self.state
         phase = st.phase
@@ -185,9 +204,9 @@ class Dealing(RefusalAggregation):
             return _OPENING_BURN
         if st.burn_signalled:
             return _SIGNALLED_BURN
-        if self.settings.game_flow is _BETTING_WINDOW:
+        if self.shoe.settings.game_flow is _BETTING_WINDOW:
             return self._plan_by_betting_window()
-        window = self.settings.unneeded_card_window_s
+        window = self.shoe.settings.unneeded_card_window_s
         recent = detect_unneeded and window > 0 and st.decided_at is not None and at - st.decided_at <= window
         if recent and st.unneeded_count == 0:
             return _UNNEEDED_BURN
@@ -210,14 +229,14 @@ class Dealing(RefusalAggregation):
             return _NEW_ROUND
         return _FLOW_UNNEEDED if st.unneeded_count == 0 else _FLOW_UNNEEDED_MORE
 
-    def _place(
+    def place(
         self,
         plan: Placement,
         code: str,
         at: float,
         source: str,
         *,
-        read: dict[str, Any] | None = None,
+        read: ReadFields | None = None,
         target: DeviceTarget | None = None,
         cmd: SupervisorCommand | None = None,
         hand: int | None = None,
@@ -225,68 +244,40 @@ class Dealing(RefusalAggregation):
         """Emit a card's events: round opening, the card, its alerts, and what it decides."""
         st = self.state
         if plan.opens_round:
-            next_hand = st.hand + 1
-            opened: dict[str, Any] = {"hand": next_hand, "bets": self._settler.offered(next_hand)}
-            if st.flow_round_id is not None and st.flow_phase == _FLOW_DEALING:
-                opened["round_id"] = st.flow_round_id
-            self._emit(_ROUND_OPENED, at, source, opened, hand=next_hand)
-        data: dict[str, Any] = {"card": code, "slot": plan.slot, "source": source}
+            self._open_round(at, source)
+        slot = plan.slot
+        data: dict[str, Any] = {"card": code, "slot": slot, "source": source}
         round_hand: int | None = None
-        if plan.slot == "indicator":
-            data["burn_count"] = self.settings.burn_count(RANKS[code])
-        elif plan.slot == "burn":
-            data["burn"] = plan.burn
-        else:
+        # (if/elif on bound members, not ``match``: a ``case CardPlace.X`` looks the member up on
+        # the enum class for every card)
+        if isinstance(slot, Slot):
             round_hand = hand if hand is not None else st.hand
             data["round"] = round_hand
             if plan.unneeded:
                 data["unneeded"] = True
-            if source == "camera" and st.rescan_alert is not None:
+            if source == _CAMERA and st.rescan_alert is not None:
                 data["fills_rescan"] = True
+        elif slot is _PLACE_INDICATOR:
+            data["burn_count"] = self.shoe.settings.burn_count(RANKS[code])
+        elif slot is _PLACE_BURN:
+            data["burn"] = plan.burn
+        else:
+            raise AssertionError(f"a card for {slot} is never placed")  # exposed during betting
         if read is not None:
             data["read"] = read
         if cmd is not None:
             data.update(actor=cmd.actor, command_id=cmd.command_id)
-        self._emit(_CARD_DEALT, at, source, data, hand=round_hand)
+        self.emitter.emit(_CARD_DEALT, at, source, data, hand=round_hand)
         device = None if read is None else read["device"]
-        if plan.flow:
-            # Betting had not closed: this card is no round's card, whatever its timing. A first one
-            # is the next round's burn (RULES.md mistake 1: nothing to decide); after it, the dealer
-            # may have made it the next round's Player 1 (mistake 2): that round is held.
-            self._alert(
-                AlertCode.CARD_BEFORE_BETTING_CLOSED,
-                at,
-                source,
-                hand=st.hand or None,
-                holds="next_round" if plan.unneeded == 2 else None,
-                device=device,
-                card=code,
-                became="a burn card: betting for the next round had not closed, so it is never that round's "
-                "Player 1 (if the dealer used it so, correct the held round)",
-                rule=f"RULES.md dealing mistake {plan.unneeded}",
-            )
-        elif plan.unneeded:
-            became = "the next round's burn card" if plan.unneeded == 1 else "the next round's Player 1"
-            # Told from the next round's Player 1 by time only: the round it opens (or, for a
-            # burn, the next one) is held until a supervisor accepts or corrects the reading.
-            self._alert(
-                AlertCode.UNNEEDED_CARD,
-                at,
-                source,
-                hand=st.hand if plan.unneeded == 1 else round_hand,
-                holds="next_round" if plan.unneeded == 1 else round_hand,
-                device=device,
-                card=code,
-                became=became,
-                rule=f"RULES.md dealing mistake {plan.unneeded}",
-            )
+        if plan.unneeded:
+            self._unneeded_alert(plan, code, at, source, device=device, round_hand=round_hand)
         if target is not None and target not in TARGET_AGREES[plan.slot]:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.DEVICE_DISAGREEMENT,
                 at,
                 source,
                 hand=round_hand,
-                holds=round_hand if round_hand is not None else "next_round",
+                holds=round_hand if round_hand is not None else NEXT_ROUND,
                 device=device,
                 card=code,
                 engine_slot=plan.slot,
@@ -294,47 +285,89 @@ class Dealing(RefusalAggregation):
             )
         if st.rescan_alert is not None:
             reason = {"camera": "camera_filled", "supervisor": "assigned"}.get(source, "rescanned")
-            self._clear_alert(st.rescan_alert, at, source, reason, cmd)
-        if plan.slot in ("indicator", "burn") and plan.burn in (None, "opening") and st.phase == _PHASE_READY:
-            self._offer(st.hand + 1, at, source)
+            self.emitter.clear_alert(st.rescan_alert, at, source, reason, cmd=cmd)
+        self._after_card(plan, at, source, round_hand, decided_at=at if read is None else read["read_at"])
+
+    def _open_round(self, at: float, source: str) -> None:
+        st = self.state
+        next_hand = st.hand + 1
+        opened: dict[str, Any] = {"hand": next_hand, "bets": self.shoe.settler.offered(next_hand)}
+        if st.flow_round_id is not None and st.flow_phase == _FLOW_DEALING:
+            opened["round_id"] = st.flow_round_id
+        self.emitter.emit(_ROUND_OPENED, at, source, opened, hand=next_hand)
+
+    def _unneeded_alert(
+        self,
+        plan: Placement,
+        code: str,
+        at: float,
+        source: str,
+        *,
+        device: str | None,
+        round_hand: int | None,
+    ) -> None:
+        """The alert of a card the round did not need (daemon/rules/RULES.md dealing mistakes 1-2)."""
+        st = self.state
+        if plan.flow:
+            # Betting had not closed: this card is no round's card, whatever its timing. A first one
+            # is the next round's burn (RULES.md mistake 1: nothing to decide); after it, the dealer
+            # may have made it the next round's Player 1 (mistake 2): that round is held.
+            self.emitter.alert(
+                AlertCode.CARD_BEFORE_BETTING_CLOSED,
+                at,
+                source,
+                hand=st.hand or None,
+                holds=NEXT_ROUND if plan.unneeded == 2 else None,
+                device=device,
+                card=code,
+                became="a burn card: betting for the next round had not closed, so it is never that round's "
+                "Player 1 (if the dealer used it so, correct the held round)",
+                rule=f"RULES.md dealing mistake {plan.unneeded}",
+            )
+            return
+        became = "the next round's burn card" if plan.unneeded == 1 else "the next round's Player 1"
+        # Told from the next round's Player 1 by time only: the round it opens (or, for a
+        # burn, the next one) is held until a supervisor accepts or corrects the reading.
+        self.emitter.alert(
+            AlertCode.UNNEEDED_CARD,
+            at,
+            source,
+            hand=st.hand if plan.unneeded == 1 else round_hand,
+            holds=NEXT_ROUND if plan.unneeded == 1 else round_hand,
+            device=device,
+            card=code,
+            became=became,
+            rule=f"RULES.md dealing mistake {plan.unneeded}",
+        )
+
+    def _after_card(
+        self, plan: Placement, at: float, source: str, round_hand: int | None, *, decided_at: float
+    ) -> None:
+        """What a placed card decides: the bets of the first round after the opening burn, or its round."""
+        st = self.state
+        if plan.slot in _NO_ROUND and plan.burn in _OPENS_SHOE and st.phase == _PHASE_READY:
+            self.offer(st.hand + 1, at, source)
         elif round_hand is not None:
             rnd = st.round_for(round_hand)
             assert rnd is not None
             if rnd.next_slot() is None:
-                decided_at = at if read is None else read["read_at"]
                 if rnd is st.round:
-                    self._decide(rnd, at, source, decided_at)
+                    self.decide(rnd, at, source, decided_at)
                 else:
-                    self._try_complete_held(rnd, at, source)
+                    self.try_complete_held(rnd, at, source)
 
-    def _offer(self, hand: int, at: float, source: str) -> None:
-        self._emit(_BETS_OFFERED, at, source, {"hand": hand, "bets": self._settler.offered(hand)}, hand=hand)
+    def offer(self, hand: int, at: float, source: str) -> None:
+        self.emitter.emit(
+            _BETS_OFFERED, at, source, {"hand": hand, "bets": self.shoe.settler.offered(hand)}, hand=hand
+        )
 
-    def _blockers(self, rnd: RoundState) -> list[str]:
-        reasons = [f"alert {a}" for a in rnd.holds]
-        if rnd.awaiting_verdict:
-            reasons.append("awaiting the reader's verdict")
-        if self._needs_die and rnd.die is None:
-            reasons.append("awaiting the super-round die")
-        if self.variant_missing is not None:
-            reasons.append(self._variant_missing_text())
-        return reasons
-
-    def _variant_missing_text(self) -> str:
-        if self.variant_changed:
-            return (
-                f"this shoe's variant {self.variant_missing!r} pay table changed since the shoe started "
-                f"(recorded digest {self.shoe_variant_digest}): not settled under another pay table"
-            )
-        return f"this shoe's variant {self.variant_missing!r} cannot be loaded (no other pay table)"
-
-    def _decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
+    def decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
         """The round in progress is decided: complete it, or hold it while something blocks it."""
-        blockers = self._blockers(rnd)
-        if self.settings.await_device_verdict:
+        blockers = self.shoe.blockers(rnd)
+        if self.shoe.settings.await_device_verdict:
             blockers.append("awaiting the reader's verdict")
         if blockers:
-            self._emit(
+            self.emitter.emit(
                 EventKind.ROUND_HELD,
                 at,
                 source,
@@ -342,25 +375,25 @@ class Dealing(RefusalAggregation):
                     "hand": rnd.hand,
                     "cards": dict(rnd.cards),
                     "blocked_by": blockers,
-                    "awaiting_verdict": self.settings.await_device_verdict,
+                    "awaiting_verdict": self.shoe.settings.await_device_verdict,
                     "decided_at": decided_at,
                 },
                 hand=rnd.hand,
             )
         else:
             self._complete(rnd, at, source, decided_at)
-        self._after_round(rnd.hand, at, source)
+        self.after_round(rnd.hand, at, source)
 
-    def _after_round(self, hand: int, at: float, source: str) -> None:
+    def after_round(self, hand: int, at: float, source: str) -> None:
         st = self.state
         if st.last_hand is not None and hand >= st.last_hand:
-            self._end_shoe(at, source, "cut_card")
+            self.end_shoe(at, source, ShoeEnd.CUT_CARD)
         else:
-            self._offer(hand + 1, at, source)
+            self.offer(hand + 1, at, source)
 
-    def _end_shoe(self, at: float, source: str, reason: str) -> None:
+    def end_shoe(self, at: float, source: str, reason: ShoeEnd) -> None:
         st = self.state
-        self._emit(
+        self.emitter.emit(
             EventKind.SHOE_ENDED,
             at,
             source,
@@ -368,8 +401,8 @@ class Dealing(RefusalAggregation):
         )
 
     def _complete(self, rnd: RoundState, at: float, source: str, decided_at: float | None) -> None:
-        outcome, bets = self._settler.settle(*rnd.codes(), rnd.hand, rnd.die)
-        self._emit(
+        outcome, bets = self.shoe.settler.settle(*rnd.codes(), rnd.hand, rnd.die)
+        self.emitter.emit(
             _ROUND_COMPLETED,
             at,
             source,
@@ -386,23 +419,23 @@ class Dealing(RefusalAggregation):
             hand=rnd.hand,
         )
 
-    def _try_complete_held(self, rnd: RoundState, at: float, source: str) -> None:
-        if rnd.hand in self.state.held and rnd.next_slot() is None and not self._blockers(rnd):
+    def try_complete_held(self, rnd: RoundState, at: float, source: str) -> None:
+        if rnd.hand in self.state.held and rnd.next_slot() is None and not self.shoe.blockers(rnd):
             self._complete(rnd, at, source, None)
 
-    def _start_shoe(self, at: float, shoe_id: str | None, cmd: SupervisorCommand | None, source: str) -> None:
+    def start_shoe(self, at: float, shoe_id: str | None, cmd: SupervisorCommand | None, source: str) -> None:
         st = self.state
         if st.phase not in OUTSIDE_SHOE:
-            self._end_shoe(at, source, "replaced")
+            self.end_shoe(at, source, ShoeEnd.REPLACED)
         new_id = shoe_id or f"shoe-{st.shoes_started + 1}-{round(at * 1000)}"
         data: dict[str, Any] = {
             "shoe_id": new_id,
-            "decks": self.configured_settings.decks,
-            "variant": self.configured_variant.name,
-            "variant_digest": self.configured_variant.digest,
+            "decks": self.shoe.configured_settings.decks,
+            "variant": self.shoe.configured_variant.name,
+            "variant_digest": self.shoe.configured_variant.digest,
             "started_by": "device" if cmd is None else "supervisor",
             "actor": None if cmd is None else cmd.actor,
             "command_id": None if cmd is None else cmd.command_id,
         }
-        self._emit(EventKind.SHOE_STARTED, at, source, data, shoe_id=new_id)
-        self._use_shoe(data)
+        self.emitter.emit(EventKind.SHOE_STARTED, at, source, data, shoe_id=new_id)
+        self.shoe.use(data)

@@ -48,17 +48,23 @@ class EventKind(StrEnum):
     BETTING_OPENED = "betting_opened"
     BETTING_CLOSED = "betting_closed"
     SHOE_SIGNAL = "shoe_signal"
+    # the dealer on the table (``data.dealer_id``, ``name``): read by the console's pace fold; the
+    # engine's fold keeps nothing of it, and no engine input emits it yet
+    DEALER_CHANGED = "dealer_changed"
+
+
+_KINDS: dict[str, EventKind] = {kind.value: kind for kind in EventKind}
 
 
 class Event(NamedTuple):
     """A table event: what happened (``kind``), when (``at``), in which shoe and hand, and details.
 
     An immutable record (a named tuple: the engine builds one or two per card). ``kind`` is an
-    :class:`EventKind` when the engine emits it; ``from_dict`` keeps the stored string (a
-    ``StrEnum`` member equals its string, so both compare and serialise alike).
+    :class:`EventKind` (a ``StrEnum``: it serialises as its string, so the stored form is the
+    text it always was); ``from_dict`` refuses a kind the engine does not emit.
     """
 
-    kind: str
+    kind: EventKind
     at: float
     shoe_id: str | None
     hand: int | None
@@ -92,8 +98,8 @@ class Event(NamedTuple):
             raw["source"],
             raw["data"],
         )
-        if not isinstance(kind, str) or not kind:
-            raise ValueError("event field 'kind' must be a non-empty string")
+        if not isinstance(kind, str) or kind not in _KINDS:
+            raise ValueError(f"event field 'kind' must be one of the engine's event kinds, got {kind!r}")
         if isinstance(at, bool) or not isinstance(at, int | float) or not math.isfinite(at):
             raise ValueError("event field 'at' must be a finite number")
         if shoe_id is not None and not isinstance(shoe_id, str):
@@ -104,7 +110,7 @@ class Event(NamedTuple):
             raise ValueError("event field 'source' must be a string")
         if not isinstance(data, dict) or not all(isinstance(k, str) for k in data):
             raise ValueError("event field 'data' must be an object with string keys")
-        return cls(kind=kind, at=float(at), shoe_id=shoe_id, hand=hand, source=source, data=data)
+        return cls(kind=_KINDS[kind], at=float(at), shoe_id=shoe_id, hand=hand, source=source, data=data)
 
 
 ROUND_BOUNDARY_KINDS: frozenset[EventKind] = frozenset(

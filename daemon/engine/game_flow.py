@@ -12,15 +12,14 @@ refused with its reason (and, where the floor must know, an alert), an input is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from enum import StrEnum
+from typing import Any, assert_never
 
 from common.inputs import (
     BettingClosed,
     BettingOpened,
-    CardRead,
     CutCardDrawn,
     GameFlowSource,
-    OutsideGameCard,
     ReaderSignal,
     ReaderSignalKind,
     ShoeSignal,
@@ -28,14 +27,37 @@ from common.inputs import (
     Source,
     SupervisorCommand,
 )
+from common.slots import Slot
 from daemon.alerts import AlertCode
 from daemon.engine import commands as args_
-from daemon.engine.dealing import Effect, Placement
+from daemon.engine.commands import Outcome, Refused
+from daemon.engine.dealing import Dealing, Placement
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.rounds import ROUND_SLOTS
+from daemon.engine.payloads import AlertData, ReadFields
+from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.settings import GameFlow
+from daemon.engine.shoe import ShoeSetup
 from daemon.engine.signals import DeviceSignals
-from daemon.engine.state import GAME_FLOW_ACTOR, OUTSIDE_SHOE, FlowPhase, Phase
+from daemon.engine.state import TableState
+
+
+class BettingAction(StrEnum):
+    """What a betting window input or command does (its command's action)."""
+
+    OPEN = "open_betting"
+    CLOSE = "close_betting"
+
+
+class LockAction(StrEnum):
+    """The shoe lock the engine asks for with the betting window (``reader_command_requested``)."""
+
+    LOCK = "lock"
+    UNLOCK = "unlock"
+
+
+_OPEN = BettingAction.OPEN
+_CLOSE = BettingAction.CLOSE
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,38 +101,69 @@ def round_id_sequence(last: str | None, new: str) -> Sequence:
     return Sequence(None)
 
 
-class GameFlowSignals(DeviceSignals):
+class BettingWindow:
     """Betting window inputs and commands, shoe signals, ``cut_card``, the shoe lock's answers."""
 
-    # After a restart: the last transmission id journaled per device, until each one's next read.
-    _restart_marks: dict[str, str] | None = None
-    # After a restart in the middle of a round: its hand, until the first reader card.
-    _restart_round: int | None = None
+    state: TableState
+    shoe: ShoeSetup
+    emitter: Emitter
+    dealing: Dealing
+    signals: DeviceSignals
+
+    def __init__(
+        self,
+        *,
+        state: TableState,
+        shoe: ShoeSetup,
+        emitter: Emitter,
+        dealing: Dealing,
+        signals: DeviceSignals,
+    ) -> None:
+        self.state = state
+        self.shoe = shoe
+        self.emitter = emitter
+        self.dealing = dealing
+        self.signals = signals
 
     # ------------------------------------------------------------------ checks
-    def _flow_problem(self, action: str, source: GameFlowSource, round_id: str | None) -> FlowProblem | None:
-        st = self.state
-        flow = self.settings.game_flow
+    def _flow_problem(
+        self, action: BettingAction, source: GameFlowSource, round_id: str | None
+    ) -> FlowProblem | None:
+        """Why the betting window cannot open or close now (None: it can)."""
+        flow = self.shoe.settings.game_flow
         if flow is not GameFlow.BETTING_WINDOW:
             return FlowProblem(f"this table's game_flow is {flow.value!r}: it takes no betting window")
-        configured = self.settings.betting.source
+        configured = self.shoe.settings.betting.source
         if source != configured:
             return FlowProblem(
                 f"this table's betting window comes from {configured.value!r}, not {source.value!r}"
             )
         if round_id is not None and args_.round_id_parts(round_id) is None:
             return FlowProblem(f"round id {round_id!r} is not in the accepted form (see open_betting)")
-        if st.phase in OUTSIDE_SHOE:
+        if self.state.phase in OUTSIDE_SHOE:
             return FlowProblem("no shoe is being dealt")
+        match action:
+            case BettingAction.OPEN:
+                return self._open_problem(round_id)
+            case BettingAction.CLOSE:
+                return self._close_problem(round_id)
+            case _:
+                assert_never(action)
+
+    def _open_problem(self, round_id: str | None) -> FlowProblem | None:
+        st = self.state
         window = st.flow_round_id
-        if action == "open_betting":
-            if st.phase == Phase.ROUND:
-                return FlowProblem(f"round {st.hand} is being dealt: betting opens after it is decided")
-            if st.flow_phase == FlowPhase.BETTING:
-                if window == round_id:
-                    return FlowProblem(f"betting is already open for round {round_id}", None, repeat=True)
-                return FlowProblem(f"betting is open for round {window}: close it first")
-            return None
+        if st.phase == Phase.ROUND:
+            return FlowProblem(f"round {st.hand} is being dealt: betting opens after it is decided")
+        if st.flow_phase == FlowPhase.BETTING:
+            if window == round_id:
+                return FlowProblem(f"betting is already open for round {round_id}", None, repeat=True)
+            return FlowProblem(f"betting is open for round {window}: close it first")
+        return None
+
+    def _close_problem(self, round_id: str | None) -> FlowProblem | None:
+        st = self.state
+        window = st.flow_round_id
         if st.flow_phase == FlowPhase.DEALING and window == round_id:
             return FlowProblem(f"betting is already closed for round {round_id}", None, repeat=True)
         if st.flow_phase != FlowPhase.BETTING:
@@ -120,20 +173,20 @@ class GameFlowSignals(DeviceSignals):
         return None
 
     def _flow_alert(
-        self, problem: FlowProblem, at: float, action: str, source: str, round_id: str | None
+        self, problem: FlowProblem, at: float, action: str, *, source: str, round_id: str | None
     ) -> None:
         if problem.code is not None:
-            self._alert(
+            self.emitter.alert(
                 problem.code, at, Source.SYSTEM, action=action, betting_source=source, round_id=round_id,
                 reason=problem.reason,
             )  # fmt: skip
 
     # ------------------------------------------------------------------ commands
-    def _cmd_open_betting(self, cmd: SupervisorCommand) -> Effect | str:
+    def open_betting(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"round_id", "closes_at"})
         round_id = args_.req_round_id(cmd.args)
         closes_at = args_.opt_time(cmd.args, "closes_at")
-        problem = self._flow_problem("open_betting", GameFlowSource.SERVER, round_id)
+        problem = self._flow_problem(_OPEN, GameFlowSource.SERVER, round_id)
         if problem is not None:
             return self._refused(problem, cmd, round_id)
         sequence = round_id_sequence(self.state.last_round_id, round_id)
@@ -142,41 +195,43 @@ class GameFlowSignals(DeviceSignals):
                 f"round id {round_id!r} is {sequence.reason} (the last round opened was "
                 f"{self.state.last_round_id!r})"
             )
-            self._refusal_alert = lambda: self._sequence_alert(cmd.at, round_id, sequence)
-            return reason
+            return Refused(reason, alert=lambda: self._sequence_alert(cmd.at, round_id, sequence))
         opening = BettingOpened(cmd.at, GameFlowSource.SERVER, round_id, closes_at, "server", cmd.command_id)
         return lambda: self._open(opening, sequence, cmd.actor)
 
-    def _cmd_close_betting(self, cmd: SupervisorCommand) -> Effect | str:
+    def close_betting(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, {"round_id"})
         round_id = args_.req_round_id(cmd.args)
-        problem = self._flow_problem("close_betting", GameFlowSource.SERVER, round_id)
+        problem = self._flow_problem(_CLOSE, GameFlowSource.SERVER, round_id)
         if problem is not None:
             return self._refused(problem, cmd, round_id)
         closing = BettingClosed(cmd.at, GameFlowSource.SERVER, round_id, "server", cmd.command_id)
         return lambda: self._close(closing, cmd.actor)
 
-    def _refused(self, problem: FlowProblem, cmd: SupervisorCommand, round_id: str | None) -> str:
-        if problem.code is not None:
-            self._refusal_alert = lambda: self._flow_alert(problem, cmd.at, cmd.action, "server", round_id)
-        return problem.reason
+    def _refused(self, problem: FlowProblem, cmd: SupervisorCommand, round_id: str | None) -> Refused:
+        if problem.code is None:
+            return Refused(problem.reason)
+        return Refused(
+            problem.reason,
+            alert=lambda: self._flow_alert(problem, cmd.at, cmd.action, source="server", round_id=round_id),
+        )
 
-    def _cmd_cut_card(self, cmd: SupervisorCommand) -> Effect | str:
+    def cut_card(self, cmd: SupervisorCommand) -> Outcome:
         args_.check_keys(cmd.args, set())
         st = self.state
         if st.phase in OUTSIDE_SHOE:
-            return "no shoe is being dealt"
+            return Refused("no shoe is being dealt")
         if st.cut_card_seen:
-            return f"the cut card was already reported (last round: hand {st.last_hand})"
+            return Refused(f"the cut card was already reported (last round: hand {st.last_hand})")
         drawn = CutCardDrawn(cmd.at, Source.SUPERVISOR, raw=None, device="supervisor")
-        return lambda: self._on_cut_card(drawn)
+        return lambda: self.signals.on_cut_card(drawn)
 
     # ------------------------------------------------------------------ inputs (button, shoe lock)
-    def _on_betting_opened(self, inp: BettingOpened) -> None:
-        problem = self._flow_problem("open_betting", inp.source, inp.round_id)
+    def on_betting_opened(self, inp: BettingOpened) -> None:
+        problem = self._flow_problem(_OPEN, inp.source, inp.round_id)
         if problem is not None:
             if not problem.repeat:
-                self._flow_alert(problem, inp.at, "open_betting", inp.source, inp.round_id)
+                self._flow_alert(problem, inp.at, _OPEN, source=inp.source, round_id=inp.round_id)
             return
         sequence = Sequence(None)
         if inp.round_id is not None:
@@ -186,11 +241,11 @@ class GameFlowSignals(DeviceSignals):
                 return
         self._open(inp, sequence, None)
 
-    def _on_betting_closed(self, inp: BettingClosed) -> None:
-        problem = self._flow_problem("close_betting", inp.source, inp.round_id)
+    def on_betting_closed(self, inp: BettingClosed) -> None:
+        problem = self._flow_problem(_CLOSE, inp.source, inp.round_id)
         if problem is not None:
             if not problem.repeat:
-                self._flow_alert(problem, inp.at, "close_betting", inp.source, inp.round_id)
+                self._flow_alert(problem, inp.at, _CLOSE, source=inp.source, round_id=inp.round_id)
             return
         self._close(inp, None)
 
@@ -198,7 +253,7 @@ class GameFlowSignals(DeviceSignals):
     def _open(self, inp: BettingOpened, sequence: Sequence, actor: str | None) -> None:
         st = self.state
         last = st.last_round_id
-        self._emit(
+        self.emitter.emit(
             EventKind.BETTING_OPENED,
             inp.at,
             Source.SYSTEM,
@@ -215,12 +270,12 @@ class GameFlowSignals(DeviceSignals):
         )
         if sequence.reason is not None and inp.round_id is not None:
             self._sequence_alert(inp.at, inp.round_id, sequence, last)
-        if self.settings.betting.lock_shoe:
-            self._request_lock("lock", inp.at)
+        if self.shoe.settings.betting.lock_shoe:
+            self._request_lock(LockAction.LOCK, inp.at)
 
     def _close(self, inp: BettingClosed, actor: str | None) -> None:
         st = self.state
-        self._emit(
+        self.emitter.emit(
             EventKind.BETTING_CLOSED,
             inp.at,
             Source.SYSTEM,
@@ -234,52 +289,52 @@ class GameFlowSignals(DeviceSignals):
                 "next_hand": st.hand + 1,
             },
         )
-        if self.settings.betting.lock_shoe:
+        if self.shoe.settings.betting.lock_shoe:
             pending = st.lock_request
-            if pending is not None and pending["action"] == "lock":
-                self._alert(
+            if pending is not None and pending["action"] == LockAction.LOCK:
+                self.emitter.alert(
                     AlertCode.SHOE_NOT_LOCKED,
                     inp.at,
                     Source.SYSTEM,
-                    action="lock",
+                    action=LockAction.LOCK,
                     command_id=pending["command_id"],
                     reason="the shoe did not confirm the lock before betting closed",
                 )
-            self._request_lock("unlock", inp.at)
+            self._request_lock(LockAction.UNLOCK, inp.at)
 
     def _sequence_alert(self, at: float, round_id: str, sequence: Sequence, last: str | None = None) -> None:
-        self._alert(
+        self.emitter.alert(
             AlertCode.ROUND_ID_OUT_OF_SEQUENCE,
             at,
             Source.SYSTEM,
-            holds="next_round" if sequence.accepted else None,
+            holds=NEXT_ROUND if sequence.accepted else None,
             round_id=round_id,
             last_round_id=last if sequence.accepted else self.state.last_round_id,
             reason=sequence.reason,
             accepted=sequence.accepted,
         )
 
-    def _request_lock(self, action: str, at: float) -> None:
+    def _request_lock(self, action: LockAction, at: float) -> None:
         """Ask the service to lock/unlock the shoe (``reader_command_requested``); the shoe's
         answer comes back as a ``ReaderSignal`` naming this command id."""
         st = self.state
         command_id = f"betting-{st.flow_windows}-{action}"
-        self._emit(
+        self.emitter.emit(
             EventKind.READER_COMMAND_REQUESTED,
             at,
             Source.SYSTEM,
             {"action": action, "command_id": command_id, "actor": GAME_FLOW_ACTOR},
         )
 
-    def _is_lock_answer(self, inp: ReaderSignal) -> bool:
+    def is_lock_answer(self, inp: ReaderSignal) -> bool:
         request = self.state.lock_request
         return request is not None and inp.command_id == request["command_id"]
 
-    def _on_lock_answer(self, inp: ReaderSignal) -> None:
+    def on_lock_answer(self, inp: ReaderSignal) -> None:
         """The shoe's answer to a lock/unlock the engine asked for with the betting window."""
         request = self.state.lock_request
         assert request is not None
-        self._emit(
+        self.emitter.emit(
             EventKind.READER_STATUS,
             inp.at,
             Source.READER,
@@ -292,9 +347,11 @@ class GameFlowSignals(DeviceSignals):
                 "command_id": inp.command_id,
             },
         )
-        expected = ReaderSignalKind.LOCKED if request["action"] == "lock" else ReaderSignalKind.UNLOCKED
+        expected = (
+            ReaderSignalKind.LOCKED if request["action"] == LockAction.LOCK else ReaderSignalKind.UNLOCKED
+        )
         if inp.kind is not expected:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.SHOE_NOT_LOCKED,
                 inp.at,
                 Source.READER,
@@ -306,7 +363,7 @@ class GameFlowSignals(DeviceSignals):
             )
 
     # ------------------------------------------------------------------ shoe signals
-    def _on_shoe_signal(self, inp: ShoeSignal) -> None:
+    def on_shoe_signal(self, inp: ShoeSignal) -> None:
         """A slotless reader's shoe mark: recorded, acted on only where it fits the shoe procedure."""
         st = self.state
         problem: str | None = None
@@ -315,7 +372,7 @@ class GameFlowSignals(DeviceSignals):
         start = False
         if kind is ShoeSignalKind.SHOE_STARTED:
             if st.phase in OUTSIDE_SHOE:
-                if not self.settings.device_starts_shoe:
+                if not self.shoe.settings.device_starts_shoe:
                     problem = "no shoe is running and table.device_starts_shoe is off: start it with new_shoe"
                 elif st.held:
                     problem = f"held round(s) {sorted(st.held)} of the last shoe await a decision"
@@ -338,77 +395,23 @@ class GameFlowSignals(DeviceSignals):
                 applied = True
         else:  # BURN_ENDED
             applied = st.burn_signalled
-        self._emit(
+        self.emitter.emit(
             EventKind.SHOE_SIGNAL,
             inp.at,
             Source.READER,
             {"signal": kind, "applied": applied, "device": inp.device, "raw": inp.raw},
         )
         if start:
-            self._start_shoe(inp.at, None, None, Source.READER)
+            self.dealing.start_shoe(inp.at, None, None, Source.READER)
         if problem is not None:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.SHOE_SIGNAL_UNEXPECTED, inp.at, Source.READER, device=inp.device, signal=kind,
                 reason=problem,
             )  # fmt: skip
 
     # ------------------------------------------------------------------ restart
-    def _check_restart(self, inp: CardRead | OutsideGameCard) -> None:
-        """A reader's first card after a restart (``README.md``, "Restarts"): do its frames follow on
-        from the last one journaled (Angel Eye sequence marks, ``table.restart_check``)? And if a
-        round was in progress when the edge went down, can the reader show that no card of it was
-        dealt meanwhile? If not, the round is held: never continued on a guess."""
-        st = self.state
-        marks = self._restart_marks or {}
-        last = marks.pop(inp.device, None)
-        if not marks:
-            self._restart_marks = None
-        open_round = self._restart_round
-        self._restart_round = None
-        if st.phase in OUTSIDE_SHOE:
-            return
-        tid = inp.transmission_id
-        cycle = self.settings.restart_check.sequence_marks
-        step: int | None = None
-        if last is not None and tid is not None and last in cycle and tid in cycle:
-            step = (cycle.index(tid) - cycle.index(last)) % len(cycle)
-        hand = st.round.hand if st.round is not None else None
-        details: dict[str, Any] = {"last_transmission_id": last, "transmission_id": tid}
-        if step is not None and step > self.settings.restart_check.max_mark_step:
-            reason = f"{step - 1} sequence mark(s) skipped since the last frame journaled"
-            details["marks_skipped"] = step - 1
-        elif open_round is not None and hand == open_round and step is None:
-            reason = (
-                f"round {hand} was in progress when the edge went down, and the reader cannot show that "
-                "no card of it was dealt meanwhile (no sequence marks)"
-            )
-        else:
-            return
-        self._alert(
-            AlertCode.RESTART_GAP,
-            inp.at,
-            Source.READER,
-            hand=hand,
-            holds=hand if hand is not None else "next_round",
-            device=inp.device,
-            reason=reason,
-            **details,
-        )
 
-    def _note_restart(self) -> None:
-        """Remember what the first reader card after a restore is checked against (called once,
-        after a restore): each device's last journaled transmission id, the round in progress."""
-        st = self.state
-        last: dict[str, str] = {}
-        for device, tid, _card in st.recent:
-            last[device] = tid  # (oldest first: the last one wins)
-        self._restart_marks = last or None
-        in_round = st.phase == Phase.ROUND and st.round is not None
-        if in_round and st.round is not None and self.settings.game_flow is GameFlow.BETTING_WINDOW:
-            # (cards_only keeps trusting a slotless reader across a restart: README "Weak spots")
-            self._restart_round = st.round.hand
-
-    def _reader_misread_pending(self) -> dict[str, Any] | None:
+    def _reader_misread_pending(self) -> AlertData | None:
         """The open ``rescan_needed`` alert of a reader's misread (not an over-composition card or a
         pull's gap, which hold their round already), if any."""
         st = self.state
@@ -420,13 +423,13 @@ class GameFlowSignals(DeviceSignals):
         return alert
 
     # ------------------------------------------------------------------ cards the window refuses
-    def _exposed_card(self, code: str, at: float, source: str, fields: dict[str, Any]) -> None:
+    def exposed_card(self, code: str, at: float, source: str, fields: ReadFields) -> None:
         """A reader's card while betting is open (RULES.md dealing mistake 7): never dealt; counted
         against the shoe (it left it); the next round is held for a supervisor (void or accept)."""
         st = self.state
         seen = st.counts.get(code, 0)
-        counted = seen < self.settings.decks
-        self._emit(
+        counted = seen < self.shoe.settings.decks
+        self.emitter.emit(
             EventKind.CARD_OUTSIDE_GAME,
             at,
             source,
@@ -439,36 +442,33 @@ class GameFlowSignals(DeviceSignals):
             "rule": "RULES.md dealing mistake 7",
         }
         if not counted:
-            details["not_counted_because"] = (
-                f"this exact card has already appeared {seen} time(s) in a {self.settings.decks}-deck shoe: "
-                "misread or foreign card"
-            )
-        self._alert(
+            details["not_counted_because"] = self.shoe.over_composition_text(seen)
+        self.emitter.alert(
             AlertCode.CARD_EXPOSED_DURING_BETTING,
             at,
             source,
-            holds="next_round",
+            holds=NEXT_ROUND,
             device=fields.get("device"),
             **details,
         )
         if st.rescan_alert is not None:  # the unread card was read: exposed, no longer unknown
-            self._clear_alert(st.rescan_alert, at, source, "rescanned: exposed during betting")
+            self.emitter.clear_alert(st.rescan_alert, at, source, "rescanned: exposed during betting")
 
-    def _hold_unconfirmed_rescan(self, plan: Placement, fields: dict[str, Any]) -> None:
+    def hold_unconfirmed_rescan(self, plan: Placement, fields: ReadFields) -> None:
         """A slotless reader's card closing a misread: the rescan, or the next card dealt on? Taken
         as the rescan; the round it lands in is held (before it can be decided) for a supervisor."""
         misread = self._reader_misread_pending()
         if misread is None:
             return
         st = self.state
-        in_round = plan.slot in ROUND_SLOTS and not plan.opens_round and st.round is not None
+        in_round = isinstance(plan.slot, Slot) and not plan.opens_round and st.round is not None
         hand = st.round.hand if in_round and st.round is not None else None
-        self._alert(
+        self.emitter.alert(
             AlertCode.RESCAN_UNCONFIRMED,
             fields["read_at"],
             fields["source"],
             hand=hand,
-            holds=hand if hand is not None else "next_round",
+            holds=hand if hand is not None else NEXT_ROUND,
             device=fields.get("device"),
             card=fields["card"],
             slot=plan.slot,

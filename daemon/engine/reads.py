@@ -7,10 +7,10 @@ A read held in a pull must survive a restart, so it is stored inside a
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from common.cards import Card
 from common.inputs import CardRead, DeviceTarget, OutsideGameCard, ReadFailed, Source
+from daemon.engine.payloads import ReadFields
 
 
 def _finite(value: float | None) -> float | None:
@@ -18,7 +18,7 @@ def _finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
+def read_fields(read: CardRead | ReadFailed) -> ReadFields:
     """The audit form of a read, as carried in events (``data["read"]``); its enums are
     ``StrEnum`` members, i.e. strings."""
     if isinstance(read, CardRead):
@@ -45,7 +45,7 @@ def read_fields(read: CardRead | ReadFailed) -> dict[str, Any]:
     }
 
 
-def outside_read_fields(inp: OutsideGameCard) -> dict[str, Any]:
+def outside_read_fields(inp: OutsideGameCard) -> ReadFields:
     """The audit form of a card drawn outside the game flow (same keys as a card read, plus ``mode``)."""
     return {
         "source": Source.READER,
@@ -61,10 +61,11 @@ def outside_read_fields(inp: OutsideGameCard) -> dict[str, Any]:
     }
 
 
-def read_from_fields(fields: dict[str, Any]) -> CardRead | ReadFailed:
+def read_from_fields(fields: ReadFields) -> CardRead | ReadFailed:
     """Rebuild the input a ``read_fields`` dict came from."""
     source = Source(fields["source"])
-    if fields.get("card") is None:
+    card = fields.get("card")
+    if card is None:
         return ReadFailed(
             at=fields["read_at"],
             source=source,
@@ -76,7 +77,7 @@ def read_from_fields(fields: dict[str, Any]) -> CardRead | ReadFailed:
         )
     target = fields.get("target")
     return CardRead(
-        card=Card.parse(fields["card"]),
+        card=Card.parse(card),
         at=fields["read_at"],
         source=source,
         position=fields.get("position"),

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.cards import ALL_CARDS, Card
+from common.slots import BANKER_SLOTS, OPENING_SLOTS, PLAYER_SLOTS, Slot
+from daemon.engine.payloads import ResultLine
 from daemon.rules.tableau import banker_draws, player_draws
 
-PLAYER_SLOTS = ("P1", "P2", "P3")
-BANKER_SLOTS = ("B1", "B2", "B3")
-ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
-_OPENING = ("P1", "B1", "P2", "B2")
+_OPENING = OPENING_SLOTS
+_P1, _P2, _P3, _B1, _B2, _B3 = Slot.P1, Slot.P2, Slot.P3, Slot.B1, Slot.B2, Slot.B3
 _POINTS = {card.code: card.points for card in ALL_CARDS}
 # The tableau of daemon.rules.tableau, tabulated once for every case (index 10: no third card).
 _PLAYER_DRAWS = [[player_draws(p, b) for b in range(10)] for p in range(10)]
@@ -21,7 +21,7 @@ _BANKER_DRAWS = [
 ]
 
 
-def result_line(hand: int, outcome: dict[str, Any]) -> dict[str, Any]:
+def result_line(hand: int, outcome: dict[str, Any]) -> ResultLine:
     """A completed round as the shoe's history keeps it (bead plate, big road, pair marks):
     ``totals``, ``pairs`` and ``naturals`` are ``[player, banker]``."""
     return {
@@ -62,7 +62,7 @@ class RoundState:
         """The Player's and the Banker's card codes, in deal order."""
         return side_codes(self.cards)
 
-    def next_slot(self) -> str | None:
+    def next_slot(self) -> Slot | None:
         """The slot the round needs next, or None when it is decided.
 
         The cards are a legal deal prefix by construction (placed in draw order, or a
@@ -73,14 +73,14 @@ class RoundState:
         n = len(cards)
         if n < 4:
             return _OPENING[n]
-        p = (_POINTS[cards["P1"]] + _POINTS[cards["P2"]]) % 10
-        b = (_POINTS[cards["B1"]] + _POINTS[cards["B2"]]) % 10
-        if "P3" not in cards and _PLAYER_DRAWS[p][b]:
-            return "P3"
-        if "B3" in cards:
+        p = (_POINTS[cards[_P1]] + _POINTS[cards[_P2]]) % 10
+        b = (_POINTS[cards[_B1]] + _POINTS[cards[_B2]]) % 10
+        if _P3 not in cards and _PLAYER_DRAWS[p][b]:
+            return _P3
+        if _B3 in cards:
             return None
-        third = _POINTS[cards["P3"]] if "P3" in cards else 10
-        return "B3" if _BANKER_DRAWS[p][b][third] else None
+        third = _POINTS[cards[_P3]] if _P3 in cards else 10
+        return _B3 if _BANKER_DRAWS[p][b][third] else None
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -4,57 +4,110 @@ misreads that wait for a rescan, and camera arbitration."""
 
 from __future__ import annotations
 
-from typing import Any
+from enum import StrEnum
 
 from common.inputs import (
     CardRead,
     DeviceTarget,
     ReadFailed,
-    Source,
 )
+from common.slots import ROUND_SLOTS, SLOT_NAMED, Slot
 from daemon.alerts import AlertCode
-from daemon.engine.dealing import EXPOSED, Placement
+from daemon.engine.aggregate import RefusalEpisodes
+from daemon.engine.camera import CameraArbiter
+from daemon.engine.dealing import EXPOSED, Dealing, Placement
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.game_flow import GameFlowSignals
+from daemon.engine.game_flow import BettingWindow
+from daemon.engine.payloads import ReadFields
+from daemon.engine.phases import DEALING, NEXT_ROUND, OUTSIDE_SHOE
 from daemon.engine.reads import read_fields, read_from_fields
-from daemon.engine.rounds import ROUND_SLOTS
 from daemon.engine.settings import GameFlow
-from daemon.engine.state import DEALING, OUTSIDE_SHOE, Phase
+from daemon.engine.shoe import ShoeSetup
+from daemon.engine.state import TableState
 
-_DRAW_ORDER = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
-# Bound once: ``Source.CAMERA`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
+
+class ReleaseReason(StrEnum):
+    """Why held reads are released (``pull_released`` data ``reason``)."""
+
+    IN_ORDER = "in_order"  # the cards above them arrived
+    BY_TARGET = "by_target"  # their targets became the expected slots
+    WINDOW = "window"  # the hold window ended
+    INTERLEAVED = "interleaved"  # another input from the device came first
+    COMMAND = "command"  # a supervisor command acts on a settled table
+    RESCANNED = "rescanned"  # the missing or unread card above them was supplied
+
+
+_DRAW_ORDER: dict[str, int] = {slot: i for i, slot in enumerate(ROUND_SLOTS)}
+# Bound once: ``ReleaseReason.X`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
 # Python 3.11), and every read is checked.
-_CAMERA = Source.CAMERA
+_INTERLEAVED = ReleaseReason.INTERLEAVED
 _BETTING_WINDOW = GameFlow.BETTING_WINDOW
 
 
-def _hold_order(held: dict[str, Any]) -> tuple[int, float, int]:
+def _round_slot(plan: Placement) -> Slot | None:
+    """The round slot a placement names (None: a card of no round)."""
+    slot = plan.slot
+    return slot if isinstance(slot, Slot) else None
+
+
+def _hold_order(held: ReadFields) -> tuple[int, float, int]:
     """Release order of held reads: by pull position; reads held for their target by arrival."""
     position = held["position"]
     return (0 if position is None else position, held["read_at"], held["hold_id"])
 
 
-class ReadSequencer(GameFlowSignals):
+class ReadSequencer:
     """Turns reader and camera reads into placed cards, in dealing order."""
 
-    def _held_devices(self) -> list[str]:
+    state: TableState
+    shoe: ShoeSetup
+    emitter: Emitter
+    refusals: RefusalEpisodes
+    dealing: Dealing
+    flow: BettingWindow
+    camera: CameraArbiter
+    pull_gap_raised: bool
+    """Within one input: a pull's gap opened a rescan (the cards held below it follow its close)."""
+
+    def __init__(
+        self,
+        *,
+        state: TableState,
+        shoe: ShoeSetup,
+        emitter: Emitter,
+        refusals: RefusalEpisodes,
+        dealing: Dealing,
+        flow: BettingWindow,
+        camera: CameraArbiter,
+    ) -> None:
+        self.state = state
+        self.shoe = shoe
+        self.emitter = emitter
+        self.refusals = refusals
+        self.dealing = dealing
+        self.flow = flow
+        self.camera = camera
+        self.pull_gap_raised = False
+
+    def held_devices(self) -> list[str]:
         seen: list[str] = []
         for r in self.state.held_reads:
             if r["device"] not in seen:
                 seen.append(r["device"])
         return seen
 
-    def _expire_pulls(self, at: float) -> None:
+    def expire_pulls(self, at: float) -> None:
         st = self.state
         if not st.held_reads or st.rescan_alert is not None:
             return
-        window = self.settings.pull_hold_window_s
-        for device in self._held_devices():
+        window = self.shoe.settings.pull_hold_window_s
+        for device in self.held_devices():
             first = min(r["read_at"] for r in st.held_reads if r["device"] == device)
             if at - first >= window:
-                self._release_all(device, "window")
+                self.release_all(device, ReleaseReason.WINDOW)
 
-    def _release_all(self, device: str, reason: str) -> None:
+    def release_all(self, device: str, reason: ReleaseReason) -> None:
         """Release every read held for ``device`` in position order, stopping after a misread.
 
         A pull with a gap in its positions (a card above the held ones never arrived) is not
@@ -66,14 +119,14 @@ class ReadSequencer(GameFlowSignals):
             return
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
         if held:
-            if reason != "rescanned" and st.phase not in OUTSIDE_SHOE:
+            if reason is not ReleaseReason.RESCANNED and st.phase not in OUTSIDE_SHOE:
                 missing = self._pull_gap(device, held)
                 if missing is not None:
                     self._missing_in_pull(device, held, missing)
                     return
             self._release(self._upto_failure(held), reason)
 
-    def _pull_gap(self, device: str, held: list[dict[str, Any]]) -> int | None:
+    def _pull_gap(self, device: str, held: list[ReadFields]) -> int | None:
         """The first pull position missing above the held reads of ``device``, if any."""
         positions = sorted(r["position"] for r in held if r["position"] is not None)
         if not positions:
@@ -83,7 +136,7 @@ class ReadSequencer(GameFlowSignals):
             st = self.state
             last_at = st.pull_last_at.get(device)
             first_at = min(r["read_at"] for r in held if r["position"] is not None)
-            if last_at is not None and first_at - last_at <= self.settings.pull_hold_window_s:
+            if last_at is not None and first_at - last_at <= self.shoe.settings.pull_hold_window_s:
                 expect = st.pull_next.get(device, 1)  # the pull started with cards already placed
         for position in positions:
             if position > expect:
@@ -91,7 +144,7 @@ class ReadSequencer(GameFlowSignals):
             expect = max(expect, position + 1)
         return None
 
-    def _missing_in_pull(self, device: str, held: list[dict[str, Any]], missing: int) -> None:
+    def _missing_in_pull(self, device: str, held: list[ReadFields], missing: int) -> None:
         """A card above the held ones never arrived (daemon/rules/RULES.md mistakes 3 and 5: never guessed).
 
         Its slot waits like a misread's (``rescan_needed``: the reader's rescan, the camera,
@@ -99,24 +152,24 @@ class ReadSequencer(GameFlowSignals):
         cards wait below it, and ``missing_card`` holds the round (or the next one).
         """
         st = self.state
-        self._pull_gap_raised = True
+        self.pull_gap_raised = True
         hand = st.round.hand if st.round is not None else None
         source = held[0]["source"]
         waiting = [{"position": r["position"], "card": r["card"]} for r in held]
-        self._alert(
+        self.emitter.alert(
             AlertCode.MISSING_CARD,
-            self._now,
+            self.emitter.now,
             source,
             hand=hand,
-            holds=hand if hand is not None else "next_round",
+            holds=hand if hand is not None else NEXT_ROUND,
             device=device,
             reason="pull_gap",
             missing_position=missing,
             waiting=waiting,
         )
-        self._alert(
+        self.emitter.alert(
             AlertCode.RESCAN_NEEDED,
-            self._now,
+            self.emitter.now,
             source,
             hand=hand,
             device=device,
@@ -126,17 +179,17 @@ class ReadSequencer(GameFlowSignals):
         )
 
     @staticmethod
-    def _upto_failure(reads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _upto_failure(reads: list[ReadFields]) -> list[ReadFields]:
         for i, r in enumerate(reads):
             if r["card"] is None:
                 return reads[: i + 1]
         return reads
 
-    def _release(self, reads: list[dict[str, Any]], reason: str) -> None:
+    def _release(self, reads: list[ReadFields], reason: ReleaseReason) -> None:
         first = reads[0]
-        self._emit(
+        self.emitter.emit(
             EventKind.PULL_RELEASED,
-            self._now,
+            self.emitter.now,
             first["source"],
             {"device": first["device"], "hold_ids": [r["hold_id"] for r in reads], "reason": reason},
         )
@@ -148,7 +201,7 @@ class ReadSequencer(GameFlowSignals):
                 # cards below it wait for its rescan again, as under a misread card.
                 for rest in reads[k:]:
                     held = rest | {"hold_id": st.hold_counter + 1}
-                    self._emit(EventKind.READ_HELD, self._now, rest["source"], {"read": held})
+                    self.emitter.emit(EventKind.READ_HELD, self.emitter.now, rest["source"], {"read": held})
                 return
             read = read_from_fields(fields)
             if isinstance(read, ReadFailed):
@@ -164,7 +217,7 @@ class ReadSequencer(GameFlowSignals):
         assert position is not None
         held = [r for r in st.held_reads if r["device"] == device]
         last_at = st.pull_last_at.get(device)
-        active = last_at is not None and read.at - last_at <= self.settings.pull_hold_window_s
+        active = last_at is not None and read.at - last_at <= self.shoe.settings.pull_hold_window_s
         if active and position < st.pull_next.get(device, 1):
             # A card of the pull just placed, arriving after cards below it: its place is gone.
             self._pull_order_conflict(read, "late_pull_card")
@@ -176,9 +229,9 @@ class ReadSequencer(GameFlowSignals):
                 self._take_read(read)
             return
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
+        self.emitter.emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
         held = sorted((r for r in st.held_reads if r["device"] == device), key=_hold_order)
-        run: list[dict[str, Any]] = []
+        run: list[ReadFields] = []
         expect = base
         for r in held:
             if r["position"] != expect:
@@ -186,45 +239,42 @@ class ReadSequencer(GameFlowSignals):
             run.append(r)
             expect += 1
         if run:
-            self._release(self._upto_failure(run), "in_order")
+            self._release(self._upto_failure(run), ReleaseReason.IN_ORDER)
 
-    def _is_camera(self, read: CardRead | ReadFailed) -> bool:
-        return read.source is _CAMERA or read.device in self._camera_devices
-
-    def _on_card_read(self, read: CardRead) -> None:
+    def on_card_read(self, read: CardRead) -> None:
         device = read.device
-        if self._is_camera(read):
-            self._camera_read(read)
+        if self.shoe.is_camera(read.source, read.device):
+            self.camera.on_read(read)
             return
         st = self.state
         # Built once: the duplicate check reads its card code, and the placed card carries it.
         fields = read_fields(read)
         tid = read.transmission_id
         if tid is not None:
-            seen_at = st.recent.get((device, tid, fields["card"]))
-            if seen_at is not None and read.at - seen_at <= self.settings.duplicate_window_s:
+            code = fields["card"]
+            assert code is not None  # (a card read's fields name its card)
+            seen_at = st.recent.get((device, tid, code))
+            if seen_at is not None and read.at - seen_at <= self.shoe.settings.duplicate_window_s:
                 return  # the same card of the same transmission again, within the window
         if st.rescan_alert is not None:
-            failed = st.alerts[st.rescan_alert].get("read") or {}
-            below = failed.get("position")
-            if (
-                read.position is not None
-                and below is not None
-                and read.position > below
+            failed = st.alerts[st.rescan_alert].get("read")
+            same_pull = (
+                failed is not None
                 and failed.get("device") == read.device
-                and read.at - failed["read_at"] <= self.settings.pull_hold_window_s
-            ):
+                and read.at - failed["read_at"] <= self.shoe.settings.pull_hold_window_s
+            )
+            below = None if failed is None else failed.get("position")
+            if read.position is not None and below is not None and read.position > below and same_pull:
                 # A card from under the misread one in the same pull: it waits for the rescan.
                 fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-                self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
+                self.emitter.emit(EventKind.READ_HELD, read.at, read.source, {"read": fields})
                 return
             expected = self._expected_round_slot(read.at, during_rescan=True)
             if (
                 read.position is None
                 and expected is not None
                 and self._names_later_slot(read, expected)
-                and failed.get("device") == read.device
-                and read.at - failed["read_at"] <= self.settings.pull_hold_window_s
+                and same_pull
             ):
                 self._hold_for_target(read, expected)  # the same, for a reader that names slots
                 return
@@ -238,21 +288,22 @@ class ReadSequencer(GameFlowSignals):
             plan: Placement | None = None
             if read.target is not None:  # (no look-ahead at all for readers that name no slot)
                 plan = self._expected_plan(read.at)
-                expected = plan.slot if plan is not None and plan.slot in ROUND_SLOTS else None
+                expected = plan.slot if plan is not None and isinstance(plan.slot, Slot) else None
                 if expected is not None and self._names_later_slot(read, expected):
                     self._hold_for_target(read, expected)
                     return
-                in_pull = read.target == expected and self._target_held(device)
+                in_pull = expected is not None and SLOT_NAMED.get(read.target) is expected
+                in_pull = in_pull and self._target_held(device)
             if st.held_reads:
                 plan = None  # (a release below, or a held pull, may move the table on first)
                 if not in_pull:
-                    self._release_all(device, "interleaved")
+                    self.release_all(device, _INTERLEAVED)
             self._take_read(read, fields, plan)
             if in_pull:
-                self._release_by_target(device)
+                self.release_by_target(device)
         else:
             if self._target_held(read.device):
-                self._release_all(read.device, "interleaved")
+                self.release_all(read.device, _INTERLEAVED)
             self._sequence(read)
 
     def _unpositioned_in_pull(self, read: CardRead) -> None:
@@ -262,7 +313,7 @@ class ReadSequencer(GameFlowSignals):
         it is taken in arrival order, but the round it lands in is held, never settled on a guess.
         """
         last_at = self.state.pull_last_at[read.device]
-        if abs(read.at - last_at) <= self.settings.pull_hold_window_s:
+        if abs(read.at - last_at) <= self.shoe.settings.pull_hold_window_s:
             self._pull_order_conflict(read, "unpositioned_read_in_pull")
 
     def _pull_order_conflict(self, read: CardRead | ReadFailed, reason: str) -> None:
@@ -270,12 +321,12 @@ class ReadSequencer(GameFlowSignals):
         pull's order cannot be told from what the device reported."""
         st = self.state
         hand = st.round.hand if st.round is not None else None
-        self._alert(
+        self.emitter.alert(
             AlertCode.DEVICE_DISAGREEMENT,
             read.at,
             read.source,
             hand=hand,
-            holds=hand if hand is not None else "next_round",
+            holds=hand if hand is not None else NEXT_ROUND,
             device=read.device,
             card=read.card.code if isinstance(read, CardRead) else None,
             position=read.position,
@@ -292,23 +343,23 @@ class ReadSequencer(GameFlowSignals):
     # waiting cards in arrival order, so a real disagreement still raises
     # ``device_disagreement`` and holds the round.
 
-    def _expected_round_slot(self, at: float, *, during_rescan: bool = False) -> str | None:
+    def _expected_round_slot(self, at: float, *, during_rescan: bool = False) -> Slot | None:
         """The Player/Banker slot the next reader card goes to, when a target may reorder a pull
         (while a rescan is open, only ``during_rescan``: that slot is the unread card's)."""
         plan = self._expected_plan(at, during_rescan=during_rescan)
-        return plan.slot if plan is not None and plan.slot in ROUND_SLOTS else None
+        return None if plan is None else _round_slot(plan)
 
     def _expected_plan(self, at: float, *, during_rescan: bool = False) -> Placement | None:
         """``_plan(at)`` when a target may reorder a pull (see ``_expected_round_slot``), else None."""
         st = self.state
         if st.phase not in DEALING or (st.rescan_alert is not None and not during_rescan):
             return None
-        return self._plan(at)
+        return self.dealing.plan(at)
 
     @staticmethod
     def _names_later_slot(read: CardRead, expected: str) -> bool:
         target = read.target
-        return target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
+        return target is not None and target in _DRAW_ORDER and _DRAW_ORDER[target] > _DRAW_ORDER[expected]
 
     def _target_held(self, device: str) -> bool:
         held = self.state.held_reads
@@ -317,14 +368,16 @@ class ReadSequencer(GameFlowSignals):
     def _hold_for_target(self, read: CardRead, expected: str) -> None:
         st = self.state
         if any(r["device"] == read.device and r["position"] is not None for r in st.held_reads):
-            self._release_all(read.device, "interleaved")  # never mix a positioned pull with this one
+            self.release_all(read.device, _INTERLEAVED)  # never mix a positioned pull with this one
         fields = read_fields(read) | {"hold_id": st.hold_counter + 1}
-        self._emit(EventKind.READ_HELD, read.at, read.source, {"read": fields, "expected_slot": expected})
+        self.emitter.emit(
+            EventKind.READ_HELD, read.at, read.source, {"read": fields, "expected_slot": expected}
+        )
 
-    def _release_by_target(self, device: str) -> None:
+    def release_by_target(self, device: str) -> None:
         """Place held cards whose target is now the expected slot, one by one in draw order."""
         while True:
-            expected = self._expected_round_slot(self._now)
+            expected = self._expected_round_slot(self.emitter.now)
             match = next(
                 (
                     r
@@ -335,16 +388,16 @@ class ReadSequencer(GameFlowSignals):
             )
             if expected is None or match is None:
                 return
-            self._release([match], "by_target")
+            self._release([match], ReleaseReason.BY_TARGET)
 
-    def _on_read_failed(self, read: ReadFailed) -> None:
-        if self._is_camera(read):
+    def on_read_failed(self, read: ReadFailed) -> None:
+        if self.shoe.is_camera(read.source, read.device):
             return  # the camera abstains; only the reader's misread asks for a rescan
         if read.position is not None and self.state.rescan_alert is None:
             self._sequence(read)
             return
         if not self._target_held(read.device):
-            self._release_all(read.device, "interleaved")
+            self.release_all(read.device, _INTERLEAVED)
         # else: cards naming a later slot than the unread one wait for its rescan, like the
         # cards under a misread card in a positioned pull (released when the rescan is placed)
         self._misread(read)
@@ -353,10 +406,10 @@ class ReadSequencer(GameFlowSignals):
         st = self.state
         fields = read_fields(read)
         if st.phase in OUTSIDE_SHOE:
-            self._refuse_outside_shoe(read.at, read.source, fields)
+            self.dealing.refuse_outside_shoe(read.at, read.source, fields)
         elif st.rescan_alert is None:
             hand = st.round.hand if st.round is not None else None
-            self._alert(
+            self.emitter.alert(
                 AlertCode.RESCAN_NEEDED,
                 read.at,
                 read.source,
@@ -368,7 +421,7 @@ class ReadSequencer(GameFlowSignals):
             )
 
     def _take_read(
-        self, read: CardRead, fields: dict[str, Any] | None = None, plan: Placement | None = None
+        self, read: CardRead, fields: ReadFields | None = None, plan: Placement | None = None
     ) -> None:
         """A reader's card, in dealing order: check it and place it.
 
@@ -380,21 +433,27 @@ class ReadSequencer(GameFlowSignals):
         if fields is None:
             fields = read_fields(read)
         source = fields["source"]
+        code = fields["card"]
+        assert code is not None  # (a card read's fields name its card; ``Card.code`` is a property)
         if st.phase in OUTSIDE_SHOE:
-            if self.settings.device_starts_shoe and read.target is DeviceTarget.FIRST_CARD and not st.held:
+            if (
+                self.shoe.settings.device_starts_shoe
+                and read.target is DeviceTarget.FIRST_CARD
+                and not st.held
+            ):
                 # (held rounds of the old shoe await a supervisor: never dropped by a new shoe)
-                self._start_shoe(read.at, None, None, source)
+                self.dealing.start_shoe(read.at, None, None, source)
             else:
-                self._refuse_outside_shoe(read.at, source, fields)
+                self.dealing.refuse_outside_shoe(read.at, source, fields)
                 return
         fill = st.camera_fill
         if (
             fill is not None
-            and fill["card"] == fields["card"]
-            and read.at - fill["at"] <= self.settings.camera.fill_confirm_window_s
+            and fill["card"] == code
+            and read.at - fill["at"] <= self.shoe.settings.camera.fill_confirm_window_s
         ):
             if read.target is not None and read.target == fill["slot"]:
-                self._emit(
+                self.emitter.emit(
                     EventKind.CARD_CONFIRMED,
                     read.at,
                     source,
@@ -403,7 +462,7 @@ class ReadSequencer(GameFlowSignals):
                 )
                 return
             if read.target is None:
-                self._alert(
+                self.emitter.alert(
                     AlertCode.AMBIGUOUS_RESCAN,
                     read.at,
                     source,
@@ -414,103 +473,17 @@ class ReadSequencer(GameFlowSignals):
                 )
                 return
         if plan is None:
-            plan = self._plan(read.at)
+            plan = self.dealing.plan(read.at)
         if plan is EXPOSED:
-            self._exposed_card(fields["card"], read.at, source, fields)
+            self.flow.exposed_card(code, read.at, source, fields)
             return
         if plan.opens_round and st.storage_full:
-            self._refuse_for_storage(fields["card"], read.at, source, fields)
+            self.dealing.refuse_for_storage(code, read.at, source, fields)
             return
-        self._flush_refusals()  # the composition check and placing need every refused card counted
-        if st.counts.get(fields["card"], 0) >= self.settings.decks:
-            self._refuse_over_composition(fields["card"], read.at, source, fields)
+        self.refusals.flush()  # the composition check and placing need every refused card counted
+        if st.counts.get(code, 0) >= self.shoe.settings.decks:
+            self.dealing.refuse_over_composition(code, read.at, source, fields)
             return
-        if read.target is None and self.settings.game_flow is _BETTING_WINDOW:
-            self._hold_unconfirmed_rescan(plan, fields)
-        self._place(plan, fields["card"], read.at, source, read=fields, target=read.target)
-
-    def _already_disputed(self, hand: int | None, slot: str, code: str) -> bool:
-        """The same camera disagreement is open already (the camera may report a card again)."""
-        for alert in self.state.alerts.values():
-            details = alert.get("details", {})
-            if (
-                alert["code"] == AlertCode.CAMERA_DISAGREEMENT
-                and alert.get("hand") == hand
-                and details.get("slot") == slot
-                and details.get("camera_card") == code
-            ):
-                return True
-        return False
-
-    def _reader_failed(self) -> bool:
-        """The reader cannot supply the next card: a misread awaits its rescan, or every device
-        that supplies cards is disconnected (one reader down while another works is no failure)."""
-        st = self.state
-        if st.rescan_alert is not None:
-            return True
-        return bool(st.reader_devices) and all(d in st.disconnected for d in st.reader_devices)
-
-    def _camera_read(self, read: CardRead) -> None:
-        """Camera arbitration: cross-check the reader; fill in only for a failed reader."""
-        cfg = self.settings.camera
-        if read.confidence is None or not read.confidence >= cfg.min_confidence:  # NaN abstains too
-            return  # below threshold the camera abstains
-        st = self.state
-        code = read.card.code
-        fields = read_fields(read)
-        source = read.source
-        slot = read.target if read.target in ROUND_SLOTS else None
-        ref_hand: int | None = None
-        ref_cards: dict[str, str] = {}
-        if st.round is not None and st.round.cards:
-            ref_hand, ref_cards = st.round.hand, st.round.cards
-        elif (
-            st.last_decided is not None
-            and st.phase != Phase.ROUND
-            and read.at - st.last_decided["at"] <= cfg.late_read_window_s
-        ):
-            # A camera read just after the round was decided still describes that round;
-            # later, the boxes hold the next round's cards.
-            ref_hand, ref_cards = st.last_decided["hand"], st.last_decided["cards"]
-        if slot is not None and slot in ref_cards:
-            if ref_cards[slot] != code and not self._already_disputed(ref_hand, slot, code):
-                assert ref_hand is not None
-                still_open = st.round_for(ref_hand) is not None
-                self._alert(
-                    AlertCode.CAMERA_DISAGREEMENT,
-                    read.at,
-                    source,
-                    hand=ref_hand,
-                    holds=ref_hand if still_open else None,
-                    device=read.device,
-                    read=fields,
-                    slot=slot,
-                    reader_card=ref_cards[slot],
-                    camera_card=code,
-                    round_already_completed=not still_open,
-                )
-            return
-        if not self._reader_failed() or st.phase not in DEALING:
-            return
-        plan = self._plan(read.at)
-        if plan.slot not in ROUND_SLOTS:
-            return  # burn cards have no box on the layout: the reader must rescan them
-        if slot is None:
-            return  # a card seen in no known box: the camera abstains, it never guesses the slot
-        if plan.opens_round and st.storage_full:
-            return  # no round may open: the reader's read of it is refused and counted, not this one
-        if slot is not None and slot != plan.slot:
-            self._alert(
-                AlertCode.CAMERA_SLOT_MISMATCH,
-                read.at,
-                source,
-                hand=st.round.hand if st.round is not None else None,
-                device=read.device,
-                read=fields,
-                expected_slot=plan.slot,
-                camera_slot=slot,
-            )
-            return
-        if not self._composition_ok(code, read.at, source, fields):
-            return
-        self._place(plan, code, read.at, source, read=fields)
+        if read.target is None and self.shoe.settings.game_flow is _BETTING_WINDOW:
+            self.flow.hold_unconfirmed_rescan(plan, fields)
+        self.dealing.place(plan, code, read.at, source, read=fields, target=read.target)

@@ -10,9 +10,10 @@ has only a few hundred distinct facts, so resolutions are computed once per
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from common.cards import ALL_CARDS
+from daemon.engine.payloads import BetResolution, OutcomeSummary, RoundOutcomeData
 from daemon.rules.bets import resolve_bets
 from daemon.rules.outcome import RoundFacts
 from daemon.rules.resolution import Resolution
@@ -21,8 +22,8 @@ from daemon.rules.variants import Variant
 # RoundFacts' fields as a plain tuple, in field order: hashing and comparing it is done in C,
 # while a frozen dataclass builds and hashes itself in Python (this runs for every round).
 _FactsKey = tuple[int, int, int, int, bool, bool, bool, bool, bool, int]
-_Summaries = dict[_FactsKey, dict[str, Any]]
-_Bets = dict[tuple[_FactsKey, int | None, tuple[str, ...]], dict[str, Any]]
+_Summaries = dict[_FactsKey, OutcomeSummary]
+_Bets = dict[tuple[_FactsKey, int | None, tuple[str, ...]], dict[str, BetResolution]]
 _SHARED: dict[int, tuple[Variant, _Summaries, _Bets, dict[int, tuple[str, ...]]]] = {}
 
 
@@ -47,7 +48,7 @@ class Settler:
 
     def settle(
         self, player: list[str], banker: list[str], hand: int, die: int | None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[RoundOutcomeData, dict[str, BetResolution]]:
         """The outcome summary (``RoundOutcome.to_dict()``) and the offered bets' resolutions.
 
         ``player`` and ``banker`` are card codes in deal order.
@@ -56,7 +57,7 @@ class Settler:
         summary = self._summaries.get(key)
         if summary is None:
             summary = self._summaries[key] = _summary(_facts_of(key))
-        result = {"player": list(player), "banker": list(banker), **summary}
+        result: RoundOutcomeData = {"player": list(player), "banker": list(banker), **summary}
         offered = self._offered.get(hand)
         if offered is None:
             offered = self._offered[hand] = tuple(self.variant.offered_bets(hand))
@@ -65,7 +66,7 @@ class Settler:
         if bets is None:
             resolutions = resolve_bets(self.variant, _facts_of(key), die)
             bets = self._bets[bets_key] = {name: _resolution_dict(resolutions[name]) for name in offered}
-        return result, {name: dict(res) for name, res in bets.items()}
+        return result, {name: res.copy() for name, res in bets.items()}
 
 
 _POINTS = {card.code: card.points for card in ALL_CARDS}
@@ -91,20 +92,20 @@ def round_facts(player: list[str], banker: list[str]) -> RoundFacts:
 
 # Few distinct resolutions exist (lose, push, each payout): their JSON forms are built once.
 # These dicts are only ever copied out (``settle`` returns copies), never handed over.
-_RESOLUTION_DICTS: dict[Resolution, dict[str, Any]] = {}
+_RESOLUTION_DICTS: dict[Resolution, BetResolution] = {}
 
 
-def _resolution_dict(resolution: Resolution) -> dict[str, Any]:
+def _resolution_dict(resolution: Resolution) -> BetResolution:
     found = _RESOLUTION_DICTS.get(resolution)
     if found is None:
-        found = _RESOLUTION_DICTS[resolution] = resolution.to_dict()
+        found = _RESOLUTION_DICTS[resolution] = cast(BetResolution, resolution.to_dict())
     return found
 
 
 _FIRST_CARD = {1: "dragon", -1: "tiger", 0: "tie"}
 
 
-def _summary(facts: RoundFacts) -> dict[str, Any]:
+def _summary(facts: RoundFacts) -> OutcomeSummary:
     """``RoundOutcome.to_dict()`` without its card lists, from the round's facts alone: the
     same keys in the same order (a first sight of some facts then costs no card parsing)."""
     return {

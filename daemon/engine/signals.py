@@ -18,12 +18,16 @@ from common.inputs import (
 )
 from daemon.alerts import AlertCode
 from daemon.engine.dealing import Dealing
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
+from daemon.engine.payloads import Verdict
+from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.reads import outside_read_fields
 from daemon.engine.rounds import side_codes
-from daemon.engine.settings import GameFlow
+from daemon.engine.settings import CutCardPolicy, GameFlow
 from daemon.engine.settle import verdict_facts
-from daemon.engine.state import OUTSIDE_SHOE, FlowPhase, Phase
+from daemon.engine.shoe import ShoeSetup
+from daemon.engine.state import TableState
 
 # Bound once: ``Source.READER`` etc. go through the enum metaclass's ``__getattr__`` (~0.1 µs
 # in Python 3.11), and a reader sends a verdict after every round.
@@ -32,27 +36,35 @@ _FORCED_QUIT = VerdictOutcome.FORCED_QUIT
 _VERDICT_CHECKED = EventKind.VERDICT_CHECKED
 
 
-class DeviceSignals(Dealing):
+class DeviceSignals:
     """Cut card, verdicts, reader status, connection changes, cards drawn outside the game."""
 
-    def _on_outside_game_card(self, inp: OutsideGameCard) -> None:
+    state: TableState
+    shoe: ShoeSetup
+    emitter: Emitter
+    dealing: Dealing
+
+    def __init__(self, *, state: TableState, shoe: ShoeSetup, emitter: Emitter, dealing: Dealing) -> None:
+        self.state = state
+        self.shoe = shoe
+        self.emitter = emitter
+        self.dealing = dealing
+
+    def on_outside_game_card(self, inp: OutsideGameCard) -> None:
         """A real card left the shoe, but not as a dealt card: count it, never deal it; alert."""
         st = self.state
         code = inp.card.code
         if inp.transmission_id is not None:
             seen_at = st.recent.get((inp.device, inp.transmission_id, code))
-            if seen_at is not None and inp.at - seen_at <= self.settings.duplicate_window_s:
+            if seen_at is not None and inp.at - seen_at <= self.shoe.settings.duplicate_window_s:
                 return  # the same frame sent again
         seen = st.counts.get(code, 0)
         if st.phase == Phase.NO_SHOE:
             not_counted: str | None = "no shoe is running"
         elif st.phase == Phase.OVER:
             not_counted = "the shoe is over"
-        elif seen >= self.settings.decks:
-            not_counted = (
-                f"this exact card has already appeared {seen} time(s) in a {self.settings.decks}-deck shoe: "
-                "misread or foreign card"
-            )
+        elif seen >= self.shoe.settings.decks:
+            not_counted = self.shoe.over_composition_text(seen)
         else:
             not_counted = None
         source = Source.READER
@@ -63,7 +75,7 @@ class DeviceSignals(Dealing):
             "counted": not_counted is None,
             "read": fields,
         }
-        self._emit(EventKind.CARD_OUTSIDE_GAME, inp.at, source, data)
+        self.emitter.emit(EventKind.CARD_OUTSIDE_GAME, inp.at, source, data)
         hand = st.round.hand if st.round is not None else None
         details: dict[str, Any] = {
             "card": code,
@@ -74,41 +86,43 @@ class DeviceSignals(Dealing):
         if not_counted is not None:
             details["not_counted_because"] = not_counted
         if (
-            self.settings.game_flow is GameFlow.BETTING_WINDOW
+            self.shoe.settings.game_flow is GameFlow.BETTING_WINDOW
             and st.flow_phase == FlowPhase.BETTING
             and st.phase == Phase.READY
         ):
             # the shoe itself says so, during the betting window: the round bet on is held
             details["round_id"] = st.flow_round_id
             del details["mode"]
-            self._alert(
-                AlertCode.CARD_EXPOSED_DURING_BETTING, inp.at, source, holds="next_round", device=inp.device,
+            self.emitter.alert(
+                AlertCode.CARD_EXPOSED_DURING_BETTING, inp.at, source, holds=NEXT_ROUND, device=inp.device,
                 **details,
             )  # fmt: skip
             return
-        self._alert(AlertCode.CARD_OUTSIDE_GAME, inp.at, source, hand=hand, device=inp.device, **details)
+        self.emitter.alert(
+            AlertCode.CARD_OUTSIDE_GAME, inp.at, source, hand=hand, device=inp.device, **details
+        )
 
-    def _on_cut_card(self, inp: CutCardDrawn) -> None:
+    def on_cut_card(self, inp: CutCardDrawn) -> None:
         st = self.state
         source = inp.source
         if st.phase in OUTSIDE_SHOE or st.cut_card_seen:
-            self._alert(AlertCode.UNEXPECTED_CUT_CARD, inp.at, source, device=inp.device, raw=inp.raw)
+            self.emitter.alert(AlertCode.UNEXPECTED_CUT_CARD, inp.at, source, device=inp.device, raw=inp.raw)
             return
         during = st.round.hand if st.phase == Phase.ROUND and st.round is not None else None
-        finish = self.settings.cut_card_policy.value == "finish_current_round"
+        finish = self.shoe.settings.cut_card_policy is CutCardPolicy.FINISH_CURRENT_ROUND
         last = during if during is not None and finish else (during or st.hand) + 1
-        self._emit(
+        self.emitter.emit(
             EventKind.CUT_CARD,
             inp.at,
             source,
-            {"during_hand": during, "policy": self.settings.cut_card_policy.value, "device": inp.device},
+            {"during_hand": during, "policy": self.shoe.settings.cut_card_policy.value, "device": inp.device},
             hand=during,
         )
-        self._emit(EventKind.LAST_ROUND, inp.at, source, {"hand": last}, hand=last)
+        self.emitter.emit(EventKind.LAST_ROUND, inp.at, source, {"hand": last}, hand=last)
 
-    def _on_verdict(self, inp: ShoeVerdict) -> None:
+    def on_verdict(self, inp: ShoeVerdict) -> None:
         st = self.state
-        verdict = {
+        verdict: Verdict = {
             "outcome": inp.outcome,
             "player_pair": inp.player_pair,
             "banker_pair": inp.banker_pair,
@@ -118,14 +132,16 @@ class DeviceSignals(Dealing):
         source = _READER
         if inp.outcome is _FORCED_QUIT:
             hand = st.round.hand if st.round is not None else None
-            self._alert(AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device)
+            self.emitter.alert(
+                AlertCode.FORCED_QUIT, inp.at, source, hand=hand, holds=hand, device=inp.device
+            )
             return
         awaiting = sorted(h for h, r in st.held.items() if r.awaiting_verdict)
         if awaiting:
             self._check_verdict(awaiting[0], st.held[awaiting[0]].cards, verdict, inp.at)
             return
         if st.round is not None and st.round.cards:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.MISSING_CARD,
                 inp.at,
                 source,
@@ -137,11 +153,11 @@ class DeviceSignals(Dealing):
             )
             return
         if st.last_decided is None:
-            self._alert(AlertCode.MISSING_CARD, inp.at, source, device=inp.device, verdict=verdict)
+            self.emitter.alert(AlertCode.MISSING_CARD, inp.at, source, device=inp.device, verdict=verdict)
             return
         self._check_verdict(st.last_decided["hand"], st.last_decided["cards"], verdict, inp.at)
 
-    def _check_verdict(self, hand: int, cards: dict[str, str], verdict: dict[str, Any], at: float) -> None:
+    def _check_verdict(self, hand: int, cards: dict[str, str], verdict: Verdict, at: float) -> None:
         st = self.state
         source = _READER
         # The round's facts from lookup tables (settle.verdict_facts, checked against the rules
@@ -152,7 +168,7 @@ class DeviceSignals(Dealing):
             and verdict["player_pair"] == player_pair
             and verdict["banker_pair"] == banker_pair
         )
-        self._emit(
+        self.emitter.emit(
             _VERDICT_CHECKED,
             at,
             source,
@@ -161,7 +177,7 @@ class DeviceSignals(Dealing):
         )
         rnd = st.held.get(hand)
         if not agrees:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.VERDICT_DISAGREEMENT,
                 at,
                 source,
@@ -173,12 +189,12 @@ class DeviceSignals(Dealing):
                 round_already_completed=st.round_for(hand) is None,
             )
         elif rnd is not None:
-            self._try_complete_held(rnd, at, source)
+            self.dealing.try_complete_held(rnd, at, source)
 
-    def _on_reader_signal(self, inp: ReaderSignal) -> None:
+    def on_reader_signal(self, inp: ReaderSignal) -> None:
         st = self.state
         source = Source.READER
-        self._emit(
+        self.emitter.emit(
             EventKind.READER_STATUS,
             inp.at,
             source,
@@ -192,12 +208,14 @@ class DeviceSignals(Dealing):
             },
         )
         if inp.kind is ReaderSignalKind.ERROR_RAISED:
-            self._alert(AlertCode.READER_ERROR, inp.at, source, device=inp.device, reader_code=inp.code)
+            self.emitter.alert(
+                AlertCode.READER_ERROR, inp.at, source, device=inp.device, reader_code=inp.code
+            )
         elif inp.kind is ReaderSignalKind.ERROR_CLEARED:
             for alert_id in st.open_alert_ids(AlertCode.READER_ERROR, inp.device):
-                self._clear_alert(alert_id, inp.at, source, "reader cleared the error")
+                self.emitter.clear_alert(alert_id, inp.at, source, "reader cleared the error")
         elif inp.kind is ReaderSignalKind.COMMAND_REFUSED:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.READER_COMMAND_REFUSED,
                 inp.at,
                 source,
@@ -208,21 +226,23 @@ class DeviceSignals(Dealing):
             )
         elif inp.kind is ReaderSignalKind.REDEAL:
             hand = st.round.hand if st.round is not None else None
-            self._alert(AlertCode.READER_REDEAL, inp.at, source, hand=hand, holds=hand, device=inp.device)
+            self.emitter.alert(
+                AlertCode.READER_REDEAL, inp.at, source, hand=hand, holds=hand, device=inp.device
+            )
 
-    def _on_connection(self, inp: DeviceConnection) -> None:
+    def on_connection(self, inp: DeviceConnection) -> None:
         st = self.state
         down = inp.device in st.disconnected
         if inp.connected == (not down):
             return  # no change
-        self._emit(
+        self.emitter.emit(
             EventKind.DEVICE_CONNECTION,
             inp.at,
             Source.SYSTEM,
             {"device": inp.device, "connected": inp.connected, "detail": inp.detail},
         )
         if not inp.connected:
-            self._alert(
+            self.emitter.alert(
                 AlertCode.READER_DISCONNECTED,
                 inp.at,
                 Source.SYSTEM,
@@ -231,15 +251,17 @@ class DeviceSignals(Dealing):
             )
         else:
             for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED, inp.device):
-                self._clear_alert(alert_id, inp.at, Source.SYSTEM, "device reconnected")
+                self.emitter.clear_alert(alert_id, inp.at, Source.SYSTEM, "device reconnected")
 
-    def _on_storage(self, inp: StorageState) -> None:
+    def on_storage(self, inp: StorageState) -> None:
         """The journal filled up or has room again; a full journal refuses cards opening a round."""
         st = self.state
         if inp.full == st.storage_full and (not inp.full or inp.detail == st.storage_detail):
             return  # no change
-        self._emit(EventKind.STORAGE_STATE, inp.at, Source.SYSTEM, {"full": inp.full, "detail": inp.detail})
+        self.emitter.emit(
+            EventKind.STORAGE_STATE, inp.at, Source.SYSTEM, {"full": inp.full, "detail": inp.detail}
+        )
         if not inp.full and st.storage_alert is not None:
-            self._clear_alert(
+            self.emitter.clear_alert(
                 st.storage_alert, inp.at, Source.SYSTEM, "journal has room", refused=st.storage_refused
             )

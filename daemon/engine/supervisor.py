@@ -1,350 +1,82 @@
-"""Supervisor commands: validated against the table state, answered with exactly one
-``command_accepted`` / ``command_refused`` event, then their effects (what changed, who asked)."""
+"""Supervisor commands: an explicit table from each action to its handler. A handler validates the
+command against the table state and returns its effect or a typed refusal (``commands.Outcome``);
+the command is answered with exactly one ``command_accepted`` / ``command_refused`` event, then its
+effect runs (what changed, who asked) or the refusal's alert is raised."""
 
 from __future__ import annotations
 
-from common.inputs import (
-    Source,
-    SupervisorCommand,
-)
-from daemon.alerts import HOLDING_CODES, UNNEEDED_CODES, AlertCode
+from collections.abc import Callable
+
+from common.inputs import Source, SupervisorCommand
 from daemon.engine import commands as args_
+from daemon.engine.commands import Outcome, Refused
 from daemon.engine.corrections import RoundCorrections
-from daemon.engine.dealing import Effect
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.state import OUTSIDE_SHOE, Phase
+from daemon.engine.game_flow import BettingWindow
+from daemon.engine.shoe_commands import ShoeCommands
+
+Handler = Callable[[SupervisorCommand], Outcome]
 
 
-class SupervisorCommands(RoundCorrections):
-    """Every action of ``commands.ACTIONS``: ``_cmd_<action>`` returns a refusal or an effect."""
+class SupervisorCommands:
+    """Answers every supervisor command through ``handlers``."""
 
-    def _on_command(self, cmd: SupervisorCommand) -> None:
-        self._refusal_alert = None
-        handler = getattr(self, f"_cmd_{cmd.action}", None) if cmd.action in args_.ACTIONS else None
+    emitter: Emitter
+    handlers: dict[str, Handler]
+    """Action -> handler: one entry per action of ``commands.ACTIONS`` (a test checks both agree)."""
+
+    def __init__(
+        self, *, emitter: Emitter, shoe: ShoeCommands, corrections: RoundCorrections, flow: BettingWindow
+    ) -> None:
+        self.emitter = emitter
+        self.handlers = {
+            "new_shoe": shoe.new_shoe,
+            "void_round": shoe.void_round,
+            "void_shoe": shoe.void_shoe,
+            "assign_card": corrections.assign_card,
+            "move_card": corrections.move_card,
+            "swap": corrections.swap,
+            "rearrange": corrections.rearrange,
+            "acknowledge_alert": shoe.acknowledge_alert,
+            "resolve_hold": shoe.resolve_hold,
+            "rescan_ack": shoe.rescan_ack,
+            "super_round_die": shoe.super_round_die,
+            "lock": shoe.reader_command,
+            "unlock": shoe.reader_command,
+            "open_betting": flow.open_betting,
+            "close_betting": flow.close_betting,
+            "cut_card": flow.cut_card,
+        }
+
+    def on_command(self, cmd: SupervisorCommand) -> None:
+        """Answer one command: refused (with its reason, and an alert where the floor must see it
+        too) or accepted, then its effect."""
+        handler = self.handlers.get(cmd.action)
         if handler is None:
-            self._refuse(cmd, f"unknown action {cmd.action!r}; accepted: {', '.join(args_.ACTIONS)}")
+            self._answer(cmd, f"unknown action {cmd.action!r}; accepted: {', '.join(args_.ACTIONS)}")
             return
         if not isinstance(cmd.args, dict):
-            self._refuse(cmd, "args must be an object")
+            self._answer(cmd, "args must be an object")
             return
         try:
             outcome = handler(cmd)
         except args_.ArgError as exc:
-            self._refuse(cmd, str(exc))
+            self._answer(cmd, str(exc))
             return
-        if isinstance(outcome, str):
-            self._refuse(cmd, outcome)
-            alert, self._refusal_alert = self._refusal_alert, None
-            if alert is not None:
-                alert()  # a refusal the floor must see too (game flow: a round id out of sequence)
+        if isinstance(outcome, Refused):
+            self._answer(cmd, outcome.reason)
+            if outcome.alert is not None:
+                outcome.alert()  # a refusal the floor must see too (game flow: a round id out of sequence)
             return
-        self._emit(
-            EventKind.COMMAND_ACCEPTED,
-            cmd.at,
-            Source.SUPERVISOR,
-            {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": None},
-        )
+        self._answer(cmd, None)
         outcome()
 
-    def _refuse(self, cmd: SupervisorCommand, reason: str) -> None:
-        self._emit(
-            EventKind.COMMAND_REFUSED,
+    def _answer(self, cmd: SupervisorCommand, refused: str | None) -> None:
+        """The command's one reply: ``command_refused`` with its reason, else ``command_accepted``."""
+        self.emitter.emit(
+            EventKind.COMMAND_ACCEPTED if refused is None else EventKind.COMMAND_REFUSED,
             cmd.at,
             Source.SUPERVISOR,
-            {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": reason},
+            {"command_id": cmd.command_id, "action": cmd.action, "actor": cmd.actor, "reason": refused},
         )
-
-    def _cmd_new_shoe(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, {"shoe_id"})
-        shoe_id = args_.opt_shoe_id(cmd.args)
-        st = self.state
-        if st.phase == Phase.ROUND:
-            return f"round {st.hand} is in progress: finish or void it first"
-        if st.held:
-            return f"held round(s) {sorted(st.held)} await a decision: resolve or void them first"
-        if shoe_id is not None and shoe_id == st.shoe_id:
-            return f"shoe id {shoe_id!r} is the current shoe's id"
-        return lambda: self._start_shoe(cmd.at, shoe_id, cmd, Source.SUPERVISOR)
-
-    def _cmd_void_round(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, {"hand", "reason", "opening_burn"})
-        reason = args_.opt_text(cmd.args, "reason") or ""
-        st = self.state
-        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
-        if args_.opt_flag(cmd.args, "opening_burn"):
-            return self._void_as_opening_burn(cmd, hand, reason)
-        completed = False
-        if hand is not None and st.round_for(hand) is None:
-            if st.last_decided is None or st.last_decided["hand"] != hand:
-                return f"hand {hand} is not in progress, held, or the last completed round"
-            completed = True
-            target_hand = hand
-            cards = dict(st.last_decided["cards"])
-        else:
-            target = self._target_round(cmd)
-            if isinstance(target, str):
-                return target
-            target_hand, cards = target.hand, dict(target.cards)
-        return lambda: self._void_round(cmd, target_hand, cards, reason, completed)
-
-    def _void_as_opening_burn(self, cmd: SupervisorCommand, hand: int | None, reason: str) -> Effect | str:
-        """daemon/rules/RULES.md shoe procedure: a forgotten opening burn caught before the first round is
-        corrected on the spot (seed 002): the cards dealt as round 1 (in progress or held) are
-        burned after all, and round 1 is dealt afresh with the same hand number."""
-        st = self.state
-        if st.phase in OUTSIDE_SHOE:
-            return "no shoe is being dealt"
-        if hand not in (None, 1):
-            return "only round 1 can be turned into the opening burn"
-        if st.hand == 0:
-            return "no round has been dealt yet: the cards since the indicator are burn cards already"
-        rnd = st.round_for(1)
-        if st.hand > 1 or st.results or rnd is None:
-            return (
-                "round 1 has completed or later rounds were dealt: a forgotten opening burn now makes the "
-                "shoe invalid (RULES.md shoe procedure): void_shoe, then new_shoe"
-            )
-        cards = dict(rnd.cards)
-
-        def effect() -> None:
-            source = Source.SUPERVISOR
-            for alert_id in self._alerts_about(1):
-                self._clear_alert(alert_id, cmd.at, source, "round 1 burned", cmd)
-            pending = st.rescan_alert
-            if pending is not None and st.alerts[pending].get("hand") == 1:
-                self._clear_alert(pending, cmd.at, source, "round 1 burned", cmd)
-            data = {"hand": 1, "cards": cards, "reason": reason, "was_completed": False, "opening_burn": True}
-            self._emit(
-                EventKind.ROUND_VOIDED,
-                cmd.at,
-                source,
-                data | {"actor": cmd.actor, "command_id": cmd.command_id},
-                hand=1,
-            )
-            self._offer(1, cmd.at, source)
-
-        return effect
-
-    def _is_holding(self, alert_id: str) -> bool:
-        """Whether the alert keeps a round (current, held, or the next one) from completing."""
-        st = self.state
-        if alert_id in st.next_round_holds:
-            return True
-        rounds = [*([st.round] if st.round is not None else []), *st.held.values()]
-        return any(alert_id in rnd.holds for rnd in rounds)
-
-    def _alerts_about(self, hand: int) -> list[str]:
-        """Open alerts a void of ``hand`` settles: those holding it, and round-holding kinds
-        raised about it after it had completed."""
-        st = self.state
-        rnd = st.round_for(hand)
-        holding = [a for a in rnd.holds if a in st.alerts] if rnd is not None else []
-        about = [
-            a
-            for a, d in st.alerts.items()
-            if d.get("hand") == hand
-            and a not in holding
-            and d["code"] in HOLDING_CODES
-            and not self._is_holding(a)  # (an unneeded card after ``hand`` holds the next round)
-        ]
-        return holding + about
-
-    def _void_round(
-        self, cmd: SupervisorCommand, hand: int, cards: dict[str, str], reason: str, completed: bool
-    ) -> None:
-        st = self.state
-        source = Source.SUPERVISOR
-        was_current = st.round is not None and st.round.hand == hand
-        for alert_id in self._alerts_about(hand):
-            self._clear_alert(alert_id, cmd.at, source, f"round {hand} voided", cmd)
-        pending = st.rescan_alert
-        if pending is not None and st.alerts[pending].get("hand") == hand:
-            # the card awaiting a rescan belonged to the voided round: nothing is pending any more
-            self._clear_alert(pending, cmd.at, source, f"round {hand} voided", cmd)
-        self._emit(
-            EventKind.ROUND_VOIDED,
-            cmd.at,
-            source,
-            {
-                "hand": hand,
-                "cards": cards,
-                "reason": reason,
-                "was_completed": completed,
-                "actor": cmd.actor,
-                "command_id": cmd.command_id,
-            },
-            hand=hand,
-        )
-        if was_current and st.phase != Phase.OVER:
-            self._after_round(hand, cmd.at, source)
-
-    def _cmd_void_shoe(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, {"reason"})
-        reason = args_.opt_text(cmd.args, "reason") or ""
-        st = self.state
-        if st.shoe_id is None or (
-            st.phase == Phase.OVER and not st.held and st.shoe_end_reason != "cut_card"
-        ):
-            return "no shoe to void"
-
-        def effect() -> None:
-            source = Source.SUPERVISOR
-            voided: list[int] = []
-            for rnd in [*([st.round] if st.round is not None else []), *st.held.values()]:
-                voided.append(rnd.hand)
-                for alert_id in self._alerts_about(rnd.hand):
-                    self._clear_alert(alert_id, cmd.at, source, "shoe voided", cmd)
-                self._emit(
-                    EventKind.ROUND_VOIDED,
-                    cmd.at,
-                    source,
-                    {
-                        "hand": rnd.hand,
-                        "cards": dict(rnd.cards),
-                        "reason": f"shoe voided: {reason}",
-                        "was_completed": False,
-                        "actor": cmd.actor,
-                        "command_id": cmd.command_id,
-                    },
-                    hand=rnd.hand,
-                )
-            for alert_id in list(st.next_round_holds):
-                if alert_id in st.alerts:
-                    self._clear_alert(alert_id, cmd.at, source, "shoe voided", cmd)
-            self._emit(
-                EventKind.SHOE_VOIDED,
-                cmd.at,
-                source,
-                {
-                    "shoe_id": st.shoe_id,
-                    "reason": reason,
-                    "voided_hands": voided,
-                    "actor": cmd.actor,
-                    "command_id": cmd.command_id,
-                },
-            )
-            self._end_shoe(cmd.at, source, "voided")
-
-        return effect
-
-    def _cmd_acknowledge_alert(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, {"alert_id"})
-        alert_id = args_.opt_text(cmd.args, "alert_id", 100)
-        st = self.state
-        if alert_id is None:
-            raise args_.ArgError("argument 'alert_id' is required")
-        alert = st.alerts.get(alert_id)
-        if alert is None:
-            return f"no open alert {alert_id!r}"
-        if alert["code"] in UNNEEDED_CODES:
-            # The supervisor accepts the engine's reading: the round it held goes on (or completes).
-            return lambda: self._release_unneeded([alert_id], cmd, "acknowledged")
-        if self._is_holding(alert_id):
-            return "this alert holds a round: use resolve_hold, a correction or void_round"
-        if alert["code"] == AlertCode.READER_DISCONNECTED and alert.get("device") in st.disconnected:
-            return f"device {alert.get('device')!r} is still disconnected"
-        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR, "acknowledged", cmd)
-
-    def _cmd_resolve_hold(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, {"hand"})
-        st = self.state
-        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
-        if hand is None:
-            candidates = sorted(st.held) + (
-                [st.round.hand] if st.round is not None and st.round.holds else []
-            )
-            if len(candidates) != 1:
-                return (
-                    "no held round" if not candidates else f"several rounds are held {candidates}: give hand"
-                )
-            hand = candidates[0]
-        rnd = st.round_for(hand)
-        if rnd is None or (rnd is st.round and not rnd.holds):
-            return f"hand {hand} is not held"
-        needed = rnd.next_slot()
-        if rnd is not st.round and needed is not None:
-            return f"held round {hand} still needs {needed}: supply it with assign_card or rearrange"
-        if self.variant_missing is not None:
-            return f"{self._variant_missing_text()}: void the round or the shoe"
-        if self._needs_die and rnd.die is None and rnd is not st.round:
-            return f"hand {hand} needs the super-round die: send super_round_die"
-        resolved_hand = hand
-
-        def effect() -> None:
-            source = Source.SUPERVISOR
-            for alert_id in [a for a in rnd.holds if a in st.alerts]:
-                self._clear_alert(alert_id, cmd.at, source, "hold resolved", cmd)
-            self._emit(
-                EventKind.HOLD_RESOLVED,
-                cmd.at,
-                source,
-                {"hand": resolved_hand, "actor": cmd.actor, "command_id": cmd.command_id},
-                hand=resolved_hand,
-            )
-            if rnd is not st.round:
-                self._try_complete_held(rnd, cmd.at, source)
-            # Other held rounds kept back only by the alerts just cleared complete as they stand.
-            for other in [r for r in st.held.values() if r is not rnd]:
-                self._try_complete_held(other, cmd.at, source)
-
-        return effect
-
-    def _cmd_rescan_ack(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, set())
-        alert_id = self.state.rescan_alert
-        if alert_id is None:
-            return "no rescan is pending"
-        return lambda: self._clear_alert(alert_id, cmd.at, Source.SUPERVISOR, "rescan_ack", cmd)
-
-    def _cmd_super_round_die(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, {"value", "hand"})
-        die = self.variant.super_round
-        if not self._needs_die or die is None:
-            return f"variant {self.variant.name!r} has no super round"
-        value = args_.req_int(cmd.args, "value", 1, die.die_faces)
-        st = self.state
-        if st.phase in OUTSIDE_SHOE and not st.held:
-            return "no shoe is being dealt"
-        hand = args_.opt_int(cmd.args, "hand", 1, 10_000)
-        if hand is None:
-            hand = st.round.hand if st.round is not None else st.hand + 1
-        rnd = st.round_for(hand)
-        if rnd is None and hand != st.hand + 1:
-            return f"hand {hand} is not in progress, held or next"
-        if (rnd.die if rnd is not None else st.dies.get(hand)) is not None:
-            return f"hand {hand} already has its die"
-        target_hand = hand
-
-        def effect() -> None:
-            source = Source.SUPERVISOR
-            self._emit(
-                EventKind.SUPER_ROUND_DIE,
-                cmd.at,
-                source,
-                {"hand": target_hand, "value": value, "actor": cmd.actor, "command_id": cmd.command_id},
-                hand=target_hand,
-            )
-            held = st.held.get(target_hand)
-            if held is not None:
-                self._try_complete_held(held, cmd.at, source)
-
-        return effect
-
-    def _reader_command(self, cmd: SupervisorCommand) -> Effect | str:
-        args_.check_keys(cmd.args, set())
-
-        def effect() -> None:
-            self._emit(
-                EventKind.READER_COMMAND_REQUESTED,
-                cmd.at,
-                Source.SUPERVISOR,
-                {"action": cmd.action, "command_id": cmd.command_id, "actor": cmd.actor},
-            )
-
-        return effect
-
-    def _cmd_lock(self, cmd: SupervisorCommand) -> Effect | str:
-        return self._reader_command(cmd)
-
-    def _cmd_unlock(self, cmd: SupervisorCommand) -> Effect | str:
-        return self._reader_command(cmd)

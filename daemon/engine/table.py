@@ -5,6 +5,11 @@ state as it is emitted (``TableState.apply``); nothing else changes the state, s
 ``Engine.restore(settings, variant, events)`` rebuilds an identical engine. The
 engine does no I/O and reads no clock. See ``daemon/engine/README.md`` for the
 state machine, every event kind, command and alert.
+
+``Engine`` composes the parts, each a small class with its job: one :class:`TableState`, one
+:class:`Emitter` (the only way an event is made), the shoe's setup, then the dealing, the
+device signals, the betting window, the read sequencer and camera, the restart check, the
+refusal episodes and the supervisor commands. Each part is given the parts it uses.
 """
 
 from __future__ import annotations
@@ -31,23 +36,117 @@ from common.inputs import (
     Tick,
 )
 from daemon.alerts import AlertCode
+from daemon.engine.aggregate import RefusalEpisodes
+from daemon.engine.camera import CameraArbiter
 from daemon.engine.checkpoint import CheckpointError, EngineCheckpoint, fold_key
-from daemon.engine.core import VariantResolver
+from daemon.engine.corrections import RoundCorrections
+from daemon.engine.dealing import Dealing
+from daemon.engine.emitter import Emitter
 from daemon.engine.events import Event, EventKind
-from daemon.engine.sequencer import ReadSequencer
+from daemon.engine.game_flow import BettingWindow
+from daemon.engine.restart import RestartCheck
+from daemon.engine.sequencer import ReadSequencer, ReleaseReason
 from daemon.engine.settings import TableSettings
+from daemon.engine.shoe import ShoeSetup, VariantResolver
+from daemon.engine.shoe_commands import ShoeCommands
+from daemon.engine.signals import DeviceSignals
 from daemon.engine.snapshot import snapshot
+from daemon.engine.state import TableState
 from daemon.engine.supervisor import SupervisorCommands
 from daemon.rules.variants import Variant
 
 __all__ = ["Engine", "VariantResolver"]
 
+_INTERLEAVED = ReleaseReason.INTERLEAVED
 
-class Engine(ReadSequencer, SupervisorCommands):
+
+class Engine:
     """One table's engine. Feed inputs to ``handle``; publish the events it returns."""
 
-    _settings_notice = False  # restored under another configuration: alert on the next input
+    state: TableState
+    """The table's state: changed only by folding events (``TableState.apply``)."""
+    shoe: ShoeSetup
+    emitter: Emitter
+    refusals: RefusalEpisodes
+    dealing: Dealing
+    signals: DeviceSignals
+    flow: BettingWindow
+    restart: RestartCheck
+    camera: CameraArbiter
+    sequencer: ReadSequencer
+    corrections: RoundCorrections
+    commands: SupervisorCommands
+    settings_notice: bool
+    """Restored under another configuration: ``shoe_settings_differ`` on the next input."""
 
+    def __init__(
+        self,
+        settings: TableSettings,
+        variant: Variant,
+        resolve_variant: VariantResolver | None = None,
+        *,
+        state: TableState | None = None,
+    ) -> None:
+        """An engine for a table configured with ``settings`` and ``variant`` (``resolve_variant``:
+        see :meth:`restore`); ``state``: start from this state (a checkpoint's) instead of none."""
+        self.state = state = TableState(settings) if state is None else state
+        self.shoe = shoe = ShoeSetup(settings, variant, resolve_variant)
+        self.emitter = emitter = Emitter(state)
+        self.refusals = refusals = RefusalEpisodes(state=state, shoe=shoe, emitter=emitter)
+        self.dealing = dealing = Dealing(state=state, shoe=shoe, emitter=emitter, refusals=refusals)
+        self.signals = signals = DeviceSignals(state=state, shoe=shoe, emitter=emitter, dealing=dealing)
+        self.flow = flow = BettingWindow(
+            state=state, shoe=shoe, emitter=emitter, dealing=dealing, signals=signals
+        )
+        self.restart = RestartCheck(state=state, shoe=shoe, emitter=emitter)
+        self.camera = camera = CameraArbiter(state=state, shoe=shoe, emitter=emitter, dealing=dealing)
+        self.sequencer = ReadSequencer(
+            state=state,
+            shoe=shoe,
+            emitter=emitter,
+            refusals=refusals,
+            dealing=dealing,
+            flow=flow,
+            camera=camera,
+        )
+        self.corrections = corrections = RoundCorrections(
+            state=state, shoe=shoe, emitter=emitter, dealing=dealing
+        )
+        shoe_commands = ShoeCommands(
+            state=state, shoe=shoe, emitter=emitter, dealing=dealing, corrections=corrections
+        )
+        self.commands = SupervisorCommands(
+            emitter=emitter, shoe=shoe_commands, corrections=corrections, flow=flow
+        )
+        self.settings_notice = False
+
+    # ------------------------------------------------------------------ the shoe's setup
+    @property
+    def settings(self) -> TableSettings:
+        """The table settings of the shoe being dealt (its own decks)."""
+        return self.shoe.settings
+
+    @property
+    def variant(self) -> Variant:
+        """The variant of the shoe being dealt."""
+        return self.shoe.variant
+
+    @property
+    def configured_settings(self) -> TableSettings:
+        """The settings the engine was configured with (they start the next shoe)."""
+        return self.shoe.configured_settings
+
+    @property
+    def configured_variant(self) -> Variant:
+        """The variant the engine was configured with (it starts the next shoe)."""
+        return self.shoe.configured_variant
+
+    @property
+    def absorbed(self) -> bool:
+        """True when the last input handled was absorbed (no event): the service does not journal it."""
+        return self.refusals.absorbed
+
+    # ------------------------------------------------------------------ restore
     @classmethod
     def restore(
         cls,
@@ -55,6 +154,7 @@ class Engine(ReadSequencer, SupervisorCommands):
         variant: Variant,
         events: Iterable[Event],
         resolve_variant: VariantResolver | None = None,
+        *,
         start: EngineCheckpoint | None = None,
     ) -> Engine:
         """An engine whose state is the fold of ``events`` (its own earlier output).
@@ -69,120 +169,146 @@ class Engine(ReadSequencer, SupervisorCommands):
         ``start``: a checkpoint (:mod:`daemon.engine.checkpoint`) taken under these settings;
         ``events`` are then the ones after the last event it covers.
         """
-        engine = cls(settings, variant, resolve_variant)
-        if start is not None:
+        if start is None:
+            engine = cls(settings, variant, resolve_variant)
+        else:
             if start.key != fold_key(settings):
                 raise CheckpointError(f"taken under other fold code or settings: {start.key}")
-            engine.state = start.table_state(settings)
+            engine = cls(settings, variant, resolve_variant, state=start.table_state(settings))
             if start.shoe is not None:
-                engine._use_shoe(start.shoe)
-            engine._now = start.at
+                engine.shoe.use(start.shoe)
+            engine.emitter.now = start.at
         for event in events:
             engine.apply(event)
-        engine._note_restart()
-        if engine._shoe_differs() is not None and engine.state.settings_notice_shoe != engine.state.shoe_id:
-            engine._settings_notice = True
+        engine.restart.note()
+        state = engine.state
+        if engine.shoe.differs(state) is not None and state.settings_notice_shoe != state.shoe_id:
+            engine.settings_notice = True
         return engine
-
-    def _first_after_restart(self, inp: EngineInput) -> bool:
-        """Whether ``inp`` is a reader card the restart check looks at (``game_flow._check_restart``)."""
-        if not isinstance(inp, CardRead | OutsideGameCard):
-            return False
-        if isinstance(inp, CardRead) and self._is_camera(inp):
-            return False
-        marks = self._restart_marks
-        return self._restart_round is not None or (marks is not None and inp.device in marks)
 
     def snapshot(self) -> dict[str, Any]:
         """JSON-ready current state (the publisher retains it)."""
-        return snapshot(self.state, self.settings.decks, self.variant.name, self._blockers)
+        shoe = self.shoe
+        return snapshot(self.state, shoe.settings.decks, shoe.variant.name, shoe.blockers)
 
     def apply(self, event: Event) -> None:
         """Fold one event into the state."""
         self.state.apply(event)
         if event.kind == EventKind.SHOE_STARTED:
-            self._use_shoe(event.data)
-        self._now = event.at
+            self.shoe.use(event.data)
+        self.emitter.now = event.at
 
+    def summarise_refusals(self) -> list[Event]:
+        """The pending ``cards_refused`` summary now (empty when none): the service asks before
+        a clean stop, so no absorbed card is left out of the journal."""
+        out: list[Event] = []
+        self.emitter.out = out
+        self.refusals.flush()
+        self.emitter.out = []
+        return out
+
+    # ------------------------------------------------------------------ inputs
     def handle(self, inp: EngineInput) -> list[Event]:
         """Decide, apply and return the events caused by one input."""
+        emitter = self.emitter
         out: list[Event] = []
-        self._out = out
+        emitter.out = out
         unusable = _unusable_time(inp)
         if unusable is not None:
             # A driver bug: a time that can be neither ordered by nor journaled (JSON has no
             # NaN or infinity). Say so (at the last good time), use nothing.
-            self._alert(
+            emitter.alert(
                 AlertCode.INVALID_INPUT,
-                self._now,
+                emitter.now,
                 Source.SYSTEM,
                 device=getattr(inp, "device", None),
                 input=type(inp).__name__,
                 reason=unusable,
             )
-            self._out = []
+            emitter.out = []
             return out
-        self._now = inp.at
-        self._settle_refusals(inp)  # an absorbed refusals' summary before anything else happens
-        if self._settings_notice:
-            self._settings_notice = False
-            differs = self._shoe_differs()
-            if differs is not None:
-                self._alert(AlertCode.SHOE_SETTINGS_DIFFER, inp.at, Source.SYSTEM, **differs)
+        emitter.now = inp.at
+        self.refusals.settle(inp)  # an absorbed refusals' summary before anything else happens
+        if self.settings_notice:
+            self._notice_settings(inp.at)
         st = self.state
         rescan_before = st.rescan_alert
-        self._pull_gap_raised = False
+        sequencer = self.sequencer
+        sequencer.pull_gap_raised = False
         if st.held_reads:
-            self._expire_pulls(inp.at)
-        if (self._restart_marks is not None or self._restart_round is not None) and self._first_after_restart(
-            inp
-        ):
-            assert isinstance(inp, CardRead | OutsideGameCard)
-            self._check_restart(inp)
-        if isinstance(inp, CardRead):
-            self._on_card_read(inp)
-        elif isinstance(inp, ReadFailed):
-            self._on_read_failed(inp)
-        elif isinstance(inp, SupervisorCommand):
-            for device in self._held_devices():
-                self._release_all(device, "command")  # the command acts on a settled table
-            self._on_command(inp)
-        elif isinstance(inp, CutCardDrawn):
-            self._release_all(inp.device, "interleaved")
-            self._on_cut_card(inp)
-        elif isinstance(inp, ShoeVerdict):
-            self._release_all(inp.device, "interleaved")
-            self._on_verdict(inp)
-        elif isinstance(inp, OutsideGameCard):
-            self._release_all(inp.device, "interleaved")
-            self._on_outside_game_card(inp)
-        elif isinstance(inp, ReaderSignal):
-            self._release_all(inp.device, "interleaved")
-            if self._is_lock_answer(inp):
-                self._on_lock_answer(inp)
-            else:
-                self._on_reader_signal(inp)
-        elif isinstance(inp, DeviceConnection):
-            self._on_connection(inp)
-        elif isinstance(inp, StorageState):
-            self._on_storage(inp)
-        elif isinstance(inp, BettingOpened):
-            self._on_betting_opened(inp)
-        elif isinstance(inp, BettingClosed):
-            self._on_betting_closed(inp)
-        elif isinstance(inp, ShoeSignal):
-            self._release_all(inp.device, "interleaved")
-            self._on_shoe_signal(inp)
-        elif isinstance(inp, Tick):
-            pass  # expiry above is all a tick does
+            sequencer.expire_pulls(inp.at)
+        restart = self.restart
+        if restart.restart_marks is not None or restart.restart_round is not None:
+            first = restart.applies_to(inp)
+            if first is not None:
+                restart.check(first)
+        self._route(inp)
         # A rescan open before this input, or raised by it for a pull's gap, and now closed:
         # the cards held below the missing one follow.
-        if (rescan_before is not None or self._pull_gap_raised) and st.rescan_alert is None and st.held_reads:
-            for device in self._held_devices():
-                self._release_by_target(device)
-                self._release_all(device, "rescanned")
-        self._out = []
+        if (
+            (rescan_before is not None or sequencer.pull_gap_raised)
+            and st.rescan_alert is None
+            and st.held_reads
+        ):
+            for device in sequencer.held_devices():
+                sequencer.release_by_target(device)
+                sequencer.release_all(device, ReleaseReason.RESCANNED)
+        emitter.out = []
         return out
+
+    def _notice_settings(self, at: float) -> None:
+        """The first input after a restore under another configuration: say how the shoe differs."""
+        self.settings_notice = False
+        differs = self.shoe.differs(self.state)
+        if differs is not None:
+            self.emitter.alert(AlertCode.SHOE_SETTINGS_DIFFER, at, Source.SYSTEM, **differs)
+
+    def _route(self, inp: EngineInput) -> None:
+        """The part that handles ``inp``; a device's other input first releases its held pull."""
+        sequencer = self.sequencer
+        match inp:
+            case CardRead():
+                sequencer.on_card_read(inp)
+            case ReadFailed():
+                sequencer.on_read_failed(inp)
+            case SupervisorCommand():
+                for device in sequencer.held_devices():
+                    sequencer.release_all(
+                        device, ReleaseReason.COMMAND
+                    )  # the command acts on a settled table
+                self.commands.on_command(inp)
+            case CutCardDrawn() | ShoeVerdict() | OutsideGameCard() | ReaderSignal() | ShoeSignal():
+                sequencer.release_all(inp.device, _INTERLEAVED)
+                self._route_device_signal(inp)
+            case DeviceConnection():
+                self.signals.on_connection(inp)
+            case StorageState():
+                self.signals.on_storage(inp)
+            case BettingOpened():
+                self.flow.on_betting_opened(inp)
+            case BettingClosed():
+                self.flow.on_betting_closed(inp)
+            case Tick():
+                pass  # expiry (in ``handle``) is all a tick does
+
+    def _route_device_signal(
+        self, inp: CutCardDrawn | ShoeVerdict | OutsideGameCard | ReaderSignal | ShoeSignal
+    ) -> None:
+        signals = self.signals
+        match inp:
+            case CutCardDrawn():
+                signals.on_cut_card(inp)
+            case ShoeVerdict():
+                signals.on_verdict(inp)
+            case OutsideGameCard():
+                signals.on_outside_game_card(inp)
+            case ReaderSignal():
+                if self.flow.is_lock_answer(inp):
+                    self.flow.on_lock_answer(inp)
+                else:
+                    signals.on_reader_signal(inp)
+            case ShoeSignal():
+                self.flow.on_shoe_signal(inp)
 
 
 def _unusable_time(inp: EngineInput) -> str | None:

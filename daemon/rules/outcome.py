@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from common.cards import Card, hand_total
+from common.slots import OPENING_SLOTS, Slot
 from daemon.rules.tableau import banker_draws, player_draws
 
 
@@ -20,33 +21,13 @@ class Side(Enum):
     BANKER = "banker"
 
 
-class Slot(Enum):
-    """A card position on the layout, in the order it is dealt."""
-
-    P1 = "P1"
-    B1 = "B1"
-    P2 = "P2"
-    B2 = "B2"
-    P3 = "P3"
-    B3 = "B3"
-
-    @property
-    def side(self) -> Side:
-        return Side.PLAYER if self.value[0] == "P" else Side.BANKER
-
-    @property
-    def index(self) -> int:
-        """1-based card index within its side."""
-        return int(self.value[1])
-
-
 class Winner(Enum):
     PLAYER = "player"
     BANKER = "banker"
     TIE = "tie"
 
 
-_OPENING = (Slot.P1, Slot.B1, Slot.P2, Slot.B2)
+_OPENING = OPENING_SLOTS
 
 
 def next_slot(player: Sequence[Card], banker: Sequence[Card]) -> Slot | None:
@@ -276,5 +257,5 @@ def play_round(cards: Iterable[Card]) -> tuple[RoundOutcome, int]:
             card = next(it)
         except StopIteration:
             raise ValueError(f"ran out of cards before slot {slot.value}") from None
-        (player if slot.side is Side.PLAYER else banker).append(card)
+        (player if slot.is_player else banker).append(card)
     return RoundOutcome(tuple(player), tuple(banker)), len(player) + len(banker)

@@ -35,6 +35,7 @@ from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from common.inputs import DeviceTarget
+from common.slots import ROUND_SLOTS, Slot
 from daemon.rules.outcome import RoundOutcome, Winner, next_slot
 from drivers.fixtures import GENERATED_PROVENANCE, Fixture, FixtureHeader, UsbIdentity
 from drivers.simulate import SIM_PRODUCT_ID, SIM_VENDOR_ID, Action, ShoePlan, encode_plan
@@ -132,7 +133,7 @@ class Timing:
     rescan: float = 1.5
 
 
-_SLOT_TARGET = {s: DeviceTarget(s) for s in ("P1", "B1", "P2", "B2", "P3", "B3")}
+_SLOT_TARGET: dict[str, DeviceTarget] = {s: DeviceTarget(s) for s in ROUND_SLOTS}
 
 
 def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timing | None = None) -> ShoePlan:
@@ -201,7 +202,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
         dealt: list[tuple[str, Card]] = []
         cut_before: int | None = None  # the cut card comes out just before this card of the round
         while (slot := next_slot(player, banker)) is not None:
-            if slot.value == "P1" and carried_p1 is not None:
+            if slot is Slot.P1 and carried_p1 is not None:
                 card, carried_p1 = carried_p1, None
                 player.append(card)
                 continue  # drawn already, as the second unneeded card of the previous round
@@ -213,7 +214,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
                 between = cut_before == 0
                 last_hand = hand if deal.cut_card_policy == "finish_current_round" or between else hand + 1
             card = take()
-            (player if slot.side.value == "player" else banker).append(card)
+            (player if slot.is_player else banker).append(card)
             dealt.append((slot.value, card))
         t = _emit_round(acts, dealt, hand, kinds, t=t, timing=timing, cut_before=cut_before)
         if Fault.CARD_EXPOSED in kinds:
@@ -293,13 +294,13 @@ def _emit_round(
             acts.append(Action(at, "draw", card=draw.card, target=draw.target, hand=hand, corrupt_all=True))
             acts.append(Action(at + 0.5, "supervisor", hand=hand, supervisor={
                 "action": "assign_card",
-                "args": {"card": draw.card.code, "slot": "B1", "hand": hand}}))  # fmt: skip
+                "args": {"card": draw.card.code, "slot": Slot.B1, "hand": hand}}))  # fmt: skip
             continue
         if Fault.MISSING_CARD in kinds and i == 1:
             assert draw.card is not None
             acts.append(Action(at + 0.5, "supervisor", hand=hand, supervisor={
                 "action": "assign_card",
-                "args": {"card": draw.card.code, "slot": "B1", "hand": hand}}))  # fmt: skip
+                "args": {"card": draw.card.code, "slot": Slot.B1, "hand": hand}}))  # fmt: skip
             continue
         acts.append(
             Action(at, "draw", card=draw.card, target=draw.target, hand=hand,

@@ -8,9 +8,10 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from common.slots import ROUND_SLOTS
 from common.yamlfile import DuplicateKeyError, load_yaml
 
-SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
+SLOTS: tuple[str, ...] = ROUND_SLOTS
 """Layout boxes in draw order: a batch of cards seen together is numbered in this order."""
 
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from daemon.engine.events import Event
+from daemon.engine.events import Event, EventKind
 from daemon.journal.pace import IDLE_S, pace_from_events, pace_from_journal
 from daemon.journal.settings import JournalSettings
 from daemon.journal.store import Journal
@@ -22,7 +22,14 @@ def _round(
 
     def add(kind: str, at: float, data: dict[str, Any]) -> None:
         events.append(
-            Event(kind, at, "shoe-1", hand if kind not in ("betting_opened",) else None, "reader", data)
+            Event(
+                EventKind(kind),
+                at,
+                "shoe-1",
+                hand if kind not in ("betting_opened",) else None,
+                "reader",
+                data,
+            )
         )
 
     add("betting_opened", start, {"phase": "betting", "round_id": None})
@@ -39,13 +46,17 @@ def _shoe() -> list[Event]:
     unneeded card in round 2. Dealer B takes over during round 3 (it stays A's) and deals
     rounds 4-5, 45 s apart (15 + 20 + 10); round 6 opens after a break longer than IDLE_S."""
     events = [
-        Event("shoe_started", T0 - 5, "shoe-1", None, "reader", {}),
-        Event("dealer_changed", T0 - 1, "shoe-1", None, "supervisor", {"dealer_id": "D-A", "name": "A"}),
+        Event(EventKind.SHOE_STARTED, T0 - 5, "shoe-1", None, "reader", {}),
+        Event(
+            EventKind.DEALER_CHANGED, T0 - 1, "shoe-1", None, "supervisor", {"dealer_id": "D-A", "name": "A"}
+        ),
     ]
     for i, hand in enumerate((1, 2, 3)):
         _round(events, hand, T0 + 30 * i, betting=10, dealing=12, unneeded=hand == 2)
         if hand == 3:
-            events.append(Event("dealer_changed", T0 + 65, "shoe-1", None, "badge", {"dealer_id": "D-B"}))
+            events.append(
+                Event(EventKind.DEALER_CHANGED, T0 + 65, "shoe-1", None, "badge", {"dealer_id": "D-B"})
+            )
     for i, hand in enumerate((4, 5)):
         _round(events, hand, T0 + 90 + 45 * i, betting=15, dealing=20)
     _round(events, 6, T0 + 135 + 35 + IDLE_S + 50, betting=15, dealing=20)

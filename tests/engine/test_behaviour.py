@@ -20,7 +20,7 @@ from common.inputs import (
     Source,
     VerdictOutcome,
 )
-from daemon.engine.events import Event
+from daemon.engine.events import Event, EventKind
 from daemon.engine.settings import TableSettings
 from tests.engine.support import (
     alerts,
@@ -442,14 +442,25 @@ def test_settings_refuse_unknown_keys_and_bad_values_naming_the_field() -> None:
 
 
 def test_event_round_trip_and_validation() -> None:
-    event = Event("card_dealt", 1.5, "S1", 3, "reader", {"card": "8s", "slot": "P1"})
+    event = Event(EventKind.CARD_DEALT, 1.5, "S1", 3, "reader", {"card": "8s", "slot": "P1"})
     assert Event.from_dict(json.loads(json.dumps(event.to_dict()))) == event
     for broken, field in [
         ({"kind": "", "at": 1, "shoe_id": None, "hand": None, "source": "x", "data": {}}, "kind"),
-        ({"kind": "k", "at": "1", "shoe_id": None, "hand": None, "source": "x", "data": {}}, "at"),
-        ({"kind": "k", "at": float("nan"), "shoe_id": None, "hand": None, "source": "x", "data": {}}, "at"),
-        ({"kind": "k", "at": 1, "shoe_id": None, "hand": 0, "source": "x", "data": {}}, "hand"),
-        ({"kind": "k", "at": 1, "shoe_id": None, "hand": None, "source": "x", "data": []}, "data"),
+        ({"kind": "no_such_kind", "at": 1, "shoe_id": None, "hand": None, "source": "x", "data": {}}, "kind"),
+        ({"kind": "card_dealt", "at": "1", "shoe_id": None, "hand": None, "source": "x", "data": {}}, "at"),
+        (
+            {
+                "kind": "card_dealt",
+                "at": float("nan"),
+                "shoe_id": None,
+                "hand": None,
+                "source": "x",
+                "data": {},
+            },
+            "at",
+        ),
+        ({"kind": "card_dealt", "at": 1, "shoe_id": None, "hand": 0, "source": "x", "data": {}}, "hand"),
+        ({"kind": "card_dealt", "at": 1, "shoe_id": None, "hand": None, "source": "x", "data": []}, "data"),
         ({"kind": "k"}, "missing"),
     ]:
         with pytest.raises(ValueError, match=field):

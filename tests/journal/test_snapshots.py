@@ -163,7 +163,9 @@ def test_a_snapshot_of_other_events_is_never_used(tmp_path: Path) -> None:
     newest, older = (s for (s,) in sql(path, "SELECT seq FROM snapshots ORDER BY seq DESC"))
     # the newest covers an event whose body is not the one it was taken after (e.g. a journal
     # restored from another copy); the older one covers an event that is gone
-    sql(path, "UPDATE events SET body = replace(body, 'shoe_ended', 'shoe_ended ') WHERE seq = ?", newest)
+    # (a space after the kind's string: the same event, another body)
+    respaced = """UPDATE events SET body = replace(body, '"shoe_ended"', '"shoe_ended" ') WHERE seq = ?"""
+    sql(path, respaced, newest)
     sql(path, "UPDATE events SET delivered_at = 1.0")
     sql(path, "DELETE FROM events WHERE seq = ?", older)
     restored, logs = restore(path)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from common.cards import Card, Rank, Suit
-from daemon.rules.outcome import Slot, next_slot, play_round
+from common.slots import Slot
+from daemon.rules.outcome import next_slot, play_round
 from daemon.rules.tableau import banker_draws, is_natural, player_draws
 
 # RULES.md "Dealing order and the third-card rule", copied cell by cell. Rows are the
