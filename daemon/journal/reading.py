@@ -14,7 +14,8 @@ from daemon.journal.codec import loads_input
 from daemon.journal.records import JournaledEvent, event_from_row
 
 EVENT_COLUMNS = (
-    "seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead_letter"
+    "seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead_letter, "
+    "epoch, prev_hash, hash"
 )
 """The columns of an event row, in :func:`event_from_row`'s order."""
 

@@ -42,6 +42,7 @@ from common.inputs import EngineInput, SupervisorCommand
 from daemon import __version__
 from daemon.alerts import AlertCode
 from daemon.engine.table import Engine
+from daemon.journal.continuity_alert import continuity_alert
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.command_channel import ReplyFn
@@ -75,7 +76,6 @@ from daemon.service.health import (
     engine_health,
     publisher_health,
 )
-from daemon.service.journal_continuity import continuity_alert
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, LoggedJournal
 from daemon.service.logging import configure_logging
