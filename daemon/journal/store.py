@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from common.inputs import EngineInput
-from daemon.journal import chain, reading, rollbacks, server_ack
+from daemon.journal import chain, delivery_alerts, reading, rollbacks, server_ack
 from daemon.journal.ack_judge import Acknowledged, Standing, judge_acknowledgement
 from daemon.journal.codec import dumps_input
-from daemon.journal.compaction import compact
+from daemon.journal.compaction import CompactionRun
 from daemon.journal.continuity import (
     MARKER_INTERVAL_S,
     Continuity,
@@ -373,6 +373,8 @@ class Journal:
                         hash=tip,
                     )
                 )
+                if origin == ORIGIN_DELIVERY:
+                    delivery_alerts.record(self._db, seq, event.kind, body)
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(next_seq),))
             self._db.execute(
                 "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (chain.CHAIN_TIP_KEY, tip)
@@ -488,6 +490,12 @@ class Journal:
             row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'inputs'").fetchone()
         return 0 if row is None else int(row[0])
 
+    def open_delivery_alerts(self) -> dict[str, str]:
+        """The delivery side's alerts raised and not cleared, ``{code: alert_id}``: one
+        look-up of a small table kept as they are journaled (:mod:`daemon.journal.delivery_alerts`)."""
+        with self._lock:
+            return delivery_alerts.open_alerts(self._db)
+
     def dead_letters(self) -> list[JournaledEvent]:
         with self._lock:
             return reading.dead_letters(self._db)
@@ -556,12 +564,24 @@ class Journal:
         at or after the first undelivered event, nor any event of a shoe that has one waiting.
         Rules and cost: :mod:`daemon.journal.compaction`.
         """
+        run = self.compaction_run(now)
+        while not run.done:
+            run.step()
+        self.forget_size()
+        return run.events_deleted
+
+    def compaction_run(self, now: float | None = None, *, tight: bool = False) -> CompactionRun:
+        """A compaction (the rules of :meth:`compact`) to be done a slice per
+        :meth:`CompactionRun.step`, each a short transaction under the journal lock; ``tight``
+        for a nearly full disk (small slices, the WAL truncated after each). Call
+        :meth:`forget_size` when it is done."""
         stamp = self._clock() if now is None else now
         cutoff = stamp - self.settings.audit_retention_days * 86400.0
-        result = compact(self._db, self._lock, cutoff)
-        if result.pages_freed or result.events_deleted or result.inputs_deleted:
-            self._size_checked_at = None  # the file shrank: measure again at the next check
-        return result.events_deleted
+        return CompactionRun(self._db, self._lock, cutoff, tight=tight)
+
+    def forget_size(self) -> None:
+        """The file may have shrunk: measure it again at the next capacity check."""
+        self._size_checked_at = None
 
     # -- command nonces ---------------------------------------------------------------------
 

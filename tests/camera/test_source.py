@@ -302,11 +302,13 @@ def test_a_camera_that_never_opens_keeps_retrying_quietly(templates_file: Path, 
     sink = Collector()
     source = CameraSource(settings_for("/dev/video-missing-99", templates_file), sink, time.monotonic)
     running.append(source)
+    assert source.health()["state"] == "opening"  # no open attempt yet: no alert is due
     source.start()
     deadline = time.monotonic() + WAIT_S
     while source.health()["reconnects"] < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert source.health()["reconnects"] >= 2
     assert source.health()["connected"] is False
+    assert source.health()["state"] == "disconnected"  # the first attempt has its result
     assert sink.connections() == []  # never connected, so nothing to announce as lost
     assert "cannot open" in (source.health()["last_error"] or "")
