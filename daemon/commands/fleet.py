@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, conn: ClientOptions, limits: Thresholds) -> int:
-    from daemon.fleet.collect import CollectError, LiveFleet
+    from daemon.fleet.collect import LiveFleet
     from daemon.fleet.exporter import MetricsServer, parse_address
 
     try:
@@ -118,12 +118,16 @@ def _serve(args: argparse.Namespace, conn: ClientOptions, limits: Thresholds) ->
     except ValueError as exc:
         print(f"fleet: {exc}", file=sys.stderr)
         return 2
-    live = LiveFleet(conn)
     try:
-        live.start(timeout_s=args.timeout)
-    except (CollectError, OSError, ValueError) as exc:
-        print(f"fleet: {exc}", file=sys.stderr)
+        live = LiveFleet(conn)
+    except (OSError, ValueError) as exc:
+        print(f"fleet: TLS set-up failed: {exc}", file=sys.stderr)
         return 2
+    # An unreachable broker does not stop the exporter: it serves broker_connected 0 (and
+    # /healthz 503) while the connection is retried.
+    not_yet = live.start(timeout_s=min(args.timeout, 5.0))
+    if not_yet is not None:
+        print(f"fleet: {not_yet}; serving meanwhile", file=sys.stderr, flush=True)
     try:
         server = MetricsServer(live, address, limits)
     except OSError as exc:

@@ -7,8 +7,9 @@ it also subscribed to, which a broker that queues the retained burst at SUBSCRIB
 delivers right after the burst; where the marker never comes back (another broker, an ACL
 that refuses it), no message for ``quiet_s`` ends it. ``timeout_s`` bounds it whatever the
 broker does (a cut gathering is reported as not ``complete``). :class:`LiveFleet` keeps the
-client running for the exporter: the store follows every update, and paho reconnects (the
-broker then resends the retained set).
+client running for the exporter: it connects in the background and retries until the broker
+answers, the store follows every update, and paho reconnects (the broker then resends the
+retained set).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ class _Subscriber:
         self.client.on_publish = self._on_publish
 
     def _on_connect(self, client: mqtt.Client, _u: object, _f: object, reason: Any, _p: object) -> None:
+        self.failed.clear()  # a live client retries: only the latest refusal counts
         if reason.is_failure:
             self.failed.append(f"broker refused the connection: {reason}")
             self.subscribed.set()
@@ -100,6 +102,13 @@ class _Subscriber:
             self.client.connect(self.options.host, self.options.port, keepalive=30)
         except (OSError, ValueError) as exc:
             raise CollectError(f"cannot connect to {self.options.host}:{self.options.port}: {exc}") from None
+        self.client.loop_start()
+
+    def connect_in_background(self) -> None:
+        """Connect from paho's thread, retrying every 1..30 s until the broker answers (and
+        again after every loss): nothing here fails on an unreachable broker."""
+        self.client.reconnect_delay_set(1, 30)
+        self.client.connect_async(self.options.host, self.options.port, keepalive=30)
         self.client.loop_start()
 
     def close(self) -> None:
@@ -150,15 +159,17 @@ class LiveFleet:
         self.fleet = Fleet()
         self._sub = _Subscriber(options, self.fleet)
 
-    def start(self, timeout_s: float = 10.0) -> None:
-        """Connect and subscribe; raises CollectError when that fails within ``timeout_s``."""
-        self._sub.connect()
+    def start(self, timeout_s: float = 10.0) -> str | None:
+        """Connect and subscribe in the background; wait up to ``timeout_s`` for the first
+        subscription. None once subscribed; otherwise why not yet (unreachable, refused):
+        the client keeps retrying and :attr:`connected` says when it is up."""
+        self._sub.connect_in_background()
         if not self._sub.subscribed.wait(timeout_s):
-            self._sub.close()
-            raise CollectError(f"no answer from {self._sub.options.host}:{self._sub.options.port}")
+            options = self._sub.options
+            return f"no answer from {options.host}:{options.port} within {timeout_s:g} s; retrying"
         if self._sub.failed:
-            self._sub.close()
-            raise CollectError(self._sub.failed[0])
+            return f"{self._sub.failed[0]}; retrying"
+        return None
 
     @property
     def connected(self) -> bool:

@@ -10,20 +10,45 @@ shard's subscription one identity on the broker: a replacement instance joins th
 group with the same persistent session, so nothing queued for the shard is delivered twice
 to two live consumers nor lost between them. Scale by adding shards, not members.
 
-:class:`ShardConsumer` is that member, the reference consumer of issue #13
+:class:`ShardConsumer` is that member, the reference consumer
 (:class:`~daemon.mqtt.ordered_consumer.OrderedConsumer`, as :mod:`daemon.mqtt.consumer_client`
 runs it for one table) for every table of a shard over one connection: a persistent MQTT 5
 session (clean start off, session expiry), QoS 1, one durable checkpoint per table, every
-event once in ``seq`` order to ``on_processed``, the signed acknowledgement of each table's
-committed position on its ``ack`` topic and a signed ``resend`` for each gap (``interval_s``).
-It also reads the shard's retained ``state`` and ``health`` (their ``last_seq`` reveals events
-missing at the end of a stream, e.g. lost by a broker that crashed).
+event in ``seq`` order, the signed acknowledgement of each table's committed position on its
+``ack`` topic and a signed ``resend`` for each gap (``interval_s``). It also reads the
+shard's retained ``state`` and ``health`` (their ``last_seq`` reveals events missing at the
+end of a stream, e.g. lost by a broker that crashed).
+
+How the application gets each event, and what a crash of the member at any instant does:
+
+* ``on_event(table, envelope, db)`` — **exactly once**. Called inside the table checkpoint's
+  open SQLite transaction (``db``, :attr:`~daemon.mqtt.checkpoint.Checkpoint.transaction`):
+  whatever the application writes on ``db`` commits together with the checkpoint's position
+  (every ``interval_s``), or not at all. A member killed before that commit loses the event's
+  effect and its position together; nothing was acknowledged past the committed position, so
+  the table (or the broker) sends the event again and it is applied then, once. The
+  application must not commit ``db`` itself (a callback that ends the transaction stops the
+  member) nor write anywhere else in this callback.
+* ``on_processed(table, envelope)`` — **at least once**, for an application that keeps its
+  own store. After a crash the events processed since the last commit come again, with the
+  same ``table``, ``seq`` and ``event_id``, in order. Make the effect idempotent on
+  ``(table, event_id)`` (not ``seq``: after a table's journal rollback, new events come at
+  seqs already seen) and make it durable in ``before_commit()``, which runs before the
+  checkpoints commit: the checkpoint then never gets ahead of the application, and the
+  application skips what it already holds (:mod:`daemon.fleet.ledger` does exactly that for
+  ``baccarat-edge consume``).
+
+A callback (or ``before_commit``) that raises stops the member's commits for good
+(:attr:`ShardConsumer.failure`): its effect may be half written, so no position after it
+may become durable; restart the member, it resumes from the last commit.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -39,6 +64,7 @@ from daemon.mqtt.topics import PREFIX, TableTopics
 if TYPE_CHECKING:
     import paho.mqtt.client as mqtt
 
+log = logging.getLogger(__name__)
 
 SHARE_PREFIX = "$share"
 
@@ -66,6 +92,9 @@ def shard_filters(tables: Iterable[str], shard: int, shards: int) -> list[str]:
 
 
 ProcessedHandler = Callable[[str, dict[str, Any]], None]
+"""``(table, envelope)``: at least once, in ``seq`` order per table."""
+EventHandler = Callable[[str, dict[str, Any], sqlite3.Connection], None]
+"""``(table, envelope, db)``: exactly once, inside the table checkpoint's transaction."""
 
 
 class ShardConsumer:
@@ -87,7 +116,14 @@ class ShardConsumer:
         session_expiry_s: int = 86_400,
         client_id: str | None = None,
         clock: Callable[[], float] = time.time,
+        *,
+        on_event: EventHandler | None = None,
+        before_commit: Callable[[], None] | None = None,
+        client: mqtt.Client | None = None,
     ) -> None:
+        """``client``: a paho MQTT 5 client with TLS and login already set (e.g.
+        :func:`daemon.mqtt.client_options.build_client`); by default a plain one with
+        ``client_id`` (``baccarat-consumer-<group>``)."""
         import paho.mqtt.client as mqtt
         from paho.mqtt.enums import CallbackAPIVersion
 
@@ -101,6 +137,10 @@ class ShardConsumer:
             checkpoint = Checkpoint(checkpoint_dir / f"{table}.sqlite3", table)
             self.consumers[table] = OrderedConsumer(table, checkpoint, keys.get(table))
         self.on_processed = on_processed
+        self.on_event = on_event
+        self.before_commit = before_commit
+        self.failure: str | None = None
+        """Why the member stopped committing (a callback raised); None while it runs."""
         self.session_expiry_s = session_expiry_s
         self._ack_key_id, self._ack_key = ack_key_id, ack_key
         self._clock = clock
@@ -108,7 +148,7 @@ class ShardConsumer:
         self.lock = threading.Lock()
         self.subscribed = threading.Event()
         self.resends_asked: list[tuple[str, int, int]] = []
-        self.client = mqtt.Client(
+        self.client = client or mqtt.Client(
             CallbackAPIVersion.VERSION2,
             client_id=client_id or f"baccarat-consumer-{group_name(shard, shards)}",
             protocol=mqtt.MQTTv5,
@@ -125,16 +165,30 @@ class ShardConsumer:
         self._session.open(self.host, self.port, keepalive=15, session_expiry_s=self.session_expiry_s)
 
     def stop(self) -> None:
-        """Commit and acknowledge once more, disconnect, close the checkpoints."""
+        """Commit and acknowledge once more, disconnect, close the checkpoints. After a
+        failed callback nothing is committed: the process should end, which rolls the open
+        transactions back."""
         self._session.close()
+        if self.failure is not None:
+            return
         for consumer in self.consumers.values():
             consumer.checkpoint.close()
 
     def tick(self) -> None:
-        """Per table: commit; publish the acknowledgement if it moved and a resend per gap."""
+        """``before_commit``, then per table: commit; publish the acknowledgement if it moved
+        and a resend per gap. Nothing is committed once a callback failed."""
         now = self._clock()
         outgoing: list[tuple[str, dict[str, Any], bool]] = []
         with self.lock:
+            if self.failure is not None:
+                return
+            if self.before_commit is not None:
+                try:
+                    self.before_commit()
+                except Exception as exc:  # the application could not make its effects durable
+                    self.failure = f"the application's before_commit failed: {exc!r}"
+                    log.exception("shard member stops committing: %s", self.failure)
+                    return
             for table, consumer in self.consumers.items():
                 consumer.commit()
                 position = consumer.checkpoint.committed
@@ -182,10 +236,21 @@ class ShardConsumer:
                 if last_seq is not None:
                     consumer.note_last_seq(last_seq, now)
                 return
+            if self.failure is not None:
+                return  # nothing more is processed: the position must stay where it failed
             fed = consumer.feed(bytes(message.payload), now)
-            if self.on_processed is not None:
+            try:
                 for envelope in fed.processed:
-                    self.on_processed(table, envelope)
+                    if self.on_event is not None:
+                        db = consumer.checkpoint.transaction
+                        self.on_event(table, envelope, db)
+                        if not db.in_transaction:  # its effect went out without the position
+                            raise RuntimeError("on_event ended the checkpoint's transaction")
+                    if self.on_processed is not None:
+                        self.on_processed(table, envelope)
+            except Exception as exc:  # the application's: its effect may be half written
+                self.failure = f"{table}: the application's callback failed: {exc!r}"
+                log.exception("shard member stops committing: %s", self.failure)
 
 
 def _last_seq(payload: bytes) -> int | None:

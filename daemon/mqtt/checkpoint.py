@@ -262,6 +262,14 @@ class Checkpoint:
             self.committed = p
         return self.committed
 
+    @property
+    def transaction(self) -> sqlite3.Connection:
+        """The checkpoint's connection inside its open transaction (begun if none is): rows an
+        application writes on it become durable together with the position at the next
+        :meth:`commit`, or not at all (the effect of an event and its checkpoint, atomically)."""
+        self._begin()
+        return self._db
+
     def lost(self) -> list[tuple[int, str, str]]:
         """Every event recorded as lost by the table, ``(seq, event_id, kind)``."""
         rows = self._db.execute(

@@ -153,3 +153,38 @@ def test_an_empty_broker_is_not_an_all_clear(
 
     assert main(["fleet", "--broker", f"mqtt://127.0.0.1:{mosquitto.port}"]) == 1
     assert "no table on this broker" in capsys.readouterr().err
+
+
+def test_the_exporter_serves_while_the_broker_is_down_and_connects_when_it_comes(tmp_path: Path) -> None:
+    broker = MosquittoBroker(tmp_path / "broker")  # its port: nothing listens there yet
+    port = free_port()
+    command = [sys.executable, "-m", "daemon.cli", "fleet", "--broker", f"mqtt://127.0.0.1:{broker.port}"]
+    proc = subprocess.Popen(
+        [*command, "--serve-metrics", f"127.0.0.1:{port}"],
+        stderr=subprocess.PIPE,
+    )
+    try:
+
+        def answers(path: str) -> tuple[int, str, str] | None:
+            try:
+                return scrape(port, path)
+            except OSError:
+                return None
+
+        wait_for(lambda: answers("/metrics") is not None, timeout=30)
+        assert "baccarat_fleet_broker_connected 0" in scrape(port)[2]
+        assert scrape(port, "/healthz")[0] == 503
+        assert proc.poll() is None
+        broker.start()
+        publish_retained(broker.port, table_messages(SyntheticTable("T9"), time.time()))
+        wait_for(lambda: 'baccarat_table_up{table="T9"} 1' in scrape(port)[2], timeout=60)
+        assert "baccarat_fleet_broker_connected 1" in scrape(port)[2]
+        assert scrape(port, "/healthz")[0] == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        broker.stop()
+        assert proc.stderr is not None
+        said = proc.stderr.read().decode()
+        proc.stderr.close()
+    assert "retrying; serving meanwhile" in said
