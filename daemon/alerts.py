@@ -62,6 +62,7 @@ class AlertCode(StrEnum):
     RESCAN_UNCONFIRMED = "rescan_unconfirmed"
     SHOE_SIGNAL_UNEXPECTED = "shoe_signal_unexpected"
     RESTART_GAP = "restart_gap"
+    ROUND_CUT_SHORT = "round_cut_short"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -407,6 +408,15 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "resolve_hold, void_round, void_shoe",
         holds=True,
         details=("reason", "last_transmission_id", "transmission_id", "(marks_skipped)"),
+    ),
+    AlertCode.ROUND_CUT_SHORT: AlertSpec(
+        Severity.CRITICAL,
+        "betting opened for the next round while this round still needed cards: the round is over on the "
+        "table, so it is held with the cards read so far and never completed with later cards (a card the "
+        "reader never saw, or cards dealt while it was out)",
+        "supply the missing cards (assign_card/rearrange with hand), then resolve_hold; void_round",
+        holds=True,
+        details=("round_id", "next_round_id", "cards", "missing", "betting_source"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

@@ -220,6 +220,8 @@ def _round_held(st: TableState, e: Event) -> None:
     rnd.awaiting_verdict = e.data["awaiting_verdict"]
     st.held[rnd.hand] = rnd
     _round_decided(st, rnd, e.data["decided_at"])
+    if rnd.next_slot() is not None:  # cut short (the next round's betting opened): nothing to cross-check
+        st.last_decided = None
 
 
 def _round_completed(st: TableState, e: Event) -> None:

@@ -16,6 +16,9 @@ and the faults injected with the round each one touches (issue #12):
   without rescanning it;
 - ``cut_card``: the cut card comes out during the round (an Angel Eye shoe signals it; for a
   line or HID reader a supervisor sends ``cut_card``): that round is the last;
+- ``unscanned``: the dealer deals one of the round's cards (``card_index``; -1: its last) past
+  the reader without it being read (RULES.md mistake 5): the edge's round is a card short when
+  the next round's betting opens;
 - ``outage``: the edge is down while ``rounds_missed`` rounds are dealt after the round
   (:attr:`FlowGame.outages`: the time spans the caller must not feed).
 """
@@ -30,15 +33,15 @@ from common.inputs import DeviceTarget
 from daemon.rules.outcome import next_slot
 from drivers.simulate import Action, ShoePlan
 
-FLOW_FAULTS = ("late_unneeded", "exposed", "misread_deal_on", "cut_card", "outage")
+FLOW_FAULTS = ("late_unneeded", "exposed", "misread_deal_on", "cut_card", "outage", "unscanned")
 """The faults :func:`plan_flow_game` can inject (module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
 class FlowFault:
     """A fault in round ``round_no`` (1-based, the physical round); ``delay`` for a late unneeded
-    card, ``card_index`` for a misread (which of the round's cards), ``rounds_missed`` for an
-    outage."""
+    card, ``card_index`` for a misread or a card never scanned (which of the round's cards; -1 the
+    last), ``rounds_missed`` for an outage."""
 
     kind: str
     round_no: int
@@ -121,6 +124,7 @@ def plan_flow_game(
         banker: list[Card] = []
         cards: dict[str, str] = {}
         k = 0
+        draws: list[int] = []  # where this round's draws are in ``acts``
         while (slot := next_slot(player, banker)) is not None:
             t += 0.8
             card = next(taken)
@@ -130,6 +134,7 @@ def plan_flow_game(
                 acts.append(Action(t, "misread"))
                 game.touched.append(("misread_deal_on", round_id))
             else:
+                draws.append(len(acts))
                 acts.append(Action(t, "draw", card=card, target=DeviceTarget(slot.value), index=1))
             if fault is not None and fault.kind == "cut_card" and k == 1:
                 if angel_eye:
@@ -138,6 +143,7 @@ def plan_flow_game(
                     server(t + 0.3, "cut_card", {})
                 game.last_round_id = round_id
             k += 1
+        _unscanned(fault, acts, draws, game=game, round_id=round_id)
         game.rounds[round_id] = cards
         game.round_ids.append(round_id)
         decided = t
@@ -160,3 +166,12 @@ def plan_flow_game(
     game.plan.hands = len(game.round_ids)
     acts.sort(key=lambda a: a.t)
     return game
+
+
+def _unscanned(
+    fault: FlowFault | None, acts: list[Action], draws: list[int], *, game: FlowGame, round_id: str
+) -> None:
+    """A card never scanned: its draw (``draws[fault.card_index]``) is dealt, never read."""
+    if fault is not None and fault.kind == "unscanned":
+        del acts[draws[fault.card_index]]
+        game.touched.append(("unscanned", round_id))

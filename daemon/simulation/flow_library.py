@@ -180,4 +180,30 @@ FLOW_LIBRARY: tuple[FlowEntry, ...] = (
     FlowEntry("angel_eye-flow-shoe-lock", "angel_eye",
               "No game server: the shoe's own lock state (L frames) is the betting window.",
               ("betting window from the Angel Eye shoe's lock state",), source="shoe_lock"),
+    FlowEntry("ascii_lines-flow-unscanned", "ascii_lines",
+              "Round 2: the dealer deals the round's last card past the reader unread; the server then "
+              "opens round 3: round 2 is held a card short, round 3 is read into its own slots.",
+              ("RULES.md mistake 5: the next round's betting ends the round, held, never completed "
+               "with later cards",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),)),
+    FlowEntry("usb_hid-flow-unscanned", "usb_hid",
+              "Round 2: its last card is never typed by the wedge; the server opens round 3.",
+              ("RULES.md mistake 5: the next round's betting ends the round, held, never completed "
+               "with later cards",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),)),
+    FlowEntry("angel_eye-flow-unscanned", "angel_eye",
+              "Round 2: the shoe never reports its last card; the server opens round 3.",
+              ("RULES.md mistake 5: the next round's betting ends the round, held, never completed "
+               "with later cards",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),)),
+    FlowEntry("ascii_lines-flow-unscanned-button", "ascii_lines",
+              "No game server: round 2's last card is never read; the dealer's PLACE BETS line for "
+              "the next round ends it.",
+              ("RULES.md mistake 5 with a dealer button: the next window ends the round",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),), source="button"),
+    FlowEntry("angel_eye-flow-unscanned-shoe-lock", "angel_eye",
+              "No game server: round 2's last card is never reported; the shoe locking for the next "
+              "round's betting ends it.",
+              ("RULES.md mistake 5 with the shoe's lock state: the next window ends the round",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),), source="shoe_lock"),
 )  # fmt: skip
