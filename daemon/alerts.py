@@ -63,6 +63,7 @@ class AlertCode(StrEnum):
     SHOE_SIGNAL_UNEXPECTED = "shoe_signal_unexpected"
     RESTART_GAP = "restart_gap"
     ROUND_CUT_SHORT = "round_cut_short"
+    READER_GAP = "reader_gap"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -417,6 +418,15 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "supply the missing cards (assign_card/rearrange with hand), then resolve_hold; void_round",
         holds=True,
         details=("round_id", "next_round_id", "cards", "missing", "betting_source"),
+    ),
+    AlertCode.READER_GAP: AlertSpec(
+        Severity.CRITICAL,
+        "a reader that names no slot went away, came back or reported an error while a round was being "
+        "dealt: cards of the round may have been dealt unseen, so what it reads next may sit in the wrong "
+        "places; the round is held",
+        "resolve_hold, a correction of the round, void_round",
+        holds=True,
+        details=("reason", "round_id", "cards", "detail"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

@@ -38,6 +38,7 @@ PIT_WORDS: dict[str, str] = {
     "shoe_signal_unexpected": "The shoe sent a signal out of turn",
     "restart_gap": "The table restarted: cards may have been missed",
     "round_cut_short": "A round ended with cards missing",
+    "reader_gap": "The card reader dropped out during a round",
     "mqtt_dead_letter": "Some events could not be delivered to the game server",
     "mqtt_delivery_failing": "Events are not reaching the game server",
     "journal_nearly_full": "The table's record is nearly full",

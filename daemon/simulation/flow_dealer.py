@@ -19,6 +19,8 @@ and the faults injected with the round each one touches (issue #12):
 - ``unscanned``: the dealer deals one of the round's cards (``card_index``; -1: its last) past
   the reader without it being read (RULES.md mistake 5): the edge's round is a card short when
   the next round's betting opens;
+- ``unplug_mid_round``: the reader is unplugged after the round's first two cards and plugged
+  back after the next two, dealt meanwhile and never read (:attr:`FlowGame.reader_outages`);
 - ``outage``: the edge is down while ``rounds_missed`` rounds are dealt after the round
   (:attr:`FlowGame.outages`: the time spans the caller must not feed).
 """
@@ -33,7 +35,15 @@ from common.inputs import DeviceTarget
 from daemon.rules.outcome import next_slot
 from drivers.simulate import Action, ShoePlan
 
-FLOW_FAULTS = ("late_unneeded", "exposed", "misread_deal_on", "cut_card", "outage", "unscanned")
+FLOW_FAULTS = (
+    "late_unneeded",
+    "exposed",
+    "misread_deal_on",
+    "cut_card",
+    "outage",
+    "unscanned",
+    "unplug_mid_round",
+)
 """The faults :func:`plan_flow_game` can inject (module docstring)."""
 
 
@@ -60,6 +70,7 @@ class FlowGame:
     round_ids: list[str] = field(default_factory=list)
     touched: list[tuple[str, str]] = field(default_factory=list)  # (fault kind, round id)
     outages: list[tuple[float, float]] = field(default_factory=list)  # the edge is down from, until
+    reader_outages: list[tuple[float, float]] = field(default_factory=list)  # the reader is unplugged
     last_round_id: str | None = None  # the round the cut card made the last
 
 
@@ -143,7 +154,7 @@ def plan_flow_game(
                     server(t + 0.3, "cut_card", {})
                 game.last_round_id = round_id
             k += 1
-        _unscanned(fault, acts, draws, game=game, round_id=round_id)
+        _unread(fault, acts, draws, game=game, round_id=round_id)
         game.rounds[round_id] = cards
         game.round_ids.append(round_id)
         decided = t
@@ -168,10 +179,17 @@ def plan_flow_game(
     return game
 
 
-def _unscanned(
+def _unread(
     fault: FlowFault | None, acts: list[Action], draws: list[int], *, game: FlowGame, round_id: str
 ) -> None:
-    """A card never scanned: its draw (``draws[fault.card_index]``) is dealt, never read."""
-    if fault is not None and fault.kind == "unscanned":
+    """Draws dealt but never read: a card never scanned (``draws[fault.card_index]``), or the
+    round's second pair, dealt while a reader is unplugged after its first pair."""
+    if fault is None:
+        return
+    if fault.kind == "unscanned":
         del acts[draws[fault.card_index]]
         game.touched.append(("unscanned", round_id))
+    elif fault.kind == "unplug_mid_round":
+        game.reader_outages.append((acts[draws[1]].t + 0.2, acts[draws[3]].t + 0.3))
+        del acts[draws[3]], acts[draws[2]]
+        game.touched.append(("unplug_mid_round", round_id))
