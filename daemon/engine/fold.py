@@ -16,7 +16,7 @@ from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
-from daemon.engine.rounds import RoundState, result_line
+from daemon.engine.rounds import RoundState, find_loose, result_line
 
 if TYPE_CHECKING:
     from daemon.engine.state import TableState
@@ -104,6 +104,7 @@ def _shoe_started(st: TableState, e: Event) -> None:
     _flow_waiting(st)
     st.round_ids = {}
     st.burn_signalled = False
+    st.loose_cards = []
 
 
 def _flow_waiting(st: TableState) -> None:
@@ -134,6 +135,7 @@ def _card_dealt(st: TableState, e: Event) -> None:
         elif reason == _SIGNALLED:  # a slotless reader's marked burn (BURN_STARTED)
             st.round_burn_remaining = max(0, st.round_burn_remaining - 1)
         else:  # unneeded: the next round's burn (daemon/rules/RULES.md dealing mistake 1)
+            st.loose_cards.append({"card": code, "place": "burn", "hand": st.hand})
             st.unneeded_count += 1
             st.round_burn_remaining = max(0, st.round_burn_remaining - 1)
             st.decided_at = d["read"]["read_at"] if "read" in d else e.at
@@ -155,6 +157,8 @@ def _card_outside_game(st: TableState, e: Event) -> None:
         code = e.data["card"]
         st.counts[code] = st.counts.get(code, 0) + 1
         st.cards_out += 1
+        if st.phase not in (Phase.NO_SHOE, Phase.OVER):
+            st.loose_cards.append({"card": code, "place": "outside", "hand": st.hand})
 
 
 def _card_refused(st: TableState, e: Event) -> None:
@@ -264,10 +268,17 @@ def _round_corrected(st: TableState, e: Event) -> None:
     after: dict[str, str] = e.data["after"]
     rnd.sources = {s: rnd.sources.get(s, "supervisor") for s in after}
     from_burn = e.data.get("from_unneeded_burn", ())
+    from_outside = e.data.get("from_outside_game", ())
     for slot in e.data["supplied"]:
         rnd.sources[slot] = "supervisor"
-        if slot in from_burn:
-            continue  # the unneeded burn card, counted when it was burned
+        if slot in from_burn or slot in from_outside:
+            # moved from where it was counted (an unneeded burn, a card outside the game)
+            index = find_loose(
+                st.loose_cards, after[slot], "burn" if slot in from_burn else "outside", rnd.hand
+            )
+            if index is not None:
+                del st.loose_cards[index]
+            continue
         code = after[slot]
         st.counts[code] = st.counts.get(code, 0) + 1
         st.cards_out += 1
