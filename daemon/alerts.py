@@ -64,6 +64,7 @@ class AlertCode(StrEnum):
     RESTART_GAP = "restart_gap"
     ROUND_CUT_SHORT = "round_cut_short"
     READER_GAP = "reader_gap"
+    EMPTY_BETTING_WINDOW = "empty_betting_window"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -434,6 +435,13 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "resolve_hold, a correction of the round, void_round",
         holds=True,
         details=("reason", "round_id", "cards", "detail"),
+    ),
+    AlertCode.EMPTY_BETTING_WINDOW: AlertSpec(
+        Severity.WARNING,
+        "betting closed for a round and no card of it came within table.betting.empty_window_s (the reader "
+        "out, or the dealer stopped): nothing is held",
+        "the round's first card (cleared by the engine), acknowledge_alert",
+        details=("round_id", "window", "closed_at", "waited_s"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

@@ -111,6 +111,7 @@ def _flow_waiting(st: TableState) -> None:
     st.flow_phase = FlowPhase.WAITING
     st.flow_round_id = None
     st.flow_closes_at = None
+    st.flow_closed_at = None
 
 
 def _card_dealt(st: TableState, e: Event) -> None:
@@ -408,6 +409,7 @@ def _betting_opened(st: TableState, e: Event) -> None:
 def _betting_closed(st: TableState, e: Event) -> None:
     st.flow_phase = FlowPhase.DEALING
     st.flow_closes_at = None
+    st.flow_closed_at = e.at
 
 
 def _shoe_signal(st: TableState, e: Event) -> None:

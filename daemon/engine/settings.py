@@ -98,6 +98,14 @@ class BettingSettings(BaseModel):
         "a shoe that does not confirm the lock raises shoe_not_locked. Not with source 'shoe_lock'.",
     )
 
+    empty_window_s: float = Field(
+        default=60.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Seconds after betting closes without a card of its round before empty_betting_window "
+        "is raised (naming the round id); 0 turns it off.",
+    )
+
     @model_validator(mode="after")
     def _lock_needs_another_source(self) -> BettingSettings:
         if self.lock_shoe and self.source is GameFlowSource.SHOE_LOCK:

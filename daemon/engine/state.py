@@ -92,6 +92,7 @@ class TableState:
     flow_phase: str = "waiting"
     flow_round_id: str | None = None
     flow_closes_at: float | None = None
+    flow_closed_at: float | None = None  # when betting closed, until the window ends
     flow_windows: int = 0  # betting windows opened (numbers the engine's lock requests)
     last_round_id: str | None = None
     round_ids: dict[int, str] = field(default_factory=dict)

@@ -21,6 +21,8 @@ and the faults injected with the round each one touches (issue #12):
   the next round's betting opens;
 - ``unplug_mid_round``: the reader is unplugged after the round's first two cards and plugged
   back after the next two, dealt meanwhile and never read (:attr:`FlowGame.reader_outages`);
+- ``empty_window``: betting closes and no card comes for ``delay`` seconds (the service's idle
+  tick comes meanwhile); then the round is dealt;
 - ``outage``: the edge is down while ``rounds_missed`` rounds are dealt after the round
   (:attr:`FlowGame.outages`: the time spans the caller must not feed).
 """
@@ -131,6 +133,7 @@ def plan_flow_game(
             game.touched.append(("exposed", round_id))
         t += 5.0
         server(t, "close_betting", {"round_id": round_id})
+        t = _empty_window(fault, acts, t, game=game, round_id=round_id)
         player: list[Card] = []
         banker: list[Card] = []
         cards: dict[str, str] = {}
@@ -193,3 +196,14 @@ def _unread(
         game.reader_outages.append((acts[draws[1]].t + 0.2, acts[draws[3]].t + 0.3))
         del acts[draws[3]], acts[draws[2]]
         game.touched.append(("unplug_mid_round", round_id))
+
+
+def _empty_window(
+    fault: FlowFault | None, acts: list[Action], t: float, *, game: FlowGame, round_id: str
+) -> float:
+    """An empty window: an idle tick ``fault.delay`` s after the close, the round's cards after it."""
+    if fault is None or fault.kind != "empty_window":
+        return t
+    acts.append(Action(t + fault.delay, "tick"))
+    game.touched.append(("empty_window", round_id))
+    return t + fault.delay + 1.0

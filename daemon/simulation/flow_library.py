@@ -235,4 +235,9 @@ FLOW_LIBRARY: tuple[FlowEntry, ...] = (
               "is out: its slot targets show the gap.",
               ("an Angel Eye reader keeps its slot-based handling (device_disagreement)",),
               faults=(FlowFault("unplug_mid_round", 2),)),
+    FlowEntry("ascii_lines-flow-empty-window", "ascii_lines",
+              "Round 2: betting closes and no card comes for 90 s (the reader is out); the idle tick "
+              "raises empty_betting_window naming the round id; its first card clears it.",
+              ("an empty betting window: its own alert, naming the server's round id",),
+              faults=(FlowFault("empty_window", 2, delay=90.0),)),
 )  # fmt: skip

@@ -58,6 +58,7 @@ FAULT_ALERTS = {
     "outage": {"round_id_out_of_sequence", "restart_gap"},
     "unscanned": {"round_cut_short", "device_disagreement"},
     "unplug_mid_round": {"reader_gap", "device_disagreement", "round_cut_short"},
+    "empty_window": {"empty_betting_window"},
 }
 SETTINGS = TableSettings.model_validate({"game_flow": "betting_window"})
 
@@ -194,6 +195,7 @@ def test_every_fault_on_every_protocol_at_the_extreme_delays() -> None:
         FlowFault("outage", 2, rounds_missed=2),
         FlowFault("unscanned", 2, card_index=-1),
         FlowFault("unplug_mid_round", 2),
+        FlowFault("empty_window", 2, delay=90.0),
     ]
     for protocol in ("angel_eye", "ascii_lines", "usb_hid"):
         for fault in cases:

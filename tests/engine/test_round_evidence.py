@@ -13,6 +13,7 @@ from common.inputs import (
     BettingOpened,
     GameFlowSource,
     ReadFailed,
+    Tick,
 )
 from daemon.engine.events import Event
 from daemon.engine.table import Engine
@@ -161,3 +162,32 @@ def test_an_open_repeating_the_round_in_progress_is_refused_and_cuts_nothing() -
     events = feed(eng, [cmd("open_betting", 30, "o", round_id="1")])
     assert [a.data["code"] for a in alerts(events)] == ["round_id_out_of_sequence"]
     assert eng.state.phase == "round"
+
+
+# ---------------------------------------------------------------- an empty window
+def test_a_window_closed_without_a_card_raises_an_alert_naming_the_round_id() -> None:
+    eng = window(betting={"empty_window_s": 30})
+    out = start_shoe(eng)
+    out += bet(eng, "T1-7", 10)  # closes at 15
+    out += feed(eng, [Tick(44.0)])
+    assert not alerts(out, "empty_betting_window")
+    out += feed(eng, [Tick(45.0), Tick(50.0)])
+    (empty,) = alerts(out, "empty_betting_window")
+    assert empty.data["holds"] is None
+    assert empty.data["details"] == {"round_id": "T1-7", "window": 1, "closed_at": 15.0, "waited_s": 30.0}
+    out += deal(eng, NATURAL[:1], 60)
+    (cleared,) = [e for e in out if e.kind == "alert_cleared" and e.data["code"] == "empty_betting_window"]
+    assert cleared.data["reason"] == "the round's first card came"
+    out += deal(eng, NATURAL[1:], 61)
+    assert of_kind(out, "round_completed")[0].data["round_id"] == "T1-7"
+    assert_legal(out, 8)
+    assert_restores(eng, out)
+
+
+def test_an_empty_window_alert_is_off_at_zero_and_never_raised_for_a_dealt_round() -> None:
+    off = window(betting={"empty_window_s": 0})
+    out = start_shoe(off) + bet(off, "1", 10) + feed(off, [Tick(1000.0)])
+    assert not alerts(out, "empty_betting_window")
+    on = window()
+    out = start_shoe(on) + bet(on, "1", 10) + deal(on, NATURAL, 16) + feed(on, [Tick(1000.0)])
+    assert not alerts(out, "empty_betting_window")
