@@ -65,6 +65,7 @@ class AlertCode(StrEnum):
     ROUND_CUT_SHORT = "round_cut_short"
     READER_GAP = "reader_gap"
     EMPTY_BETTING_WINDOW = "empty_betting_window"
+    SHOE_SILENT = "shoe_silent"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -442,6 +443,13 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "out, or the dealer stopped): nothing is held",
         "the round's first card (cleared by the engine), acknowledge_alert",
         details=("round_id", "window", "closed_at", "waited_s"),
+    ),
+    AlertCode.SHOE_SILENT: AlertSpec(
+        Severity.WARNING,
+        "a shoe is running but no card came for table.silent_shoe_s (the reader out, or a shoe left open "
+        "with no shoe end): nothing is held",
+        "the next card (cleared by the engine), the shoe's end, acknowledge_alert",
+        details=("last_card_at", "silent_s", "phase"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

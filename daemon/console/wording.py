@@ -40,6 +40,7 @@ PIT_WORDS: dict[str, str] = {
     "round_cut_short": "A round ended with cards missing",
     "reader_gap": "The card reader dropped out during a round",
     "empty_betting_window": "Betting closed but no card came",
+    "shoe_silent": "No card has come from the shoe for a while",
     "mqtt_dead_letter": "Some events could not be delivered to the game server",
     "mqtt_delivery_failing": "Events are not reaching the game server",
     "journal_nearly_full": "The table's record is nearly full",

@@ -105,6 +105,7 @@ def _shoe_started(st: TableState, e: Event) -> None:
     st.round_ids = {}
     st.burn_signalled = False
     st.loose_cards = []
+    st.last_card_at = e.at
 
 
 def _flow_waiting(st: TableState) -> None:
@@ -119,6 +120,7 @@ def _card_dealt(st: TableState, e: Event) -> None:
     code = d["card"]
     st.counts[code] = st.counts.get(code, 0) + 1
     st.cards_out += 1
+    st.last_card_at = e.at
     slot = d["slot"]
     if slot == _INDICATOR:
         st.burn_remaining = d["burn_count"]
@@ -154,6 +156,7 @@ def _card_dealt(st: TableState, e: Event) -> None:
 
 
 def _card_outside_game(st: TableState, e: Event) -> None:
+    st.last_card_at = e.at
     if e.data["counted"]:  # a real card left the shoe, though it was never dealt
         code = e.data["card"]
         st.counts[code] = st.counts.get(code, 0) + 1

@@ -164,6 +164,13 @@ class TableSettings(BaseModel):
         le=5.0,
         description="How long reads carrying a pull position wait for the cards above them.",
     )
+    silent_shoe_s: float = Field(
+        default=300.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="A running shoe with no card for this long raises shoe_silent (the reader out, a "
+        "shoe left open); 0 turns it off.",
+    )
     unneeded_card_window_s: float = Field(
         default=1.5,
         ge=0.0,

@@ -93,6 +93,7 @@ class TableState:
     flow_round_id: str | None = None
     flow_closes_at: float | None = None
     flow_closed_at: float | None = None  # when betting closed, until the window ends
+    last_card_at: float | None = None  # the running shoe's last card (or its start), for shoe_silent
     flow_windows: int = 0  # betting windows opened (numbers the engine's lock requests)
     last_round_id: str | None = None
     round_ids: dict[int, str] = field(default_factory=dict)

@@ -248,9 +248,14 @@ class Engine:
         watch = st.flow_closed_at is not None
         if watch:
             self.window_watch.check(inp.at)
+        if st.last_card_at is not None:
+            self.window_watch.check_silence(inp.at)
+        silent_before = bool(st.alerts) and self.window_watch.silent_open()
         self._route(inp)
         if watch:
             self.window_watch.settle(inp.at)
+        if silent_before:
+            self.window_watch.settle_silence(inp.at)
         # A rescan open before this input, or raised by it for a pull's gap, and now closed:
         # the cards held below the missing one follow.
         if (

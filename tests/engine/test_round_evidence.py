@@ -191,3 +191,28 @@ def test_an_empty_window_alert_is_off_at_zero_and_never_raised_for_a_dealt_round
     on = window()
     out = start_shoe(on) + bet(on, "1", 10) + deal(on, NATURAL, 16) + feed(on, [Tick(1000.0)])
     assert not alerts(out, "empty_betting_window")
+
+
+# ---------------------------------------------------------------- a silent shoe
+def test_a_running_shoe_with_no_card_for_silent_shoe_s_alerts_until_the_next_card() -> None:
+    eng = window(silent_shoe_s=120)
+    out = start_shoe(eng)  # its last card at 3
+    out += feed(eng, [Tick(122.0)])
+    assert not alerts(out, "shoe_silent")
+    out += feed(eng, [Tick(123.0), Tick(200.0)])
+    (silent,) = alerts(out, "shoe_silent")
+    assert silent.data["holds"] is None
+    assert silent.data["details"] == {"last_card_at": 3.0, "silent_s": 120.0, "phase": "ready"}
+    out += bet(eng, "1", 300) + deal(eng, NATURAL[:1], 310)
+    (cleared,) = [e for e in out if e.kind == "alert_cleared" and e.data["code"] == "shoe_silent"]
+    assert cleared.data["reason"] == "a card came"
+    assert_legal(out, 8)
+    assert_restores(eng, out)
+
+
+def test_no_silent_shoe_alert_when_off_or_with_no_shoe_running() -> None:
+    off = window(silent_shoe_s=0)
+    out = start_shoe(off) + feed(off, [Tick(10_000.0)])
+    idle = window()
+    out += feed(idle, [Tick(10_000.0)])
+    assert not alerts(out, "shoe_silent")
