@@ -62,6 +62,10 @@ class AlertCode(StrEnum):
     RESCAN_UNCONFIRMED = "rescan_unconfirmed"
     SHOE_SIGNAL_UNEXPECTED = "shoe_signal_unexpected"
     RESTART_GAP = "restart_gap"
+    ROUND_CUT_SHORT = "round_cut_short"
+    READER_GAP = "reader_gap"
+    EMPTY_BETTING_WINDOW = "empty_betting_window"
+    SHOE_SILENT = "shoe_silent"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -414,6 +418,38 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "resolve_hold, void_round, void_shoe",
         holds=True,
         details=("reason", "last_transmission_id", "transmission_id", "(marks_skipped)"),
+    ),
+    AlertCode.ROUND_CUT_SHORT: AlertSpec(
+        Severity.CRITICAL,
+        "betting opened for the next round while this round still needed cards: the round is over on the "
+        "table, so it is held with the cards read so far and never completed with later cards (a card the "
+        "reader never saw, or cards dealt while it was out)",
+        "supply the missing cards (assign_card/rearrange with hand), then resolve_hold; void_round",
+        holds=True,
+        details=("round_id", "next_round_id", "cards", "missing", "betting_source"),
+    ),
+    AlertCode.READER_GAP: AlertSpec(
+        Severity.CRITICAL,
+        "a reader that names no slot went away, came back or reported an error while a round was being "
+        "dealt: cards of the round may have been dealt unseen, so what it reads next may sit in the wrong "
+        "places; the round is held",
+        "resolve_hold, a correction of the round, void_round",
+        holds=True,
+        details=("reason", "round_id", "cards", "detail"),
+    ),
+    AlertCode.EMPTY_BETTING_WINDOW: AlertSpec(
+        Severity.WARNING,
+        "betting closed for a round and no card of it came within table.betting.empty_window_s (the reader "
+        "out, or the dealer stopped): nothing is held",
+        "the round's first card (cleared by the engine), acknowledge_alert",
+        details=("round_id", "window", "closed_at", "waited_s"),
+    ),
+    AlertCode.SHOE_SILENT: AlertSpec(
+        Severity.WARNING,
+        "a shoe is running but no card came for table.silent_shoe_s (the reader out, or a shoe left open "
+        "with no shoe end): nothing is held",
+        "the next card (cleared by the engine), the shoe's end, acknowledge_alert",
+        details=("last_card_at", "silent_s", "phase"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

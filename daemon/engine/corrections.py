@@ -17,8 +17,8 @@ from daemon.engine.commands import Outcome, Refused
 from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, CardPlace
-from daemon.engine.rounds import RoundState
+from daemon.engine.phases import OUTSIDE_SHOE, CardPlace
+from daemon.engine.rounds import RoundState, find_loose
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
 from daemon.rules.outcome import next_slot
@@ -37,6 +37,8 @@ class Correction:
     """Cards no longer in the round (they stay counted: they left the shoe)."""
     from_burn: list[str]
     """Supplied slots whose card was burned as unneeded (counted already)."""
+    from_outside: list[str]
+    """Supplied slots whose card was counted as drawn outside the game (e.g. exposed during betting)."""
     pending_slot: Slot | None
     """The slot a pending rescan is waiting for (the round in progress only)."""
 
@@ -125,37 +127,41 @@ class RoundCorrections:
                 spare[code] -= 1
             else:
                 supplied.append(slot)
+        moved = self._moved(rnd, ordered, supplied)
         correction = Correction(
             action=action,
             after=ordered,
             supplied=supplied,
             removed=sorted(spare.elements()),
-            from_burn=self._from_unneeded_burn(rnd, ordered, supplied),
+            from_burn=moved["burn"],
+            from_outside=moved["outside"],
             # The slot a pending rescan (misread or over-composition card) is waiting for.
             pending_slot=rnd.next_slot() if rnd is self.state.round else None,
         )
-        new_counts = Counter(ordered[s] for s in supplied if s not in correction.from_burn)
+        new_counts = Counter(
+            ordered[s] for s in supplied if s not in correction.from_burn and s not in correction.from_outside
+        )
         decks = self.shoe.settings.decks
         for code, n in new_counts.items():
             if self.state.counts.get(code, 0) + n > decks:
                 return Refused(f"card {code} would appear more than {decks} times in this {decks}-deck shoe")
         return lambda: self._apply_correction(cmd, rnd, correction)
 
-    def _from_unneeded_burn(self, rnd: RoundState, ordered: dict[str, str], supplied: list[str]) -> list[str]:
-        """The supplied slots whose card the engine took as this round's unneeded burn (a fast
-        dealer's real Player 1): out of the shoe and counted already, so not counted again."""
-        st = self.state
-        burned = Counter(
-            st.alerts[a]["details"]["card"]
-            for a in rnd.holds
-            if st.alerts[a]["code"] in UNNEEDED_CODES and st.alerts[a]["holds"] == NEXT_ROUND
-        )
-        from_burn: list[str] = []
+    def _moved(self, rnd: RoundState, ordered: dict[str, str], supplied: list[str]) -> dict[str, list[str]]:
+        """The supplied slots whose card is already counted out of the shoe in no round, by where:
+        ``burn``, burned as unneeded (a fast dealer's real Player 1, or a round's real last card after
+        a misread dealt on); ``outside``, drawn outside the game (exposed during betting). Drawn just
+        before the round or after it was decided, each is moved into it, never counted again."""
+        loose = list(self.state.loose_cards)
+        moved: dict[str, list[str]] = {"burn": [], "outside": []}
         for slot in supplied:
-            if burned[ordered[slot]] > 0:
-                burned[ordered[slot]] -= 1
-                from_burn.append(slot)
-        return from_burn
+            for place in ("burn", "outside"):
+                index = find_loose(loose, ordered[slot], place, rnd.hand)
+                if index is not None:
+                    del loose[index]
+                    moved[place].append(slot)
+                    break
+        return moved
 
     def _apply_correction(self, cmd: SupervisorCommand, rnd: RoundState, correction: Correction) -> None:
         st = self.state
@@ -172,6 +178,7 @@ class RoundCorrections:
                 "supplied": correction.supplied,
                 "removed": correction.removed,
                 **({"from_unneeded_burn": correction.from_burn} if correction.from_burn else {}),
+                **({"from_outside_game": correction.from_outside} if correction.from_outside else {}),
                 "args": dict(cmd.args),
                 "actor": cmd.actor,
                 "command_id": cmd.command_id,

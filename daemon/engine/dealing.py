@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from common.inputs import DeviceTarget, Source, SupervisorCommand
-from common.slots import ROUND_SLOTS, Slot
+from common.slots import OPENING_SLOTS, ROUND_SLOTS, Slot
 from daemon.alerts import AlertCode
 from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, RefusalEpisodes
 from daemon.engine.emitter import Emitter
@@ -74,6 +74,16 @@ _FLOW_DEALING = FlowPhase.DEALING
 _CAMERA = Source.CAMERA
 _PLACE_INDICATOR = CardPlace.INDICATOR
 _PLACE_BURN = CardPlace.BURN
+
+
+def missing_slots(rnd: RoundState) -> list[str]:
+    """The slots a round cut short lacks, as far as its cards tell: the opening slots not dealt,
+    else the third card it needs next (a missing Player third card may call for a Banker one too)."""
+    absent = [slot.value for slot in OPENING_SLOTS if slot not in rnd.cards]
+    if absent:
+        return absent
+    needed = rnd.next_slot()
+    return [] if needed is None else [needed.value]
 
 
 class Dealing:
@@ -382,6 +392,44 @@ class Dealing:
             )
         else:
             self._complete(rnd, at, source, decided_at)
+        self.after_round(rnd.hand, at, source)
+
+    def cut_short(self, at: float, source: str, *, next_round_id: str | None, betting_source: str) -> None:
+        """The next round's betting opened while the round in progress still needs cards: that round
+        is over on the table (``README.md``, "Game flow"). It is held with the cards read so far,
+        naming the slots it lacks, and never completed with later cards: they are the next round's.
+        """
+        st = self.state
+        rnd = st.round
+        assert rnd is not None
+        assert st.phase == _PHASE_ROUND
+        if st.rescan_alert is not None:  # the unread card's slot is one of the missing slots now
+            self.emitter.clear_alert(st.rescan_alert, at, source, "round cut short: its slot is missing")
+        self.emitter.alert(
+            AlertCode.ROUND_CUT_SHORT,
+            at,
+            source,
+            hand=rnd.hand,
+            holds=rnd.hand,
+            round_id=st.round_ids.get(rnd.hand),
+            next_round_id=next_round_id,
+            cards=dict(rnd.cards),
+            missing=missing_slots(rnd),
+            betting_source=betting_source,
+        )
+        self.emitter.emit(
+            EventKind.ROUND_HELD,
+            at,
+            source,
+            {
+                "hand": rnd.hand,
+                "cards": dict(rnd.cards),
+                "blocked_by": self.shoe.blockers(rnd),
+                "awaiting_verdict": False,
+                "decided_at": at,
+            },
+            hand=rnd.hand,
+        )
         self.after_round(rnd.hand, at, source)
 
     def after_round(self, hand: int, at: float, source: str) -> None:

@@ -16,7 +16,7 @@ from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
-from daemon.engine.rounds import RoundState, result_line
+from daemon.engine.rounds import RoundState, find_loose, result_line
 
 if TYPE_CHECKING:
     from daemon.engine.state import TableState
@@ -104,12 +104,15 @@ def _shoe_started(st: TableState, e: Event) -> None:
     _flow_waiting(st)
     st.round_ids = {}
     st.burn_signalled = False
+    st.loose_cards = []
+    st.last_card_at = e.at
 
 
 def _flow_waiting(st: TableState) -> None:
     st.flow_phase = FlowPhase.WAITING
     st.flow_round_id = None
     st.flow_closes_at = None
+    st.flow_closed_at = None
 
 
 def _card_dealt(st: TableState, e: Event) -> None:
@@ -117,6 +120,7 @@ def _card_dealt(st: TableState, e: Event) -> None:
     code = d["card"]
     st.counts[code] = st.counts.get(code, 0) + 1
     st.cards_out += 1
+    st.last_card_at = e.at
     slot = d["slot"]
     if slot == _INDICATOR:
         st.burn_remaining = d["burn_count"]
@@ -134,6 +138,7 @@ def _card_dealt(st: TableState, e: Event) -> None:
         elif reason == _SIGNALLED:  # a slotless reader's marked burn (BURN_STARTED)
             st.round_burn_remaining = max(0, st.round_burn_remaining - 1)
         else:  # unneeded: the next round's burn (daemon/rules/RULES.md dealing mistake 1)
+            st.loose_cards.append({"card": code, "place": "burn", "hand": st.hand})
             st.unneeded_count += 1
             st.round_burn_remaining = max(0, st.round_burn_remaining - 1)
             st.decided_at = d["read"]["read_at"] if "read" in d else e.at
@@ -151,10 +156,13 @@ def _card_dealt(st: TableState, e: Event) -> None:
 
 
 def _card_outside_game(st: TableState, e: Event) -> None:
+    st.last_card_at = e.at
     if e.data["counted"]:  # a real card left the shoe, though it was never dealt
         code = e.data["card"]
         st.counts[code] = st.counts.get(code, 0) + 1
         st.cards_out += 1
+        if st.phase not in (Phase.NO_SHOE, Phase.OVER):
+            st.loose_cards.append({"card": code, "place": "outside", "hand": st.hand})
 
 
 def _card_refused(st: TableState, e: Event) -> None:
@@ -220,6 +228,8 @@ def _round_held(st: TableState, e: Event) -> None:
     rnd.awaiting_verdict = e.data["awaiting_verdict"]
     st.held[rnd.hand] = rnd
     _round_decided(st, rnd, e.data["decided_at"])
+    if rnd.next_slot() is not None:  # cut short (the next round's betting opened): nothing to cross-check
+        st.last_decided = None
 
 
 def _round_completed(st: TableState, e: Event) -> None:
@@ -262,10 +272,17 @@ def _round_corrected(st: TableState, e: Event) -> None:
     after: dict[str, str] = e.data["after"]
     rnd.sources = {s: rnd.sources.get(s, "supervisor") for s in after}
     from_burn = e.data.get("from_unneeded_burn", ())
+    from_outside = e.data.get("from_outside_game", ())
     for slot in e.data["supplied"]:
         rnd.sources[slot] = "supervisor"
-        if slot in from_burn:
-            continue  # the unneeded burn card, counted when it was burned
+        if slot in from_burn or slot in from_outside:
+            # moved from where it was counted (an unneeded burn, a card outside the game)
+            index = find_loose(
+                st.loose_cards, after[slot], "burn" if slot in from_burn else "outside", rnd.hand
+            )
+            if index is not None:
+                del st.loose_cards[index]
+            continue
         code = after[slot]
         st.counts[code] = st.counts.get(code, 0) + 1
         st.cards_out += 1
@@ -395,6 +412,7 @@ def _betting_opened(st: TableState, e: Event) -> None:
 def _betting_closed(st: TableState, e: Event) -> None:
     st.flow_phase = FlowPhase.DEALING
     st.flow_closes_at = None
+    st.flow_closed_at = e.at
 
 
 def _shoe_signal(st: TableState, e: Event) -> None:

@@ -153,8 +153,6 @@ class BettingWindow:
     def _open_problem(self, round_id: str | None) -> FlowProblem | None:
         st = self.state
         window = st.flow_round_id
-        if st.phase == Phase.ROUND:
-            return FlowProblem(f"round {st.hand} is being dealt: betting opens after it is decided")
         if st.flow_phase == FlowPhase.BETTING:
             if window == round_id:
                 return FlowProblem(f"betting is already open for round {round_id}", None, repeat=True)
@@ -253,6 +251,17 @@ class BettingWindow:
     def _open(self, inp: BettingOpened, sequence: Sequence, actor: str | None) -> None:
         st = self.state
         last = st.last_round_id
+        if st.phase == Phase.ROUND:
+            # The next round's betting is evidence that the round in progress is over on the table:
+            # held as it stands (a card never read, cards dealt while the reader was out), never
+            # completed with the next round's cards.
+            self.dealing.cut_short(
+                inp.at, Source.SYSTEM, next_round_id=inp.round_id, betting_source=inp.source
+            )
+            if st.phase in OUTSIDE_SHOE:  # it was the shoe's last round: no betting opens
+                problem = FlowProblem(f"round {st.hand} was the shoe's last round: the shoe has ended")
+                self._flow_alert(problem, inp.at, _OPEN, source=inp.source, round_id=inp.round_id)
+                return
         self.emitter.emit(
             EventKind.BETTING_OPENED,
             inp.at,

@@ -56,6 +56,17 @@ class LockRequest(TypedDict):
     command_id: str
 
 
+class LooseCard(TypedDict):
+    """A card counted out of the shoe that is in no round: burned as unneeded (``place`` "burn") or
+    drawn outside the game, e.g. exposed during betting ("outside"). ``hand``: the last round
+    opened when it was drawn. A correction may put it back into that round or the next one: it
+    is then moved, never counted again."""
+
+    card: str
+    place: str
+    hand: int
+
+
 class CameraFill(TypedDict):
     """A card the camera filled in for a failed reader, until the reader's rescan confirms it."""
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from common.slots import BANKER_SLOTS, OPENING_SLOTS, PLAYER_SLOTS, Slot
-from daemon.engine.payloads import ResultLine
+from daemon.engine.payloads import LooseCard, ResultLine
 from daemon.rules.tableau import banker_draws, player_draws
 
 _OPENING = OPENING_SLOTS
@@ -36,6 +36,16 @@ def result_line(hand: int, outcome: dict[str, Any]) -> ResultLine:
 def side_codes(cards: dict[str, str]) -> tuple[list[str], list[str]]:
     """The Player's and the Banker's card codes of a round's ``cards`` by slot, in deal order."""
     return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
+
+
+def find_loose(loose: list[LooseCard], code: str, place: str, hand: int) -> int | None:
+    """Where the first counted card ``code`` in no round (at ``place``) that a correction of round
+    ``hand`` may move is in ``loose``: drawn while round ``hand - 1`` or ``hand`` was the last one
+    opened (just before the round, or after it was decided); None if there is none."""
+    for index, entry in enumerate(loose):
+        if entry["card"] == code and entry["place"] == place and hand - 1 <= entry["hand"] <= hand:
+            return index
+    return None
 
 
 @dataclass

@@ -98,6 +98,14 @@ class BettingSettings(BaseModel):
         "a shoe that does not confirm the lock raises shoe_not_locked. Not with source 'shoe_lock'.",
     )
 
+    empty_window_s: float = Field(
+        default=60.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="Seconds after betting closes without a card of its round before empty_betting_window "
+        "is raised (naming the round id); 0 turns it off.",
+    )
+
     @model_validator(mode="after")
     def _lock_needs_another_source(self) -> BettingSettings:
         if self.lock_shoe and self.source is GameFlowSource.SHOE_LOCK:
@@ -155,6 +163,13 @@ class TableSettings(BaseModel):
         ge=0.0,
         le=5.0,
         description="How long reads carrying a pull position wait for the cards above them.",
+    )
+    silent_shoe_s: float = Field(
+        default=300.0,
+        ge=0.0,
+        allow_inf_nan=False,
+        description="A running shoe with no card for this long raises shoe_silent (the reader out, a "
+        "shoe left open); 0 turns it off.",
     )
     unneeded_card_window_s: float = Field(
         default=1.5,

@@ -211,6 +211,7 @@ class DeviceSignals:
             self.emitter.alert(
                 AlertCode.READER_ERROR, inp.at, source, device=inp.device, reader_code=inp.code
             )
+            self.hold_for_continuity(inp.device, inp.at, source, reason="error", detail=inp.detail)
         elif inp.kind is ReaderSignalKind.ERROR_CLEARED:
             for alert_id in st.open_alert_ids(AlertCode.READER_ERROR, inp.device):
                 self.emitter.clear_alert(alert_id, inp.at, source, "reader cleared the error")
@@ -252,6 +253,43 @@ class DeviceSignals:
         else:
             for alert_id in st.open_alert_ids(AlertCode.READER_DISCONNECTED, inp.device):
                 self.emitter.clear_alert(alert_id, inp.at, Source.SYSTEM, "device reconnected")
+        reason = "reconnected" if inp.connected else "disconnected"
+        self.hold_for_continuity(inp.device, inp.at, Source.SYSTEM, reason=reason, detail=inp.detail)
+
+    def hold_for_continuity(
+        self, device: str, at: float, source: str, *, reason: str, detail: str | None
+    ) -> None:
+        """A reader that names no slot lost its continuity (went away, came back, reported an error)
+        while a round is dealt (``game_flow: betting_window``): cards of the round may have been
+        dealt unseen, and its next cards would take their places. The round is held (once per
+        device), as after a restart; an Angel Eye reader (slots and sequence marks) is not."""
+        st = self.state
+        rnd = st.round
+        if (
+            rnd is None
+            or st.phase != Phase.ROUND
+            or self.shoe.settings.game_flow is not GameFlow.BETTING_WINDOW
+        ):
+            return
+        if device in self.shoe.settings.camera.devices or any(d == device for d, _tid, _card in st.recent):
+            return  # a camera, or a reader whose frames carry marks and slots (Angel Eye)
+        if any(
+            st.alerts[a]["code"] == AlertCode.READER_GAP and st.alerts[a]["device"] == device
+            for a in rnd.holds
+        ):
+            return
+        self.emitter.alert(
+            AlertCode.READER_GAP,
+            at,
+            source,
+            hand=rnd.hand,
+            holds=rnd.hand,
+            device=device,
+            reason=reason,
+            round_id=st.round_ids.get(rnd.hand),
+            cards=dict(rnd.cards),
+            detail=detail,
+        )
 
     def on_storage(self, inp: StorageState) -> None:
         """The journal filled up or has room again; a full journal refuses cards opening a round."""

@@ -13,7 +13,15 @@ from typing import Any
 
 from daemon.engine.events import Event, EventKind
 from daemon.engine.fold import APPLY, note_read
-from daemon.engine.payloads import AlertData, CameraFill, DecidedRound, LockRequest, ReadFields, ResultLine
+from daemon.engine.payloads import (
+    AlertData,
+    CameraFill,
+    DecidedRound,
+    LockRequest,
+    LooseCard,
+    ReadFields,
+    ResultLine,
+)
 from daemon.engine.phases import (
     DEALING,
     GAME_FLOW_ACTOR,
@@ -84,11 +92,16 @@ class TableState:
     flow_phase: str = "waiting"
     flow_round_id: str | None = None
     flow_closes_at: float | None = None
+    flow_closed_at: float | None = None  # when betting closed, until the window ends
+    last_card_at: float | None = None  # the running shoe's last card (or its start), for shoe_silent
     flow_windows: int = 0  # betting windows opened (numbers the engine's lock requests)
     last_round_id: str | None = None
     round_ids: dict[int, str] = field(default_factory=dict)
     lock_request: LockRequest | None = None
     burn_signalled: bool = False  # a slotless reader's BURN_STARTED, until BURN_ENDED
+    # the shoe's counted cards in no round (unneeded burns, cards drawn outside the game): a
+    # correction putting one into a round moves it, never counts it again
+    loose_cards: list[LooseCard] = field(default_factory=list)
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:

@@ -53,6 +53,7 @@ from daemon.engine.signals import DeviceSignals
 from daemon.engine.snapshot import snapshot
 from daemon.engine.state import TableState
 from daemon.engine.supervisor import SupervisorCommands
+from daemon.engine.window_watch import EmptyWindowWatch
 from daemon.rules.variants import Variant
 
 __all__ = ["Engine", "VariantResolver"]
@@ -72,6 +73,7 @@ class Engine:
     signals: DeviceSignals
     flow: BettingWindow
     restart: RestartCheck
+    window_watch: EmptyWindowWatch
     camera: CameraArbiter
     sequencer: ReadSequencer
     corrections: RoundCorrections
@@ -99,6 +101,7 @@ class Engine:
             state=state, shoe=shoe, emitter=emitter, dealing=dealing, signals=signals
         )
         self.restart = RestartCheck(state=state, shoe=shoe, emitter=emitter)
+        self.window_watch = EmptyWindowWatch(state=state, shoe=shoe, emitter=emitter)
         self.camera = camera = CameraArbiter(state=state, shoe=shoe, emitter=emitter, dealing=dealing)
         self.sequencer = ReadSequencer(
             state=state,
@@ -242,7 +245,17 @@ class Engine:
             first = restart.applies_to(inp)
             if first is not None:
                 restart.check(first)
+        watch = st.flow_closed_at is not None
+        if watch:
+            self.window_watch.check(inp.at)
+        if st.last_card_at is not None:
+            self.window_watch.check_silence(inp.at)
+        silent_before = bool(st.alerts) and self.window_watch.silent_open()
         self._route(inp)
+        if watch:
+            self.window_watch.settle(inp.at)
+        if silent_before:
+            self.window_watch.settle_silence(inp.at)
         # A rescan open before this input, or raised by it for a pull's gap, and now closed:
         # the cards held below the missing one follow.
         if (

@@ -137,12 +137,14 @@ def parse_flow_fault(text: str) -> Any:
     kind, sep, round_no = text.partition("@")
     # Not the outage (the demo's daemon does not stop mid-shoe) nor a misread dealt on: its round is
     # held for a supervisor's correction, which the demo does not play, so the shoe cannot go on.
-    usable = [f for f in FLOW_FAULTS if f not in ("outage", "misread_deal_on")]
+    # The reader unplugged mid-round needs the pty unplugged too: not played by the demo yet.
+    usable = [f for f in FLOW_FAULTS if f not in ("outage", "misread_deal_on", "unplug_mid_round")]
     if kind not in usable:
         raise ValueError(f"unknown fault {kind!r} (known with betting_window: {', '.join(usable)})")
     if not sep or not round_no.isdigit() or int(round_no) < 1:
         raise ValueError(f"fault {text!r}: expected KIND@ROUND with ROUND a positive round number")
-    return FlowFault(kind, int(round_no))
+    # a card never scanned: the round's last (the next round's betting holds the round a card short)
+    return FlowFault(kind, int(round_no), card_index=-1 if kind == "unscanned" else 0)
 
 
 def _flow_shoe(opts: DemoOptions, seed: int) -> tuple[Any, dict[str, Any], dict[str, Any]]:

@@ -16,6 +16,13 @@ and the faults injected with the round each one touches (issue #12):
   without rescanning it;
 - ``cut_card``: the cut card comes out during the round (an Angel Eye shoe signals it; for a
   line or HID reader a supervisor sends ``cut_card``): that round is the last;
+- ``unscanned``: the dealer deals one of the round's cards (``card_index``; -1: its last) past
+  the reader without it being read (RULES.md mistake 5): the edge's round is a card short when
+  the next round's betting opens;
+- ``unplug_mid_round``: the reader is unplugged after the round's first two cards and plugged
+  back after the next two, dealt meanwhile and never read (:attr:`FlowGame.reader_outages`);
+- ``empty_window``: betting closes and no card comes for ``delay`` seconds (the service's idle
+  tick comes meanwhile); then the round is dealt;
 - ``outage``: the edge is down while ``rounds_missed`` rounds are dealt after the round
   (:attr:`FlowGame.outages`: the time spans the caller must not feed).
 """
@@ -30,15 +37,23 @@ from common.inputs import DeviceTarget
 from daemon.rules.outcome import next_slot
 from drivers.simulate import Action, ShoePlan
 
-FLOW_FAULTS = ("late_unneeded", "exposed", "misread_deal_on", "cut_card", "outage")
+FLOW_FAULTS = (
+    "late_unneeded",
+    "exposed",
+    "misread_deal_on",
+    "cut_card",
+    "outage",
+    "unscanned",
+    "unplug_mid_round",
+)
 """The faults :func:`plan_flow_game` can inject (module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
 class FlowFault:
     """A fault in round ``round_no`` (1-based, the physical round); ``delay`` for a late unneeded
-    card, ``card_index`` for a misread (which of the round's cards), ``rounds_missed`` for an
-    outage."""
+    card, ``card_index`` for a misread or a card never scanned (which of the round's cards; -1 the
+    last), ``rounds_missed`` for an outage."""
 
     kind: str
     round_no: int
@@ -57,6 +72,7 @@ class FlowGame:
     round_ids: list[str] = field(default_factory=list)
     touched: list[tuple[str, str]] = field(default_factory=list)  # (fault kind, round id)
     outages: list[tuple[float, float]] = field(default_factory=list)  # the edge is down from, until
+    reader_outages: list[tuple[float, float]] = field(default_factory=list)  # the reader is unplugged
     last_round_id: str | None = None  # the round the cut card made the last
 
 
@@ -117,10 +133,12 @@ def plan_flow_game(
             game.touched.append(("exposed", round_id))
         t += 5.0
         server(t, "close_betting", {"round_id": round_id})
+        t = _empty_window(fault, acts, t, game=game, round_id=round_id)
         player: list[Card] = []
         banker: list[Card] = []
         cards: dict[str, str] = {}
         k = 0
+        draws: list[int] = []  # where this round's draws are in ``acts``
         while (slot := next_slot(player, banker)) is not None:
             t += 0.8
             card = next(taken)
@@ -130,6 +148,7 @@ def plan_flow_game(
                 acts.append(Action(t, "misread"))
                 game.touched.append(("misread_deal_on", round_id))
             else:
+                draws.append(len(acts))
                 acts.append(Action(t, "draw", card=card, target=DeviceTarget(slot.value), index=1))
             if fault is not None and fault.kind == "cut_card" and k == 1:
                 if angel_eye:
@@ -138,6 +157,7 @@ def plan_flow_game(
                     server(t + 0.3, "cut_card", {})
                 game.last_round_id = round_id
             k += 1
+        _unread(fault, acts, draws, game=game, round_id=round_id)
         game.rounds[round_id] = cards
         game.round_ids.append(round_id)
         decided = t
@@ -160,3 +180,30 @@ def plan_flow_game(
     game.plan.hands = len(game.round_ids)
     acts.sort(key=lambda a: a.t)
     return game
+
+
+def _unread(
+    fault: FlowFault | None, acts: list[Action], draws: list[int], *, game: FlowGame, round_id: str
+) -> None:
+    """Draws dealt but never read: a card never scanned (``draws[fault.card_index]``), or the
+    round's second pair, dealt while a reader is unplugged after its first pair."""
+    if fault is None:
+        return
+    if fault.kind == "unscanned":
+        del acts[draws[fault.card_index]]
+        game.touched.append(("unscanned", round_id))
+    elif fault.kind == "unplug_mid_round":
+        game.reader_outages.append((acts[draws[1]].t + 0.2, acts[draws[3]].t + 0.3))
+        del acts[draws[3]], acts[draws[2]]
+        game.touched.append(("unplug_mid_round", round_id))
+
+
+def _empty_window(
+    fault: FlowFault | None, acts: list[Action], t: float, *, game: FlowGame, round_id: str
+) -> float:
+    """An empty window: an idle tick ``fault.delay`` s after the close, the round's cards after it."""
+    if fault is None or fault.kind != "empty_window":
+        return t
+    acts.append(Action(t + fault.delay, "tick"))
+    game.touched.append(("empty_window", round_id))
+    return t + fault.delay + 1.0

@@ -60,6 +60,7 @@ class FlowEntry:
         signals = self.reader_signals or self.source != "server"
         steps = encode_plan(plan, self.protocol, self.seed, signals=signals)
         steps = _with_outages(steps, game.outages)
+        steps = with_reader_outages(steps, game.reader_outages)
         usb = None
         if self.protocol == "usb_hid":
             usb = UsbIdentity(vendor_id=SIM_VENDOR_ID, product_id=SIM_PRODUCT_ID)
@@ -105,6 +106,19 @@ def as_sent(action: Action, source: BettingSource, *, reader_signals: bool = Fal
     if reader_signals and name == "cut_card":
         return Action(action.t, "cut")
     return action
+
+
+def with_reader_outages(steps: list[FixtureStep], outages: list[tuple[float, float]]) -> list[FixtureStep]:
+    """The steps with the reader unplugged and plugged back for each outage (its draws are not
+    in the plan: they were dealt unseen)."""
+    events = []
+    for start, end in outages:
+        note = "reader unplugged mid-round: the next cards are dealt while it is out"
+        events += [
+            FixtureStep(t=round(start, 6), event="unplug", note=note),
+            FixtureStep(t=round(end, 6), event="replug"),
+        ]
+    return sorted([*steps, *events], key=lambda step: step.t)
 
 
 def _with_outages(steps: list[FixtureStep], outages: list[tuple[float, float]]) -> list[FixtureStep]:
@@ -180,4 +194,50 @@ FLOW_LIBRARY: tuple[FlowEntry, ...] = (
     FlowEntry("angel_eye-flow-shoe-lock", "angel_eye",
               "No game server: the shoe's own lock state (L frames) is the betting window.",
               ("betting window from the Angel Eye shoe's lock state",), source="shoe_lock"),
+    FlowEntry("ascii_lines-flow-unscanned", "ascii_lines",
+              "Round 2: the dealer deals the round's last card past the reader unread; the server then "
+              "opens round 3: round 2 is held a card short, round 3 is read into its own slots.",
+              ("RULES.md mistake 5: the next round's betting ends the round, held, never completed "
+               "with later cards",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),)),
+    FlowEntry("usb_hid-flow-unscanned", "usb_hid",
+              "Round 2: its last card is never typed by the wedge; the server opens round 3.",
+              ("RULES.md mistake 5: the next round's betting ends the round, held, never completed "
+               "with later cards",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),)),
+    FlowEntry("angel_eye-flow-unscanned", "angel_eye",
+              "Round 2: the shoe never reports its last card; the server opens round 3.",
+              ("RULES.md mistake 5: the next round's betting ends the round, held, never completed "
+               "with later cards",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),)),
+    FlowEntry("ascii_lines-flow-unscanned-button", "ascii_lines",
+              "No game server: round 2's last card is never read; the dealer's PLACE BETS line for "
+              "the next round ends it.",
+              ("RULES.md mistake 5 with a dealer button: the next window ends the round",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),), source="button"),
+    FlowEntry("angel_eye-flow-unscanned-shoe-lock", "angel_eye",
+              "No game server: round 2's last card is never reported; the shoe locking for the next "
+              "round's betting ends it.",
+              ("RULES.md mistake 5 with the shoe's lock state: the next window ends the round",),
+              faults=(FlowFault("unscanned", 2, card_index=-1),), source="shoe_lock"),
+    FlowEntry("ascii_lines-flow-unplug-mid-round", "ascii_lines",
+              "Round 2: the line reader is unplugged after P1 and B1; P2 and B2 are dealt while it is "
+              "out; the rest of the round is read after it is back.",
+              ("a slotless reader's lost continuity holds the round (reader_gap)",),
+              faults=(FlowFault("unplug_mid_round", 2),)),
+    FlowEntry("usb_hid-flow-unplug-mid-round", "usb_hid",
+              "Round 2: the keyboard wedge is unplugged after P1 and B1; P2 and B2 are dealt while it "
+              "is out.",
+              ("a slotless reader's lost continuity holds the round (reader_gap)",),
+              faults=(FlowFault("unplug_mid_round", 2),)),
+    FlowEntry("angel_eye-flow-unplug-mid-round", "angel_eye",
+              "Round 2: the Angel Eye shoe is unplugged after P1 and B1; P2 and B2 are dealt while it "
+              "is out: its slot targets show the gap.",
+              ("an Angel Eye reader keeps its slot-based handling (device_disagreement)",),
+              faults=(FlowFault("unplug_mid_round", 2),)),
+    FlowEntry("ascii_lines-flow-empty-window", "ascii_lines",
+              "Round 2: betting closes and no card comes for 90 s (the reader is out); the idle tick "
+              "raises empty_betting_window naming the round id; its first card clears it.",
+              ("an empty betting window: its own alert, naming the server's round id",),
+              faults=(FlowFault("empty_window", 2, delay=90.0),)),
 )  # fmt: skip

@@ -104,7 +104,8 @@ def assert_legal(events: list[Event], decks: int) -> None:
             seen[e.data["card"]] += 1
         elif e.kind == "round_corrected":
             for slot in e.data["supplied"]:
-                if slot not in e.data.get("from_unneeded_burn", ()):  # (counted as a burn already)
+                moved = (*e.data.get("from_unneeded_burn", ()), *e.data.get("from_outside_game", ()))
+                if slot not in moved:  # (counted already: as a burn, or drawn outside the game)
                     seen[e.data["after"][slot]] += 1
         elif e.kind == "shoe_started":
             seen.clear()

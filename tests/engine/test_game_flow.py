@@ -272,16 +272,18 @@ def test_a_resent_open_or_close_is_refused_without_an_alert() -> None:
     assert game_state(eng) == before
 
 
-def test_an_open_during_a_round_is_refused() -> None:
+def test_an_open_during_a_round_cuts_that_round_short() -> None:
     eng = window()
     start_shoe(eng)
     bet(eng, "1", 10)
     feed(eng, [read("8c", 30), read("2d", 31)])
     events = feed(eng, [cmd("open_betting", 32, "o", round_id="2")])
-    assert replies(events) == [("open_betting", "round 1 is being dealt: betting opens after it is decided")]
+    assert replies(events) == [("open_betting", None)]
+    assert [a.data["code"] for a in alerts(events)] == ["round_cut_short"]
+    assert of_kind(events, "round_held")[0].data["hand"] == 1
+    assert eng.state.flow_phase == "betting"
     resent = feed(eng, [cmd("close_betting", 33, "c-again", round_id="1")])
-    assert replies(resent) == [("close_betting", "betting is already closed for round 1")]
-    assert not alerts(resent)
+    assert replies(resent)[0][1] == "betting is open for round 2, not 1"
 
 
 def test_a_cards_only_table_refuses_the_betting_window() -> None:

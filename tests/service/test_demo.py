@@ -92,3 +92,17 @@ def test_demo_with_an_ascii_line_reader() -> None:
     assert summary["complete"] is True
     assert summary["hands"] == 4
     assert summary["bytes_read"] == summary["bytes_written"] > 0
+
+
+def test_demo_a_card_never_scanned_holds_its_round_when_the_next_opens() -> None:
+    """Issue 21: round 2's last card is dealt past the line reader; the server's next window ends
+    round 2 (held a card short: round_cut_short) and round 3 is read into its own slots."""
+    result = _demo(
+        "--hands", "5", "--seed", "5", "--json", "--protocol", "ascii_lines", "--fault", "unscanned@2",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["refused_commands"] == []
+    codes = [alert.split(":")[0] for alert in summary["alerts"]]
+    assert codes == ["round_cut_short"]
+    assert sum(summary["results"].values()) == 4  # round 2 waits for a supervisor

@@ -1,0 +1,132 @@
+"""Game-flow fault campaign: how each physical round of a ``betting_window`` table ends.
+
+Shoes of 9 rounds are dealt by the rules with the game server's betting window
+(``daemon.simulation.flow_dealer``), with one fault in rounds 1, 3, 5 and 7, encoded in a reader
+protocol and decoded by the real decoders into a fresh engine (a reader unplugged mid-round is a
+``DeviceConnection`` down and up). Then a supervisor rearranges each held round to its physical
+cards (when they differ) and resolves its hold. Each physical round is counted as:
+
+* ``identical``: completed with its physical cards, no hold;
+* ``held_then_corrected``: held first, then completed with its physical cards;
+* ``held_uncorrected``: held, and the correction did not complete it;
+* ``lost_alerted`` / ``lost_silent``: never completed nor held under its round id;
+* ``WRONG``: completed with other cards than the physical ones (must be 0).
+
+    .venv/bin/python -m bench.flow_campaign [--games 60] [--faults unscanned ...] [--protocols ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+from collections import Counter
+
+from common.inputs import DeviceConnection, SupervisorCommand, Tick
+from daemon.engine.events import Event
+from daemon.engine.settings import TableSettings
+from daemon.engine.table import Engine
+from daemon.rules.variants import load_variant_by_name
+from daemon.simulation.flow_dealer import FLOW_FAULTS, FlowFault, FlowGame, plan_flow_game
+from daemon.simulation.flow_library import with_reader_outages
+from drivers.protocols import make_decoder
+from drivers.simulate import encode_plan
+
+SETTINGS = TableSettings.model_validate({"game_flow": "betting_window"})
+PROTOCOLS = ("ascii_lines", "usb_hid", "angel_eye")
+
+
+def run(game: FlowGame, protocol: str) -> tuple[Engine, list[Event]]:
+    """The engine fed with the game as the daemon would feed it (no outage of the edge)."""
+    engine = Engine(SETTINGS, load_variant_by_name("standard"))
+    decoder = make_decoder(protocol)
+    events: list[Event] = []
+    for step in with_reader_outages(encode_plan(game.plan, protocol, seed=3), game.reader_outages):
+        raw = step.data if step.data is not None else step.report
+        if raw is not None:
+            for frame in decoder.feed(raw, step.t):
+                if frame.input is not None and not frame.duplicate:
+                    events += engine.handle(frame.input)
+        elif step.event == "unplug":
+            decoder.reset()
+            events += engine.handle(DeviceConnection(False, step.t, detail="unplugged"))
+        elif step.event == "replug":
+            events += engine.handle(DeviceConnection(True, step.t, detail="plugged back"))
+        elif step.supervisor is not None:
+            sup = step.supervisor
+            events += engine.handle(
+                SupervisorCommand(sup.action, step.t, "gs", sup.command_id or "c", sup.args)
+            )
+    events += engine.handle(Tick(10_000.0))
+    return engine, events
+
+
+def correct(engine: Engine, game: FlowGame) -> set[str]:
+    """A supervisor's corrections: each held round rearranged to its physical cards, then
+    ``resolve_hold``; the round ids that then complete with their physical cards."""
+    st = engine.state
+    fixed: set[str] = set()
+    at = 20_000.0
+    for hand in sorted(st.held):
+        round_id = st.round_ids.get(hand)
+        if round_id is None:
+            continue
+        physical = game.rounds[round_id]
+        if st.held[hand].cards != physical:
+            args = {"hand": hand, "cards": physical}
+            engine.handle(SupervisorCommand("rearrange", at, "floor", f"fix-{hand}", args))
+        for e in engine.handle(
+            SupervisorCommand("resolve_hold", at + 0.5, "floor", f"ok-{hand}", {"hand": hand})
+        ):
+            if e.kind == "round_completed" and e.data["cards"] == physical:
+                fixed.add(round_id)
+        at += 1
+    return fixed
+
+
+def classify(game: FlowGame, events: list[Event], fixed: set[str]) -> Counter[str]:
+    """Each physical round's ending (module docstring)."""
+    status: dict[str, str] = {}
+    for e in events:
+        round_id = e.data.get("round_id") if e.kind in ("round_completed", "round_held") else None
+        if round_id is None or round_id in status:
+            continue
+        if e.kind == "round_held":
+            status[round_id] = "held_then_corrected" if round_id in fixed else "held_uncorrected"
+        else:
+            status[round_id] = "identical" if e.data["cards"] == game.rounds[round_id] else "WRONG"
+    alerted = any(e.kind == "alert_raised" for e in events)
+    lost = "lost_alerted" if alerted else "lost_silent"
+    return Counter(status.get(round_id, lost) for round_id in game.round_ids)
+
+
+def campaign(fault: str, protocol: str, games: int) -> Counter[str]:
+    rng = random.Random(21)
+    total: Counter[str] = Counter()
+    for seed in range(games):
+        faults = tuple(
+            FlowFault(fault, r, card_index=-1 if fault == "unscanned" else rng.randint(0, 3))
+            for r in (1, 3, 5, 7)
+        )
+        game = plan_flow_game(seed, protocol, 9, faults)
+        engine, events = run(game, protocol)
+        total += classify(game, events, correct(engine, game))
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=60, help="shoes per fault and protocol (9 rounds each)")
+    parser.add_argument("--faults", nargs="+", default=["unscanned", "unplug_mid_round", "misread_deal_on"])
+    parser.add_argument("--protocols", nargs="+", default=list(PROTOCOLS))
+    args = parser.parse_args()
+    for fault in args.faults:
+        if fault not in FLOW_FAULTS or fault in ("cut_card", "outage"):
+            parser.error(f"unknown or unsupported fault {fault!r}")
+        for protocol in args.protocols:
+            total = campaign(fault, protocol, args.games)
+            figures = " ".join(f"{k}={v}" for k, v in sorted(total.items()))
+            print(f"{fault:18s} {protocol:12s} rounds={sum(total.values())} {figures}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+"""Reader continuity (issue 21): with ``game_flow: betting_window``, a reader that names no slot
+(line, keyboard wedge) going away, coming back or reporting an error while a round is dealt holds
+that round, naming it and why; an Angel Eye reader keeps its slot-based handling."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from common.inputs import DeviceConnection, DeviceTarget, ReaderSignal, ReaderSignalKind
+from daemon.engine.events import Event
+from daemon.engine.table import Engine
+from tests.engine.support import (
+    alerts,
+    assert_legal,
+    assert_restores,
+    cmd,
+    engine,
+    feed,
+    of_kind,
+    read,
+    start_shoe,
+)
+
+NATURAL = ("8c", "2d", "Kh", "3s")
+
+
+def window(**settings: Any) -> Engine:
+    return engine(game_flow="betting_window", **settings)
+
+
+def bet(eng: Engine, round_id: str, at: float) -> list[Event]:
+    return feed(
+        eng,
+        [
+            cmd("open_betting", at, f"open-{round_id}", round_id=round_id),
+            cmd("close_betting", at + 5, f"close-{round_id}", round_id=round_id),
+        ],
+    )
+
+
+def deal(eng: Engine, cards: tuple[str, ...], at: float, **kw: Any) -> list[Event]:
+    return feed(eng, [read(c, at + 0.5 * k, **kw) for k, c in enumerate(cards)])
+
+
+def _round_under_way(eng: Engine) -> list[Event]:
+    out = start_shoe(eng)
+    out += bet(eng, "1", 10)
+    out += deal(eng, NATURAL[:2], 20)
+    return out
+
+
+def test_a_slotless_reader_unplugged_mid_round_holds_it() -> None:
+    eng = window()
+    out = _round_under_way(eng)
+    out += feed(eng, [DeviceConnection(False, 22, detail="cable pulled")])
+    out += feed(eng, [DeviceConnection(True, 26, detail="reopened")])
+    (gap,) = alerts(out, "reader_gap")
+    assert (gap.data["hand"], gap.data["holds"]) == (1, 1)
+    assert gap.data["details"]["reason"] == "disconnected"
+    assert gap.data["details"]["round_id"] == "1"
+    assert gap.data["details"]["cards"] == {"P1": "8c", "B1": "2d"}
+    # the dealer's P2/B2 went unseen; P3/B3 read now land in P2/B2: held, never settled silently
+    out += deal(eng, ("Kh", "9d"), 27)
+    assert not of_kind(out, "round_completed")
+    (held,) = of_kind(out, "round_held")
+    assert f"alert {gap.data['alert_id']}" in held.data["blocked_by"]
+    assert_legal(out, 8)
+    assert_restores(eng, out)
+
+
+def test_a_reconnect_mid_round_holds_it_and_each_device_holds_a_round_once() -> None:
+    eng = window()
+    out = start_shoe(eng)
+    out += feed(eng, [DeviceConnection(False, 5, "reader", "gone")])  # between rounds: nothing held
+    assert not alerts(out, "reader_gap")
+    out += bet(eng, "1", 10)
+    out += deal(eng, NATURAL[:2], 20, device="second")
+    out += feed(eng, [DeviceConnection(True, 21, "reader", "back")])
+    out += feed(
+        eng, [DeviceConnection(False, 22, "reader", "gone"), DeviceConnection(True, 23, "reader", "back")]
+    )
+    out += feed(eng, [DeviceConnection(False, 24, "second", "gone")])
+    gaps = alerts(out, "reader_gap")
+    assert [(a.data["device"], a.data["details"]["reason"]) for a in gaps] == [
+        ("reader", "reconnected"),
+        ("second", "disconnected"),
+    ]
+    assert all(a.data["holds"] == 1 for a in gaps)
+
+
+def test_a_slotless_reader_error_mid_round_holds_it() -> None:
+    eng = window()
+    out = _round_under_way(eng)
+    out += feed(eng, [ReaderSignal(ReaderSignalKind.ERROR_RAISED, 22, code=7, device="reader")])
+    (gap,) = alerts(out, "reader_gap")
+    assert gap.data["details"]["reason"] == "error"
+    assert gap.data["holds"] == 1
+
+
+def test_an_angel_eye_reader_keeps_its_slot_based_handling() -> None:
+    eng = window()
+    out = start_shoe(eng)
+    out += bet(eng, "1", 10)
+    out += feed(
+        eng,
+        [
+            read("8c", 20, target=DeviceTarget.P1, transmission_id="1"),
+            read("2d", 21, target=DeviceTarget.B1, transmission_id="2"),
+        ],
+    )
+    out += feed(eng, [DeviceConnection(False, 22, detail="gone"), DeviceConnection(True, 23, detail="back")])
+    assert not alerts(out, "reader_gap")
+
+
+def test_continuity_between_rounds_or_on_a_cards_only_table_holds_nothing() -> None:
+    eng = window()
+    out = start_shoe(eng)
+    out += feed(eng, [DeviceConnection(False, 5, detail="gone"), DeviceConnection(True, 6, detail="back")])
+    plain = engine()
+    out2 = start_shoe(plain)
+    out2 += deal(plain, NATURAL[:2], 20)
+    out2 += feed(plain, [DeviceConnection(False, 22, detail="gone")])
+    assert not alerts(out, "reader_gap")
+    assert not alerts(out2, "reader_gap")
