@@ -13,7 +13,15 @@ from typing import Any
 
 from daemon.engine.events import Event, EventKind
 from daemon.engine.fold import APPLY, note_read
-from daemon.engine.payloads import AlertData, CameraFill, DecidedRound, LockRequest, ReadFields, ResultLine
+from daemon.engine.payloads import (
+    AlertData,
+    CameraFill,
+    DealerOnTable,
+    DecidedRound,
+    LockRequest,
+    ReadFields,
+    ResultLine,
+)
 from daemon.engine.phases import (
     DEALING,
     GAME_FLOW_ACTOR,
@@ -89,6 +97,8 @@ class TableState:
     round_ids: dict[int, str] = field(default_factory=dict)
     lock_request: LockRequest | None = None
     burn_signalled: bool = False  # a slotless reader's BURN_STARTED, until BURN_ENDED
+    # the dealer on the table (the last ``dealer_changed``; kept across shoes), None until told
+    dealer: DealerOnTable | None = None
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
