@@ -228,7 +228,24 @@ def _console(tmp: Path, broker_port: int) -> tuple[subprocess.Popen[bytes], int]
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    _wait_listening(port, process)
     return process, port
+
+
+def _wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    """Until the console accepts connections (a loaded machine starts it slowly)."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the console exited ({process.returncode}) before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the console did not listen on {port} within {timeout:g} s")
 
 
 def _pages(driver: Any, base: str, tables: list[str], pages: int) -> list[str]:
