@@ -98,11 +98,13 @@ class ConsoleTable:
     def pace_report(self) -> dict[str, Any]:
         """The table's pace: its health's ``pace`` (computed by the table from its journal, so
         a console restart loses nothing; schema-checked), else what this console counted."""
+        reported = self._reported_pace()
+        return reported if reported is not None else self.pace.report()
+
+    def _reported_pace(self) -> dict[str, Any] | None:
         health = self.view.health
         reported = health.get("pace") if isinstance(health, dict) else None
-        if isinstance(reported, dict):
-            return reported
-        return self.pace.report()
+        return reported if isinstance(reported, dict) else None
 
     def _take_state(self, snapshot: dict[str, Any]) -> None:
         dealer = snapshot.get("dealer")
@@ -319,6 +321,7 @@ class ConsoleTable:
             "stream": {"events": view.events_seen, "gaps": len(view.gaps), "malformed": view.malformed},
             "trust": self.trust.value,
             "pace": self.pace_report(),
+            "pace_source": "table" if self._reported_pace() is not None else "console",
             "mistake_names": DEALING_MISTAKES,
             "refused": {"count": self.refused, "last": self.last_refused},
         }

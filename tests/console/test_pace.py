@@ -162,8 +162,10 @@ def test_the_console_shows_the_tables_own_pace_from_the_first_health_after_a_res
     journal_pace = pace_from_journal(path).report()
     console = ConsoleTable("T1")  # just started: it has seen no event of the shift
     assert console.table_model()["pace"]["table"]["rounds"] == 0
+    assert console.table_model()["pace_source"] == "console"
     console.apply("health", _health_with(journal_pace))
     assert console.table_model()["pace"] == journal_pace
+    assert console.table_model()["pace_source"] == "table"
     assert console.table_model()["pace"]["dealers"]["D-A"]["rounds"] == 3
     assert console.floor_row()["rounds_per_hour"] == journal_pace["table"]["rounds_per_hour"]
 

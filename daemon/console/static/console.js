@@ -438,11 +438,14 @@
   }
 
   // Pace and accuracy per dealer and for the table (rounds per hour, the split of a round,
-  // dealing mistakes per 100 rounds), from the events this console has seen.
+  // dealing mistakes per 100 rounds): the table's own, from its journal (its health), else
+  // what this console saw of a table that does not report it.
   function pace(model) {
     const wrap = el("section", "pace");
     wrap.id = "pace";
-    wrap.appendChild(el("h2", null, "Dealers' pace (since the console started)"));
+    wrap.dataset.source = model.pace_source;
+    wrap.appendChild(el("h2", null, model.pace_source === "table"
+      ? "Dealers' pace (from the table's journal)" : "Dealers' pace (since the console started)"));
     const table = el("table");
     const head = el("tr");
     for (const h of ["Dealer", "Rounds", "Per hour", "Bet s", "Deal s", "Settle s", "Mistakes /100"]) head.appendChild(el("th", null, h));
