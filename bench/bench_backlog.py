@@ -29,12 +29,23 @@ the broker, not the table's.
 
     .venv/bin/python -m bench.bench_backlog [--events 20000] [--inflight-window N]
         [--server-ack on|off|both] [--py-spy FILE] [--json]
+
+``--chain-cost`` measures what the event chain costs the drain, in this process and the same
+run: the table's own per-event work of draining (read a page of pending events, build each
+signed wire payload, mark the page delivered) on a chained journal and on a copy of it
+without the chain columns (what a journal before the chain holds and publishes), alternated
+page by page; and the append path (one JCS form and one SHA-256 per event). The end-to-end
+drain with and without the chain is compared by alternating this script with a checkout of
+the code before the chain (same venv: run it from that checkout's directory).
+
+    .venv/bin/python -m bench.bench_backlog --chain-cost [--events 20000] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -63,10 +74,11 @@ from bench.rig import (
     shoe_stream,
     write_config,
 )
+from daemon.journal import DeliveryEvent, Journal, JournalSettings
 from daemon.journal.reading import events_page
 from daemon.mqtt.checkpoint import Checkpoint
 from daemon.mqtt.envelope import event_payload
-from daemon.mqtt.secrets import SigningKeySource
+from daemon.mqtt.secrets import Secret, SigningKeySource
 from daemon.mqtt.settings import LEGACY_KEY_ID
 from drivers.simulate import VirtualShoe
 
@@ -388,6 +400,83 @@ def _run_on(
     return figures
 
 
+def chain_cost(events: int, rounds: int = 7) -> dict[str, Any]:
+    """Same-run figures of the chain's cost on the drain path (see the module docstring)."""
+    key = Secret(b"bench events key of the backlog table", "bench")
+    with tempfile.TemporaryDirectory(prefix="bench-chain-") as tmp:
+        chained_path, plain_path = Path(tmp) / "chained.sqlite3", Path(tmp) / "plain.sqlite3"
+        journal = Journal(JournalSettings(path=chained_path), TABLE_ID)
+        batch = [
+            DeliveryEvent(
+                "card_dealt",
+                1_764_400_000.0 + n / 8,
+                {"card": "8s", "slot": "P1", "round": 1 + n // 6, "read": {"raw": "0x1f", "frame": n}},
+                shoe_id="shoe-0001",
+                hand=1 + n // 6,
+                source="reader",
+            )
+            for n in range(events)
+        ]
+        started = time.process_time()
+        for first in range(0, events, 50):  # a card or a round at a time, as a table journals
+            journal.append([], batch[first : first + 50])
+        append_us = (time.process_time() - started) / events * 1e6
+        journal.close()
+        shutil.copyfile(chained_path, plain_path)
+        with sqlite3.connect(plain_path) as db:  # the same events as a journal before the chain holds them
+            db.execute("UPDATE events SET epoch = NULL, prev_hash = NULL, hash = NULL")
+        journals = {
+            True: Journal(JournalSettings(path=chained_path), TABLE_ID),
+            False: Journal(JournalSettings(path=plain_path), TABLE_ID),
+        }
+        # The table's own drain work per event: read a page of pending events, build each
+        # signed wire payload, mark the page delivered (the PUBACKs). CPU time of this
+        # single-threaded process (on a shared, loaded machine wall time mostly measures the
+        # wait for a core), the two journals alternated page by page so load shifts hit both.
+        spent_by_round: dict[bool, list[float]] = {True: [], False: []}
+        wire_bytes = {True: 0, False: 0}
+        for _ in range(rounds):
+            spent = {True: 0.0, False: 0.0}
+            after = {True: 0, False: 0}
+            while True:
+                pages = 0
+                for chained, drained in journals.items():
+                    started = time.process_time()
+                    page = drained.pending(after_seq=after[chained], limit=500)
+                    if page:
+                        size = sum(len(event_payload(event, TABLE_ID, time.time(), key)) for event in page)
+                        drained.mark_delivered([event.seq for event in page])
+                        after[chained] = page[-1].seq
+                        pages += 1
+                        wire_bytes[chained] = max(wire_bytes[chained], size // len(page))
+                    spent[chained] += time.process_time() - started
+                if not pages:
+                    break
+            for chained, drained in journals.items():
+                spent_by_round[chained].append(spent[chained])
+                with sqlite3.connect(chained_path if chained else plain_path) as db:  # pending again
+                    db.execute("UPDATE events SET delivered_at = NULL")
+                drained.close()
+                journals[chained] = Journal(
+                    JournalSettings(path=chained_path if chained else plain_path), TABLE_ID
+                )
+        for drained in journals.values():
+            drained.close()
+    chained_us = statistics.median(spent_by_round[True]) / events * 1e6
+    plain_us = statistics.median(spent_by_round[False]) / events * 1e6
+    return {
+        "events": events,
+        "rounds": rounds,
+        "append_cpu_us_per_event_with_chain": round(append_us, 1),
+        "drain_cpu_us_per_event_chained": round(chained_us, 2),
+        "drain_cpu_us_per_event_without_chain": round(plain_us, 2),
+        "wire_bytes_per_event_chained": wire_bytes[True],
+        "wire_bytes_per_event_without_chain": wire_bytes[False],
+        "ratio_chained_to_without": round(chained_us / plain_us, 3),
+        "within_10_percent": chained_us <= 1.10 * plain_us,
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -412,8 +501,17 @@ def main(argv: list[str] | None = None) -> int:
         help="delivery.server_ack.enabled, with the reference consumer acknowledging (default on); "
         "both: a run without, then one with, and their ratio",
     )
+    parser.add_argument(
+        "--chain-cost",
+        action="store_true",
+        help="the event chain's cost on the drain path, same run (no broker)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
+    if args.chain_cost:
+        cost = chain_cost(args.events)
+        report("the event chain's cost on the backlog drain", cost, args.json)
+        return 0 if cost["within_10_percent"] else 1
     modes = {"on": [True], "off": [False], "both": [False, True]}[args.server_ack]
     runs = [run(args.events, args.seed, args.inflight_window, args.py_spy, mode) for mode in modes]
     if len(runs) == 1:

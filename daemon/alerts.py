@@ -68,10 +68,12 @@ class AlertCode(StrEnum):
     # raised by the service (its journal housekeeping and its runner)
     JOURNAL_NEARLY_FULL = "journal_nearly_full"
     JOURNAL_FULL = "journal_full"
+    JOURNAL_DISK_LOW = "journal_disk_low"
     JOURNAL_RECOVERED = "journal_recovered"
     JOURNAL_ROLLED_BACK = "journal_rolled_back"
     JOURNAL_CONTINUITY_UNPROVEN = "journal_continuity_unproven"
     ENGINE_ERROR = "engine_error"
+    ENGINE_SNAPSHOT_UNUSABLE = "engine_snapshot_unusable"
     # the game server's acknowledgement (raised by the MQTT publisher)
     SERVER_ACK_LAGGING = "server_ack_lagging"
     # a TLS certificate outside its dates (raised by the service)
@@ -179,9 +181,14 @@ _NEVER_CLEARED = "never cleared: it reports something that happened"
 _CONTINUITY_FIELDS = (
     *_DELIVERY_FIELDS,
     "continuity",
+    "detected_by",
     "journal_seq",
     "marker_seq",
     "acknowledged_seq",
+    "restore_seq",
+    "first_lost_seq",
+    "lost_through_seq",
+    "lost_epoch",
     "old_epoch",
     "new_epoch",
     "old_journal_id",
@@ -442,6 +449,17 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "admits_new_round"),
     ),
+    AlertCode.JOURNAL_DISK_LOW: AlertSpec(
+        Severity.CRITICAL,
+        "the file system holding the journal is nearly full: its reserve was given to the appends and "
+        "compaction ran in small steps; the alert says how much compaction freed and how much is left. "
+        "Make room on that file system",
+        "the free space is above the low mark again (cleared by the journal housekeeping, saying what "
+        "compaction freed and what is free)",
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "free_bytes", "freed_bytes", "reserve_bytes_released"),
+    ),
     AlertCode.JOURNAL_RECOVERED: AlertSpec(
         Severity.WARNING,
         "the journal could not store anything for a while; the inputs waited in memory and were then "
@@ -486,6 +504,15 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         raised_by=RaisedBy.SERVICE,
         id_scheme=IdScheme.ENGINE_ERROR,
         fields=(*_DELIVERY_FIELDS, "error"),
+    ),
+    AlertCode.ENGINE_SNAPSHOT_UNUSABLE: AlertSpec(
+        Severity.WARNING,
+        "a stored engine snapshot did not match its own checksum (damaged in storage): it was not "
+        "used; the table state was folded from the journal's events instead and a new snapshot stored",
+        _NEVER_CLEARED,
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "snapshot_seq", "reason"),
     ),
     # the game server's acknowledgement
     AlertCode.SERVER_ACK_LAGGING: AlertSpec(

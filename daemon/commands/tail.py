@@ -215,13 +215,22 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
     processed = 0
     done = threading.Event()
     reported: list[str] = []
+    stopped_said: list[str | None] = [None]
 
     def on_fed(fed: Fed) -> None:
-        if fed.verdict in (Verdict.REJECTED, Verdict.CONFLICT):
+        if fed.verdict in (Verdict.REJECTED, Verdict.CONFLICT, Verdict.LOST):
             tail._warn(f"{fed.verdict.value.upper()}: {fed.reason}")
         for report in consumer.rollbacks[len(reported) :]:
             tail._warn(f"ROLLBACK: {report}")
             reported.append(report)
+        if consumer.stopped != stopped_said[0]:  # the contract's stop and resume, said once each
+            if consumer.stopped is None:
+                tail._warn("RESUMED: the table's rollback alert says where its history goes on")
+            else:
+                tail._warn(
+                    f"STOPPED: {consumer.stopped} (acknowledging the position until the table's alert)"
+                )
+            stopped_said[0] = consumer.stopped
 
     def on_processed(envelope: dict[str, Any]) -> None:
         nonlocal processed
@@ -248,12 +257,16 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
         pass
     finally:
         runner.stop()
+        lost = len(consumer.checkpoint.lost())
         consumer.checkpoint.close()
     stats = consumer.stats
     print(
         f"tail: {processed} events processed in order; position {consumer.position}; "
         f"{stats.duplicates} duplicates dropped; {stats.rejected} rejected; {stats.conflicts} conflicts; "
-        f"{len(consumer.rollbacks)} rollbacks; missing: {_ranges(consumer.missing)}",
+        f"{len(consumer.rollbacks)} rollbacks; {lost} events listed lost, "
+        f"{consumer.recovered} recovered; missing: {_ranges(consumer.missing)}"
+        + (f"; HOLDING: {consumer.stopped}" if consumer.stopped else ""),
         file=sys.stderr,
     )
-    return 0 if not (stats.rejected or stats.conflicts or consumer.rollbacks or consumer.missing) else 1
+    trouble = stats.rejected or stats.conflicts or consumer.rollbacks or consumer.missing or consumer.stopped
+    return 1 if trouble else 0

@@ -5,19 +5,22 @@ below ``seq`` numbers it already issued. Were ids derived from ``seq`` alone, th
 journals next would carry ``event_id``\\ s the server already holds, and a server that
 deduplicates by ``event_id`` (as the contract says) would drop them silently.
 
-So event ids are derived from the journal's *epoch id* (meta ``journal_id``), and a journal
-starts a new epoch (a fresh random ``journal_id``, ``epoch`` + 1) whenever continuity with what
-it issued before cannot be proven. The proof is the *marker*, ``<journal>.marker``: a small
-JSON file written atomically (temp file, fsync, rename, fsync of the directory) that holds the
+So event ids are derived from the journal's *epoch id* (meta ``journal_id``), and **every open
+of an existing journal starts a new epoch** (a fresh random ``journal_id``, ``epoch`` + 1): no
+revert, whatever it restores, can bring back an epoch id that will issue ids again. Every
+event carries its epoch (:mod:`daemon.journal.chain`).
+
+The *marker*, ``<journal>.marker``, tells a rollback from a restart on open: a small JSON file
+written atomically (temp file, fsync, rename, fsync of the directory) that holds the
 journal's lineage, epoch id, epoch and the highest ``seq`` committed. It is written only after
 the rows it names were committed (fsynced), so it may lag the journal but is never ahead of it:
 a marker ahead of the journal, or naming an epoch the journal does not have, means the journal
-lost events it had issued.
+lost events it had issued, from the journal's end on (the restore point).
 
 What the marker cannot see: a revert of the whole disk (journal and marker together), or a
-rollback within its lag. The game server's acknowledgement catches that: one ahead of the
-journal, or naming another event at that ``seq``, starts a new epoch
-(:meth:`Journal.check_acknowledged`, called by :mod:`daemon.mqtt.acknowledgement`).
+rollback within its lag. The game server's acknowledgement of ``(seq, event_id, hash)``
+catches that against the event chain (:mod:`daemon.journal.rollbacks`,
+:meth:`Journal.check_acknowledged`, called by :mod:`daemon.mqtt.acknowledgement`).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
+from daemon.journal.rollbacks import record_epoch
 from daemon.journal.transaction import Transaction
 
 MARKER_FORMAT = "baccarat-edge-journal-marker"
@@ -51,14 +55,14 @@ class ContinuityKind(Enum):
     """Continuity proven: the marker names this epoch and a ``seq`` the journal holds."""
     ROLLBACK = "rollback"
     """The journal lost events it had issued (the marker or the server's acknowledgement is
-    ahead of it, or it is back in an earlier epoch): a new epoch was started. Critical."""
+    ahead of it or off its chain, or it is back in an earlier epoch). Critical."""
     REPLACED = "replaced"
     """The marker belongs to another journal (a new file after a damaged one was moved aside,
-    or another journal's copy restored): ``seq`` restarts differ from what the server saw. A
-    new epoch was started unless the file is new. Critical."""
+    or another journal's copy restored). A new file goes on from the marker's ``seq`` + 1 with
+    a new chain. Critical."""
     UNPROVEN = "unproven"
     """An existing journal without a readable marker (first open by a version that keeps
-    none, or the marker was lost): a new epoch was started to be safe. Warning."""
+    none, or the marker was lost): nothing proves no events were lost. Warning."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +81,21 @@ class Continuity:
     detail: str
     acknowledged_seq: int | None = None
     """The server's acknowledged ``seq`` that showed the rollback (:meth:`Journal.check_acknowledged`)."""
+    restore_seq: int | None = None
+    """Rollback/replaced: the last ``seq`` the journal holds from before it (the restore
+    point); every event issued above it before is lost here."""
+    lost_through_seq: int | None = None
+    """Rollback/replaced: the highest ``seq`` known to have been issued before (the marker's,
+    or the acknowledged one); more may have been."""
+    lost_epoch: str | None = None
+    """Rollback/replaced: the epoch id of the lost history, when known."""
+    detected_by: str = "open"
+    """``open`` (the marker, on open) or ``server_ack``."""
+
+    @property
+    def first_lost_seq(self) -> int | None:
+        """The first ``seq`` whose event is lost (the restore point + 1)."""
+        return None if self.restore_seq is None else self.restore_seq + 1
 
     @property
     def critical(self) -> bool:
@@ -197,8 +216,16 @@ def judge(position: JournalPosition, marker: Marker | None, marker_problem: str 
     Proven only when the marker names this file's lineage and current epoch id and a ``seq``
     the journal holds. A marker of an *older* epoch of this file is the one case that is not
     a rollback: the epoch is started (committed) before its marker is written, so a crash in
-    between leaves exactly that, with no id of the new epoch issued yet.
+    between leaves exactly that, with no id of the new epoch issued yet. Every verdict on an
+    existing file starts a new epoch (``new_epoch``): ids are never issued twice.
     """
+    verdict = _judge(position, marker, marker_problem)
+    if position.created:
+        return verdict
+    return Verdict(verdict.kind, True, verdict.detail)
+
+
+def _judge(position: JournalPosition, marker: Marker | None, marker_problem: str | None) -> Verdict:
     if marker is None:
         if position.created and marker_problem is None:
             return Verdict(ContinuityKind.FIRST_OPEN, False, "new journal")
@@ -214,7 +241,7 @@ def judge(position: JournalPosition, marker: Marker | None, marker_problem: str 
             not position.created,
             f"the marker belongs to journal {marker.lineage_id} (epoch {marker.epoch}, seq "
             f"{marker.seq}), not to this file ({position.lineage_id}, seq {position.seq}): the "
-            "journal was replaced; seq numbers the server saw are used again",
+            "journal was replaced",
         )
     if marker.journal_id == position.journal_id and marker.epoch == position.epoch:
         if marker.seq <= position.seq:
@@ -285,10 +312,10 @@ class MarkerKeeper:
             self.error = f"cannot write the journal marker {self.path}: {exc}"
 
 
-def start_epoch(db: sqlite3.Connection, lock: threading.RLock, after: int = 0) -> tuple[str, int]:
+def start_epoch(db: sqlite3.Connection, lock: threading.RLock, at: float, after: int = 0) -> tuple[str, int]:
     """Commit a new epoch in the journal's meta: a fresh ``journal_id``, the epoch number above
     both the journal's and ``after`` (the marker's: a restored file's own number was used
-    already), and ``epoch_first_seq``. Returns the new id and epoch.
+    already), and ``epoch_first_seq``; remember it in ``epochs``. Returns the new id and epoch.
 
     The id alone keeps event ids unique; the number only tells people which epoch came later."""
     new_id = new_epoch_id()
@@ -299,4 +326,5 @@ def start_epoch(db: sqlite3.Connection, lock: threading.RLock, after: int = 0) -
             "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)",
             [("journal_id", new_id), ("epoch", str(epoch)), ("epoch_first_seq", meta["next_seq"])],
         )
+        record_epoch(db, new_id, number=epoch, first_seq=int(meta["next_seq"]), at=at)
     return new_id, epoch

@@ -3,7 +3,9 @@
 One object per event, in ``seq`` order: the stored event body (``kind``, ``at``, ``shoe_id``,
 ``hand``, ``source``, ``data``) with ``seq``, ``event_id``, ``table_id``, ``origin``,
 ``journaled_at``, ``delivered_at`` (null until acknowledged) and ``dead_letter`` (null, or the
-broker's refusal). The journal stores no signatures: ``sig`` is computed over the envelope
+broker's refusal), and the event chain's ``epoch``, ``prev_hash`` and ``hash`` (null for events
+journaled before the chain): an auditor can recompute each hash from the line
+(:mod:`daemon.journal.chain`). The journal stores no signatures: ``sig`` is computed over the envelope
 when an event is published, so it is not in the export.
 
 The file is opened read-only (the daemon may be running; a damaged file is read as far as it
@@ -53,15 +55,17 @@ def export_events(path: Path, out: TextIO, from_seq: int = 1, to_seq: int | None
     try:
         row = db.execute("SELECT value FROM meta WHERE key = 'table_id'").fetchone()
         table_id = None if row is None else str(row[0])
+        columns = {str(r[1]) for r in db.execute("PRAGMA table_info(events)")}
+        chain = "epoch, prev_hash, hash" if "hash" in columns else "NULL, NULL, NULL"  # before the chain
         while True:
             rows = db.execute(
-                "SELECT seq, event_id, origin, body, journaled_at, delivered_at, dead_letter "
-                "FROM events WHERE seq > ? AND (? < 0 OR seq <= ?) ORDER BY seq LIMIT ?",
+                "SELECT seq, event_id, origin, body, journaled_at, delivered_at, dead_letter, "  # noqa: S608
+                f"{chain} FROM events WHERE seq > ? AND (? < 0 OR seq <= ?) ORDER BY seq LIMIT ?",
                 (cursor, last, last, BATCH),
             ).fetchall()
             if not rows:
                 return written
-            for seq, event_id, origin, body, journaled_at, delivered_at, dead_letter in rows:
+            for seq, event_id, origin, body, journaled_at, delivered_at, dead_letter, *links in rows:
                 record = json.loads(body)
                 record.update(
                     seq=seq,
@@ -71,6 +75,9 @@ def export_events(path: Path, out: TextIO, from_seq: int = 1, to_seq: int | None
                     journaled_at=journaled_at,
                     delivered_at=delivered_at,
                     dead_letter=dead_letter,
+                    epoch=links[0],
+                    prev_hash=links[1],
+                    hash=links[2],
                 )
                 out.write(json.dumps(record, sort_keys=True, allow_nan=False) + "\n")
                 written += 1

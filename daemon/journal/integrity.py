@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from daemon.journal.chain import verify_chain
 from daemon.journal.errors import JournalError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
@@ -136,6 +137,10 @@ class JournalReport:
     undelivered: int = 0
     delivered_through: int | None = None
     """Every event up to this seq was delivered (or dead-lettered), as far as could be read."""
+    chain_checked: int = 0
+    """Chained events whose hash and link were recomputed (:mod:`daemon.journal.chain`)."""
+    chain_break_seq: int | None = None
+    """The first row whose chain does not hold (None: it holds)."""
 
     @property
     def ok(self) -> bool:
@@ -213,6 +218,18 @@ def _verify(db: sqlite3.Connection, report: JournalReport) -> None:
     if len(unexplained) > LISTED:
         report.problems.append(f"... and {len(unexplained) - LISTED} more missing seq range(s)")
     _check_inputs(db, report)
+    _check_chain(db, report, meta["table_id"])
+
+
+def _check_chain(db: sqlite3.Connection, report: JournalReport, table_id: str) -> None:
+    """Recompute the event chain: one altered byte of any chained row breaks it there."""
+    columns = {str(row[1]) for row in db.execute("PRAGMA table_info(events)")}
+    if "hash" not in columns:
+        return  # a journal from before the chain
+    report.chain_checked, broken = verify_chain(db, table_id)
+    if broken is not None:
+        report.chain_break_seq = broken.seq
+        report.problems.append(f"event chain broken at {broken}")
 
 
 def _scan_events(

@@ -15,12 +15,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from daemon.journal import delivery_alerts
 from daemon.journal.compaction import COMPACTION_SCHEMA
 from daemon.journal.errors import JournalError
 from daemon.journal.faults import FaultKind, classify_storage_error
 from daemon.journal.integrity import check_tail, damaged, meta_problem
 from daemon.journal.settings import JournalSettings
-from daemon.journal.snapshots import SNAPSHOT_SCHEMA
+from daemon.journal.snapshots import SNAPSHOT_SCHEMA, migrate_snapshots
 from daemon.journal.transaction import Transaction
 
 SCHEMA_VERSION = 1
@@ -97,6 +98,7 @@ def set_up(
     db.executescript(_SCHEMA)
     db.executescript(COMPACTION_SCHEMA)
     db.executescript(SNAPSHOT_SCHEMA)
+    db.executescript(delivery_alerts.DELIVERY_ALERTS_SCHEMA)
     with Transaction(db, lock):
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
         if not meta and not fresh:
@@ -126,6 +128,9 @@ def set_up(
                 ("compaction_log_from_seq", meta["next_seq"]),
             ],
         )
+        # Added tables are filled from the history once (each migration notes it in meta).
+        delivery_alerts.migrate(db, int(meta["next_seq"]))
+        migrate_snapshots(db)
         meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
     if int(meta["schema_version"]) > SCHEMA_VERSION:
         raise JournalError(

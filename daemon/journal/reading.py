@@ -11,10 +11,11 @@ import sqlite3
 
 from common.inputs import EngineInput
 from daemon.journal.codec import loads_input
-from daemon.journal.records import JournaledEvent, event_from_row
+from daemon.journal.records import ORIGIN_DELIVERY, JournaledEvent, event_from_row
 
 EVENT_COLUMNS = (
-    "seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead_letter"
+    "seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead_letter, "
+    "epoch, prev_hash, hash"
 )
 """The columns of an event row, in :func:`event_from_row`'s order."""
 
@@ -53,6 +54,13 @@ def events_page(db: sqlite3.Connection, after_seq: int, origin: str | None) -> l
     if origin is None:
         rows = db.execute(
             f"SELECT {EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?",  # noqa: S608
+            (after_seq, PAGE_ROWS),
+        ).fetchall()
+    elif origin == ORIGIN_DELIVERY:
+        # The literal lets SQLite use the partial index of delivery events (a few among many).
+        rows = db.execute(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE origin = 'delivery' AND seq > ? "  # noqa: S608
+            "ORDER BY seq LIMIT ?",
             (after_seq, PAGE_ROWS),
         ).fetchall()
     else:

@@ -79,6 +79,12 @@ class JournaledEvent:
     dead_letter: str | None = None
     body: dict[str, Any] = field(default_factory=dict)
     """The event's full ``to_dict()`` form, for ``Event.from_dict`` when folding."""
+    epoch: str | None = None
+    """The id of the journal epoch that issued it (None: journaled before the chain)."""
+    prev_hash: str | None = None
+    """The chain hash of the event below it, or the table's genesis (:mod:`daemon.journal.chain`)."""
+    hash: str | None = None
+    """Its own chain hash (None: journaled before the chain)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,8 +155,9 @@ class Capacity:
 
 def event_from_row(row: tuple[Any, ...]) -> JournaledEvent:
     """A stored event from its row (columns seq, event_id, kind, at, shoe_id, hand, source,
-    origin, body, journaled_at, delivered_at, dead_letter)."""
-    seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead = row
+    origin, body, journaled_at, delivered_at, dead_letter, epoch, prev_hash, hash)."""
+    seq, event_id, kind, at, shoe_id, hand, source, origin, body, journaled_at, delivered_at, dead = row[:12]
+    epoch, prev_hash, chain_hash = row[12:15]
     parsed: dict[str, Any] = json.loads(body)
     data = parsed.get("data")
     return JournaledEvent(
@@ -167,4 +174,7 @@ def event_from_row(row: tuple[Any, ...]) -> JournaledEvent:
         delivered_at=delivered_at,
         dead_letter=dead,
         body=parsed,
+        epoch=epoch,
+        prev_hash=prev_hash,
+        hash=chain_hash,
     )

@@ -9,7 +9,12 @@ to READY does not grow with the journal. The journal treats a snapshot's body as
   very event is still in the journal (:func:`covered_event_problem`): a journal rolled back,
   replaced or compacted past it falls back to the full fold;
 * ``key``: what the snapshot is valid for (the engine's fold code and table settings);
-* ``taken_at``: the journal clock when it was stored.
+* ``taken_at``: the journal clock when it was stored;
+* ``row_sha256``: the SHA-256 of the row itself (:func:`row_digest`: every field above and the
+  body). A row whose checksum does not match (a flipped bit that still leaves valid JSON, a
+  ``cards_out`` of 104 read as 105) is never used: :func:`row_problem` names it, the start
+  raises ``engine_snapshot_unusable`` and folds the events instead. A row stored before the
+  checksum existed has none and is not used either (the next start stores a checked one).
 
 They live in the same SQLite file, so a backup or a snapshot revert of the journal takes its
 snapshots with it: they never describe events the file does not hold. Only the newest
@@ -20,6 +25,7 @@ snapshots with it: they never describe events the file does not hold. Only the n
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -35,7 +41,8 @@ CREATE TABLE IF NOT EXISTS snapshots(
     body_sha256 TEXT NOT NULL,
     key TEXT NOT NULL,
     taken_at REAL NOT NULL,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    row_sha256 TEXT
 );
 """
 KEEP = 3
@@ -54,6 +61,40 @@ class StoredSnapshot:
     key: str
     taken_at: float
     body: str
+    row_sha256: str | None = None
+    """The checksum stored with the row (None: stored by a version before checksums)."""
+
+
+def row_digest(*, seq: int, event_id: str, body_sha256: str, key: str, taken_at: float, body: str) -> str:
+    """SHA-256 (hex) of a snapshot row: its fields in a fixed order, as canonical JSON (a float
+    by its shortest exact form, so what SQLite stores and returns hashes the same)."""
+    text = json.dumps([seq, event_id, body_sha256, key, taken_at, body], separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def row_problem(snapshot: StoredSnapshot) -> str | None:
+    """Why the row of ``snapshot`` cannot be trusted as stored (None: its checksum matches)."""
+    if snapshot.row_sha256 is None:
+        return "it was stored without a checksum (by an older version)"
+    expected = row_digest(
+        seq=snapshot.seq,
+        event_id=snapshot.event_id,
+        body_sha256=snapshot.body_sha256,
+        key=snapshot.key,
+        taken_at=snapshot.taken_at,
+        body=snapshot.body,
+    )
+    if expected != snapshot.row_sha256:
+        return "its checksum does not match its row (the stored snapshot was altered or damaged)"
+    return None
+
+
+def migrate_snapshots(db: sqlite3.Connection) -> None:
+    """Give a journal made before row checksums the ``row_sha256`` column (its rows keep none:
+    they are not used, and the next start stores a checked snapshot)."""
+    columns = {str(row[1]) for row in db.execute("PRAGMA table_info(snapshots)")}
+    if "row_sha256" not in columns:
+        db.execute("ALTER TABLE snapshots ADD COLUMN row_sha256 TEXT")
 
 
 def body_digest(body: str) -> str:
@@ -66,12 +107,17 @@ def list_snapshots(db: sqlite3.Connection) -> list[StoredSnapshot]:
     present = db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'snapshots'").fetchone()
     if present is None:
         return []
+    columns = {str(row[1]) for row in db.execute("PRAGMA table_info(snapshots)")}
+    checksum = "row_sha256" if "row_sha256" in columns else "NULL"  # a file read-only, not migrated
     rows = db.execute(
-        "SELECT id, seq, event_id, body_sha256, key, taken_at, body FROM snapshots ORDER BY seq DESC, id DESC"
+        f"SELECT id, seq, event_id, body_sha256, key, taken_at, body, {checksum} FROM snapshots "  # noqa: S608
+        "ORDER BY seq DESC, id DESC"
     ).fetchall()
     return [
-        StoredSnapshot(int(i), int(s), str(e), str(h), str(k), float(t), str(b))
-        for i, s, e, h, k, t, b in rows
+        StoredSnapshot(
+            int(i), int(s), str(e), str(h), str(k), float(t), str(b), None if c is None else str(c)
+        )
+        for i, s, e, h, k, t, b, c in rows
     ]
 
 
@@ -108,17 +154,22 @@ class SnapshotStore:
             if row is None or row[1] != ORIGIN_ENGINE:
                 raise ValueError(f"seq {seq} is not an engine event of this journal")
             digest = body_digest(str(row[2]))
+            checksum = row_digest(
+                seq=seq, event_id=str(row[0]), body_sha256=digest, key=key, taken_at=taken_at, body=body
+            )
             cur = self._db.execute(
-                "INSERT INTO snapshots(seq, event_id, body_sha256, key, taken_at, body) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (seq, str(row[0]), digest, key, taken_at, body),
+                "INSERT INTO snapshots(seq, event_id, body_sha256, key, taken_at, body, row_sha256) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (seq, str(row[0]), digest, key, taken_at, body, checksum),
             )
             self._db.execute(
                 "DELETE FROM snapshots WHERE id NOT IN "
                 "(SELECT id FROM snapshots ORDER BY seq DESC, id DESC LIMIT ?)",
                 (KEEP,),
             )
-        return StoredSnapshot(int(cur.lastrowid or 0), seq, str(row[0]), digest, key, taken_at, body)
+        return StoredSnapshot(
+            int(cur.lastrowid or 0), seq, str(row[0]), digest, key, taken_at, body, checksum
+        )
 
     def newest_first(self) -> list[StoredSnapshot]:
         """The stored snapshots, newest first (at most :data:`KEEP`)."""

@@ -10,9 +10,11 @@ every validated event, committed before anything is published.
   retention; :meth:`Journal.capacity` and :meth:`Journal.admits_new_round` implement the
   full policy. Nothing validated is ever deleted before it was delivered.
 * Opening checks the file (:mod:`daemon.journal.integrity`: a damaged one is refused, never
-  replaced) and its continuity (:mod:`daemon.journal.continuity`: a rolled-back journal starts
-  a new epoch, so no ``event_id`` is ever issued twice); :attr:`Journal.continuity` says what
-  was found.
+  replaced) and its continuity (:mod:`daemon.journal.continuity`: every open of an existing
+  journal starts a new epoch, so no ``event_id`` is ever issued twice); :attr:`Journal.continuity`
+  says what was found. Every event is chained to the one before it (:mod:`daemon.journal.chain`);
+  the server's acknowledgement is judged against that chain (:meth:`Journal.check_acknowledged`,
+  :mod:`daemon.journal.rollbacks`).
 
 One connection is shared by the engine, publisher and network threads behind a lock; every
 call is short.
@@ -31,9 +33,10 @@ from pathlib import Path
 from typing import Any
 
 from common.inputs import EngineInput
-from daemon.journal import reading, server_ack
+from daemon.journal import chain, delivery_alerts, reading, rollbacks, server_ack
+from daemon.journal.ack_judge import Acknowledged, Standing, judge_acknowledgement
 from daemon.journal.codec import dumps_input
-from daemon.journal.compaction import compact
+from daemon.journal.compaction import CompactionRun
 from daemon.journal.continuity import (
     MARKER_INTERVAL_S,
     Continuity,
@@ -58,6 +61,7 @@ from daemon.journal.records import (
     JournalableEvent,
     JournaledEvent,
 )
+from daemon.journal.rollbacks import AckStatus, Rollback
 from daemon.journal.server_ack import ServerAck
 from daemon.journal.settings import FullPolicy, JournalSettings
 from daemon.journal.snapshots import SnapshotStore
@@ -119,6 +123,9 @@ class Journal:
         """Set the file up (or check it) and load what the journal keeps in memory; True when
         the file held no table yet (a new journal)."""
         opened = set_up(self._db, self.settings, self.table_id, self._lock, self._clock)
+        chain.add_chain_columns(self._db)
+        self._db.executescript(rollbacks.ROLLBACK_SCHEMA)
+        self._chain_tip = chain.read_tip(self._db, self.table_id)
         meta = opened.meta
         self.journal_id: str = meta["journal_id"]
         """The current epoch's id: it enters every new ``event_id``."""
@@ -134,8 +141,9 @@ class Journal:
         return opened.fresh
 
     def _check_continuity(self, created: bool) -> Continuity:
-        """Compare the journal with its marker, start a new epoch when continuity is not
-        proven, and write the marker (required: without it the next check proves nothing)."""
+        """Compare the journal with its marker, start a new epoch (every open of an existing
+        journal), record a rollback found, and write the marker (required: without it the next
+        check proves nothing)."""
         path = marker_path_for(self.settings.path)
         self.marker = MarkerKeeper(path, self.table_id, self._lineage_id, self._monotonic, MARKER_INTERVAL_S)
         problem: str | None = None
@@ -146,9 +154,30 @@ class Journal:
         position = JournalPosition(self._lineage_id, self.journal_id, self.epoch, self._last_seq, created)
         verdict = judge(position, marker, problem)
         old_epoch, old_id = self.epoch, self.journal_id
+        lost: Rollback | None = None
+        if marker is not None and verdict.kind in (ContinuityKind.ROLLBACK, ContinuityKind.REPLACED):
+            if created and verdict.kind is ContinuityKind.REPLACED:
+                self._continue_after(marker.seq)  # a new file: seq goes on, never back
+            lost = Rollback(
+                kind=verdict.kind.value,
+                detected_by="open",
+                restore_seq=self._last_seq,
+                lost_through_seq=marker.seq,
+                lost_epoch=marker.journal_id,
+            )
+            rollbacks.record(self._db, self._lock, lost, at=self._clock())
         if verdict.new_epoch:
             after = 0 if marker is None else marker.epoch
-            self.journal_id, self.epoch = start_epoch(self._db, self._lock, after)
+            self.journal_id, self.epoch = start_epoch(self._db, self._lock, self._clock(), after)
+        elif created:
+            with self._transaction():  # the file's first epoch: where its history starts
+                rollbacks.record_epoch(
+                    self._db,
+                    self.journal_id,
+                    number=self.epoch,
+                    first_seq=self._last_seq + 1,
+                    at=self._clock(),
+                )
         self._write_marker_or_fail()
         return Continuity(
             kind=verdict.kind,
@@ -159,7 +188,21 @@ class Journal:
             old_journal_id=old_id,
             new_journal_id=self.journal_id,
             detail=verdict.detail,
+            restore_seq=None if lost is None else lost.restore_seq,
+            lost_through_seq=None if lost is None else lost.lost_through_seq,
+            lost_epoch=None if lost is None else lost.lost_epoch,
         )
+
+    def _continue_after(self, seq: int) -> None:
+        """A new file replacing another journal goes on from ``seq`` + 1: the server never sees
+        a ``seq`` go back (the old file's events above it are lost; the alert says so)."""
+        with self._transaction():
+            self._db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(seq + 1),))
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('compaction_log_from_seq', ?)",
+                (str(seq + 1),),
+            )
+        self._last_seq = seq
 
     def _write_marker_or_fail(self) -> None:
         try:
@@ -170,49 +213,31 @@ class Journal:
                 "without it a rollback of the journal could not be detected"
             ) from None
 
-    def check_acknowledged(self, seq: int, event_id: str | None = None) -> Continuity | None:
-        """The server acknowledged ``seq`` (as ``event_id``, when given): if the journal never
-        got that far, or holds another event at that ``seq`` (the server saw an epoch this
-        journal does not have), it was rolled back (with its marker, e.g. a whole-disk snapshot
-        revert). Then a new epoch starts, so the events journaled from now on get ids the
-        server has never seen, and the record is returned (and kept in :attr:`continuity`) for
-        a critical alert. None otherwise, and None when :attr:`continuity` is critical already
-        (found on open, or by an earlier acknowledgement): that epoch's ids are fresh and the
-        alert was raised; the server being ahead is then expected."""
+    def check_acknowledged(
+        self, seq: int, event_id: str, ack_hash: str | None = None, ack_epoch: str | None = None
+    ) -> tuple[AckStatus, Continuity | None]:
+        """Judge the server's acknowledgement of ``seq`` as ``(event_id, ack_hash)`` against the
+        event chain (:func:`daemon.journal.ack_judge.judge_acknowledgement`).
+
+        ``ON_CHAIN``: the journal holds that event (an open rollback is settled once the server
+        acknowledges above its restore point). ``RECOGNISED``: the lost history of the open
+        rollback, already signalled. ``ROLLBACK``: the journal lost events the server saw (a
+        restore the marker could not see, e.g. a whole-disk revert): recorded (durably, so no
+        restart alerts it again) and returned as a :class:`Continuity` (kept in
+        :attr:`continuity`) for the one critical alert. The current epoch's ids are fresh
+        (every open starts one), so nothing else changes."""
         with self._lock:
-            if self.continuity.critical:
-                return None
-            if seq <= self._last_seq:
-                held = None if event_id is None else self.get(seq)
-                if held is None or held.event_id == event_id:
-                    return None
-                why = (
-                    f"the server acknowledged seq {seq} as event {event_id} but the journal holds "
-                    f"{held.event_id} at that seq: the journal was rolled back; a new epoch was started"
-                )
-            else:
-                why = (
-                    f"the server acknowledged seq {seq} but the journal ends at seq {self._last_seq}: "
-                    "the journal was rolled back; a new epoch was started"
-                )
-            old_epoch, old_id, marker_seq = self.epoch, self.journal_id, self.marker.written_seq
-            self.journal_id, self.epoch = start_epoch(self._db, self._lock)
-            try:
-                self.marker.write(self.journal_id, self.epoch, self._last_seq)
-            except OSError as exc:
-                self.marker.error = f"cannot write the journal marker {self.marker.path}: {exc}"
-            self.continuity = Continuity(
-                kind=ContinuityKind.ROLLBACK,
-                journal_seq=self._last_seq,
-                marker_seq=marker_seq,
-                old_epoch=old_epoch,
-                new_epoch=self.epoch,
-                old_journal_id=old_id,
-                new_journal_id=self.journal_id,
-                detail=why,
-                acknowledged_seq=seq,
-            )
-            return self.continuity
+            standing = Standing(self._last_seq, self.marker.written_seq, self.epoch, self.journal_id)
+            ack = Acknowledged(seq, event_id, ack_hash, ack_epoch)
+            status, found = judge_acknowledgement(self._db, self._lock, ack, standing, now=self._clock())
+            if found is not None:
+                self.continuity = found
+            return status, found
+
+    def open_rollback(self) -> Rollback | None:
+        """The rollback the server has not yet followed (None: none open)."""
+        with self._lock:
+            return rollbacks.open_rollback(self._db)
 
     # -- the game server's acknowledgement (daemon/journal/server_ack.py) --------------------
 
@@ -294,14 +319,25 @@ class Journal:
             if not events:
                 return
             next_seq = int(self._meta("next_seq"))
+            tip = self._chain_tip
             for event, body, text in zip(events, bodies, body_texts, strict=True):
                 seq = next_seq
                 next_seq += 1
                 event_id = event_id_for(self.journal_id, self.table_id, seq)
+                prev_hash = tip
+                tip = chain.hash_of_journaled(
+                    event,
+                    event_id=event_id,
+                    seq=seq,
+                    table_id=self.table_id,
+                    body_text=text,
+                    epoch=self.journal_id,
+                    prev_hash=prev_hash,
+                )
                 self._db.execute(
                     "INSERT INTO events(seq, event_id, kind, at, shoe_id, hand, source, origin, body, "
-                    "journaled_at, delivered_at, dead_letter, input_id) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?)",
+                    "journaled_at, delivered_at, dead_letter, input_id, epoch, prev_hash, hash) VALUES "
+                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
                     (
                         seq,
                         event_id,
@@ -314,6 +350,9 @@ class Journal:
                         text,
                         now,
                         last_input_id,
+                        self.journal_id,
+                        prev_hash,
+                        tip,
                     ),
                 )
                 out.append(
@@ -329,9 +368,18 @@ class Journal:
                         origin=origin,
                         journaled_at=now,
                         body=body,
+                        epoch=self.journal_id,
+                        prev_hash=prev_hash,
+                        hash=tip,
                     )
                 )
+                if origin == ORIGIN_DELIVERY:
+                    delivery_alerts.record(self._db, seq, event.kind, body)
             self._db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(next_seq),))
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (chain.CHAIN_TIP_KEY, tip)
+            )
+        self._chain_tip = tip  # committed
 
     def mark_delivered(self, seqs: Iterable[int], at: float | None = None) -> None:
         """Record the broker's acknowledgement of these events.
@@ -442,6 +490,12 @@ class Journal:
             row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'inputs'").fetchone()
         return 0 if row is None else int(row[0])
 
+    def open_delivery_alerts(self) -> dict[str, str]:
+        """The delivery side's alerts raised and not cleared, ``{code: alert_id}``: one
+        look-up of a small table kept as they are journaled (:mod:`daemon.journal.delivery_alerts`)."""
+        with self._lock:
+            return delivery_alerts.open_alerts(self._db)
+
     def dead_letters(self) -> list[JournaledEvent]:
         with self._lock:
             return reading.dead_letters(self._db)
@@ -510,12 +564,24 @@ class Journal:
         at or after the first undelivered event, nor any event of a shoe that has one waiting.
         Rules and cost: :mod:`daemon.journal.compaction`.
         """
+        run = self.compaction_run(now)
+        while not run.done:
+            run.step()
+        self.forget_size()
+        return run.events_deleted
+
+    def compaction_run(self, now: float | None = None, *, tight: bool = False) -> CompactionRun:
+        """A compaction (the rules of :meth:`compact`) to be done a slice per
+        :meth:`CompactionRun.step`, each a short transaction under the journal lock; ``tight``
+        for a nearly full disk (small slices, the WAL truncated after each). Call
+        :meth:`forget_size` when it is done."""
         stamp = self._clock() if now is None else now
         cutoff = stamp - self.settings.audit_retention_days * 86400.0
-        result = compact(self._db, self._lock, cutoff)
-        if result.pages_freed or result.events_deleted or result.inputs_deleted:
-            self._size_checked_at = None  # the file shrank: measure again at the next check
-        return result.events_deleted
+        return CompactionRun(self._db, self._lock, cutoff, tight=tight)
+
+    def forget_size(self) -> None:
+        """The file may have shrunk: measure it again at the next capacity check."""
+        self._size_checked_at = None
 
     # -- command nonces ---------------------------------------------------------------------
 

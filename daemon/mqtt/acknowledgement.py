@@ -1,16 +1,18 @@
 """What the table does with the game server's acknowledgements (drain thread).
 
 Each drain turn hands over the ``ack`` payloads received (:mod:`daemon.mqtt.server_ack`
-verifies them). Of the verified ones, the highest is judged against the journal:
+verifies them). Of the verified ones, the highest is judged against the journal's event chain
+(:meth:`daemon.journal.store.Journal.check_acknowledged`):
 
-* ahead of the journal's last ``seq``, or naming another ``event_id`` than the journal holds
-  at that ``seq`` (an epoch this journal does not have): the journal was rolled back
-  (:meth:`daemon.journal.store.Journal.check_acknowledged` starts a new epoch) and the critical
-  ``journal_rolled_back`` alert is journaled; nothing is accepted. Once the journal knows of a
-  rollback, an acknowledgement of the lost epoch is expected until the server catches up: it
-  is ignored (logged);
-* otherwise, above what the table holds: stored in the journal's meta (durable), and nothing at
-  or below it is sent again.
+* on the chain (the journal holds that ``event_id`` and ``hash`` at that ``seq``) and above what
+  the table holds: stored in the journal's meta (durable), and nothing at or below it is sent
+  again;
+* off the chain (ahead of the journal, or another event at that ``seq``): the journal was rolled
+  back. The rollback is recorded in the journal and the critical ``journal_rolled_back`` alert
+  (restore point, first lost seq, lost epoch) is journaled, once; nothing is accepted;
+* off the chain above the restore point of a rollback already signalled (the server's retained
+  acknowledgement, or its backlog of the lost history, until it follows the table): recognised
+  and ignored (``server_acks_ignored``), after any number of restarts.
 
 It also keeps the ``server_ack_lagging`` alert (:class:`daemon.mqtt.server_ack.LagRule`) and
 reports ``delivery.server_ack`` in ``health``.
@@ -24,7 +26,9 @@ from collections.abc import Callable
 from typing import Any
 
 from daemon.alerts import AlertCode
+from daemon.journal.continuity_alert import continuity_alert
 from daemon.journal.records import DeliveryEvent
+from daemon.journal.rollbacks import AckStatus
 from daemon.journal.store import Journal
 from daemon.mqtt.alerts import alert_cleared, alert_raised
 from daemon.mqtt.counters import Counters
@@ -32,7 +36,6 @@ from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.resend import ResendQueue
 from daemon.mqtt.server_ack import AckClaim, Lag, LagRule, check_ack
 from daemon.mqtt.settings import ServerAckSettings
-from daemon.service.journal_continuity import continuity_alert
 
 log = logging.getLogger(__name__)
 
@@ -88,24 +91,27 @@ class ServerAcknowledgement:
             self._judge(best)
 
     def _judge(self, claim: AckClaim) -> None:
-        rolled_back = self._journal.check_acknowledged(claim.seq, claim.event_id)
-        if rolled_back is not None:
-            alert = continuity_alert(rolled_back, self._clock())
-            log.error("journal rolled back, shown by the server's acknowledgement: %s", rolled_back.detail)
-            if alert is not None:
-                self._journal_event(alert)
-            return
         if claim.seq < self.seq or (claim.seq == self.seq and claim.event_id == self.event_id):
             return  # says less than the table holds (a retained copy, an old message)
-        held = self._journal.get(claim.seq)
-        if held is None or held.event_id != claim.event_id:
+        status, rolled_back = self._journal.check_acknowledged(
+            claim.seq, claim.event_id, claim.hash, claim.epoch
+        )
+        if status is AckStatus.ROLLBACK:
+            if rolled_back is not None:
+                log.error(
+                    "journal rolled back, shown by the server's acknowledgement: %s", rolled_back.detail
+                )
+                alert = continuity_alert(rolled_back, self._clock())
+                if alert is not None:
+                    self._journal_event(alert)
+            return
+        if status is AckStatus.RECOGNISED:
             self._counters.server_acks_ignored += 1
             log.warning(
-                "server acknowledgement of seq %d (%s) ignored: the journal holds %s there "
-                "(an epoch before the journal's rollback, or a compacted event)",
+                "server acknowledgement of seq %d (%s) ignored: it speaks of history this journal "
+                "lost in the rollback already signalled (or of a compacted event)",
                 claim.seq,
                 claim.event_id,
-                None if held is None else held.event_id,
             )
             return
         self._journal.record_server_ack(claim.seq, claim.event_id)

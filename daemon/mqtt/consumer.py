@@ -12,13 +12,16 @@ Rules (also in ``daemon/mqtt/README.md``):
   be checked (``require_signature`` then rejects everything).
 * An ``event_id`` already seen with the same content (every signed field) is a **duplicate**
   (at-least-once delivery): drop it. The same ``event_id`` with other content is a
-  **conflict**: a table must never issue one id twice (a journal restored from a backup
-  starts a new epoch, so its ids are new), so this is reported, never dropped as a copy.
+  **conflict**: a table never issues one id twice (every start of the table is a new journal
+  epoch, so no restore brings an id back), so this is reported, never dropped as a copy.
 * ``seq`` is gapless per table. A ``seq`` above the next expected one opens a **gap** for the
   seqs in between; a late arrival fills it. A dead-letter alert (``alert_raised`` with code
   ``mqtt_dead_letter``) names a ``seq`` that will never arrive: that gap is **explained**.
 * A new ``seq`` with a known ``event_id``'s seq but a different id is a **conflict**
-  (e.g. the table's journal was replaced): report it, never merge silently.
+  (e.g. the table's journal was rolled back or replaced): report it, never merge silently.
+* The chain members ``epoch``, ``prev_hash`` and ``hash``, when present, must be strings (all
+  three or none); checking the links is the ordered consumer's job
+  (:mod:`daemon.mqtt.ordered_consumer`).
 """
 
 from __future__ import annotations
@@ -35,6 +38,8 @@ from daemon.alerts import AlertCode
 from daemon.mqtt.envelope import SCHEMA_VERSION
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, sign_bytes, signing_bytes
+
+_CHAIN = ("epoch", "prev_hash", "hash")
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema_version": int,
@@ -53,6 +58,8 @@ class Verdict(Enum):
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
     CONFLICT = "conflict"
+    LOST = "lost"
+    """An event of history the table lost in a rollback it announced (the ordered consumer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +80,7 @@ class ConsumerStats:
     rejected: int = 0
     conflicts: int = 0
     out_of_order: int = 0
+    lost_history: int = 0
 
 
 @dataclass
@@ -159,12 +167,6 @@ class EventConsumer:
             self._seqs.pop(old_seq, None)
 
 
-def content_digest(envelope: dict[str, Any]) -> bytes:
-    """SHA-256 of an event's signed content (every member but ``published_at`` and ``sig``):
-    equal for two copies of one event, different for another event under the same id."""
-    return hashlib.sha256(signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)).digest()
-
-
 def parse_event(
     payload: bytes | str | dict[str, Any], table_id: str, key: Secret | None, require_signature: bool
 ) -> tuple[dict[str, Any] | None, str]:
@@ -178,8 +180,8 @@ def parse_signed_event(
     payload: bytes | str | dict[str, Any], table_id: str, key: Secret | None, require_signature: bool
 ) -> tuple[dict[str, Any] | None, str, bytes]:
     """:func:`parse_event` plus the envelope's signing bytes (RFC 8785 form of its signed
-    members), computed once for the signature and for :func:`content_digest`'s value
-    (``hashlib.sha256`` of them)."""
+    members), computed once for the signature and for a content digest (``hashlib.sha256`` of
+    them: equal for two copies of one event, different for another event under the same id)."""
     if isinstance(payload, bytes) and key is not None:
         fast = _wire_signed(payload, table_id, key)
         if fast is not None:
@@ -191,18 +193,9 @@ def parse_signed_event(
             envelope = json.loads(payload)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             return None, f"not JSON: {exc}", b""
-    if not isinstance(envelope, dict):
-        return None, "not a JSON object", b""
-    for name, kind in _REQUIRED.items():
-        value = envelope.get(name)
-        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
-            return None, f"field {name!r} missing or of the wrong type", b""
-    if envelope["schema_version"] != SCHEMA_VERSION:
-        return None, f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}", b""
-    if envelope["seq"] < 1:
-        return None, "seq must be >= 1", b""
-    if envelope["table_id"] != table_id:
-        return None, f"event of table {envelope['table_id']!r}, expected {table_id!r}", b""
+    problem = _envelope_problem(envelope, table_id)
+    if problem is not None:
+        return None, problem, b""
     try:
         signed = signing_bytes(envelope, UNSIGNED_EVENT_FIELDS)
     except ValueError as exc:  # a value without a canonical form: it cannot have been signed
@@ -254,7 +247,35 @@ def _wire_signed(payload: bytes, table_id: str, key: Secret) -> tuple[dict[str, 
         envelope["schema_version"] != SCHEMA_VERSION
         or envelope["seq"] < 1
         or envelope["table_id"] != table_id
+        or not _chain_members_ok(envelope)
     ):
         return None  # the general path names the problem
     envelope.update(tail)
     return envelope, "", signed
+
+
+def _envelope_problem(envelope: Any, table_id: str) -> str | None:
+    """Why a parsed payload is not an envelope of this table (None: it is one)."""
+    if not isinstance(envelope, dict):
+        return "not a JSON object"
+    for name, kind in _REQUIRED.items():
+        value = envelope.get(name)
+        if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+            return f"field {name!r} missing or of the wrong type"
+    if envelope["schema_version"] != SCHEMA_VERSION:
+        return f"schema_version {envelope['schema_version']} is not {SCHEMA_VERSION}"
+    if not _chain_members_ok(envelope):
+        return "chain members epoch, prev_hash and hash must be strings, all three or none"
+    if envelope["seq"] < 1:
+        return "seq must be >= 1"
+    if envelope["table_id"] != table_id:
+        return f"event of table {envelope['table_id']!r}, expected {table_id!r}"
+    return None
+
+
+def _chain_members_ok(envelope: dict[str, Any]) -> bool:
+    """All three chain members as strings, or none of them."""
+    present = [name for name in _CHAIN if name in envelope]
+    if not present:
+        return True
+    return len(present) == len(_CHAIN) and all(isinstance(envelope[name], str) for name in _CHAIN)

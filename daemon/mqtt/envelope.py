@@ -4,11 +4,14 @@ Event envelope (``schema_version`` 1)::
 
     {"schema_version": 1, "event_id": "<uuid>", "seq": 42, "table_id": "T01",
      "shoe_id": "...", "hand": 7, "kind": "card", "ts": 1764423000.125,
-     "published_at": 1764423000.431, "source": "reader", "data": {...}, "sig": "<hex>"}
+     "published_at": 1764423000.431, "source": "reader", "data": {...},
+     "epoch": "<uuid>", "prev_hash": "<hex>", "hash": "<hex>", "sig": "<hex>"}
 
 ``ts`` is when the event happened (seconds since the Unix epoch, as the engine was told),
 ``published_at`` when this copy was sent (changes on republish, so it is not signed).
 ``sig`` is present when the table has an events key (see :mod:`daemon.mqtt.signing`).
+``epoch``, ``prev_hash`` and ``hash`` chain the event to the one before it
+(:mod:`daemon.journal.chain`); events journaled before the chain have none.
 
 On the wire (:func:`event_payload`) a signed envelope is the RFC 8785 form of its signed
 members (the bytes the signature covers) with ``published_at`` and ``sig`` appended as its
@@ -22,12 +25,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from daemon.journal.chain import ENVELOPE_SCHEMA_VERSION, envelope_members
 from daemon.journal.records import JournaledEvent
 from daemon.mqtt.canonical import canonical_json
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import SIGNATURE_FIELD, UNSIGNED_EVENT_FIELDS, sign, sign_bytes
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = ENVELOPE_SCHEMA_VERSION
 
 
 def event_envelope(
@@ -55,19 +59,25 @@ def event_payload(event: JournaledEvent, table_id: str, published_at: float, key
 
 
 def _signed_event_members(event: JournaledEvent, table_id: str) -> dict[str, Any]:
-    """Every envelope member the signature covers (all but ``published_at`` and ``sig``)."""
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "event_id": event.event_id,
-        "seq": event.seq,
-        "table_id": table_id,
-        "shoe_id": event.shoe_id,
-        "hand": event.hand,
-        "kind": event.kind,
-        "ts": event.at,
-        "source": event.source,
-        "data": event.data,
-    }
+    """Every envelope member the signature covers (all but ``published_at`` and ``sig``): with
+    the chain members ``epoch``, ``prev_hash`` and ``hash`` for every event journaled with them
+    (:mod:`daemon.journal.chain`; the hash covers the others)."""
+    members = envelope_members(
+        event_id=event.event_id,
+        seq=event.seq,
+        table_id=table_id,
+        shoe_id=event.shoe_id,
+        hand=event.hand,
+        kind=event.kind,
+        ts=event.at,
+        source=event.source,
+        data=event.data,
+    )
+    if event.hash is not None:
+        members["epoch"] = event.epoch
+        members["prev_hash"] = event.prev_hash
+        members["hash"] = event.hash
+    return members
 
 
 _NUMBER = json.JSONEncoder(allow_nan=False)

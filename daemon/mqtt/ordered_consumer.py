@@ -2,33 +2,47 @@
 
 This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs it;
 :mod:`daemon.mqtt.consumer_client` wires it to paho). No I/O but its SQLite checkpoint
-(:mod:`daemon.mqtt.checkpoint`); time is passed in.
+(:mod:`daemon.mqtt.checkpoint`); time is passed in. The rules, as the contract states them
+(``README.md``, "The game server's side"):
 
 * **Verify** each payload (:func:`daemon.mqtt.consumer.parse_signed_event`): a rejected one changes
   nothing.
 * **Deduplicate**: a ``seq`` already processed (or buffered) with the same ``event_id`` and
   content is a copy: dropped. Another ``event_id`` or other content at a processed ``seq`` is
   a **conflict**: reported, never processed, never dropped silently.
-* **Order**: an event above the next expected ``seq`` waits in memory; it is processed when
-  every lower one was. At most ``max_waiting`` wait: past that, every waiting event is dropped
+* **Order and chain**: an event above the next expected ``seq`` waits in memory; it is
+  processed when every lower one was *and* its ``prev_hash`` is the ``hash`` of the event
+  processed below it. At most ``max_waiting`` wait: past that, every waiting event is dropped
   (counted in :attr:`OrderedConsumer.waiting_dropped`) and the whole range from the position
   to the highest ``seq`` seen is a gap asked for again; the table keeps every event the server
   did not acknowledge, so nothing is lost and nothing is processed out of order.
-  :meth:`OrderedConsumer.feed` returns the events processed by that
-  payload, in ``seq`` order, each exactly once (stored in the checkpoint: durable at the next
-  :meth:`OrderedConsumer.commit`).
+  :meth:`OrderedConsumer.feed` returns the events processed by that payload, in ``seq`` order,
+  each exactly once (stored in the checkpoint: durable at the next :meth:`OrderedConsumer.commit`).
+* **Hold** on a conflict or a chain break (:attr:`OrderedConsumer.stopped` says why): the event
+  is never processed; one that does not chain is dropped and asked for again. Nothing is
+  processed until an event chains to the position, and the committed position keeps being
+  acknowledged. If the table's history diverged below it, that acknowledgement is off the
+  table's chain, so the table answers it with one ``journal_rolled_back`` alert (it always can:
+  the hash names the whole history); if the event was a stale copy (a broker redelivery), the
+  table's own event chains and processing goes on. Events without chain members (a table
+  without the chain) hold on a conflict until the alert.
+* **Resume** on a verified ``journal_rolled_back`` alert, acted upon when it arrives (once per
+  alert, durably): ``continuity: rollback`` — everything processed above ``restore_seq`` is
+  moved to ``lost`` and reported (:attr:`rollbacks`), the position falls back to
+  ``restore_seq``, and the table's events from ``first_lost_seq`` on are asked for and
+  processed; one that arrives unchanged (same ``event_id``) was not lost after all: it is
+  taken out of ``lost`` (*recovered*) and not processed twice. ``continuity: replaced`` — the
+  same above ``restore_seq``; seqs up to it never seen are lost with the old file (recorded with
+  no content); the event at ``first_lost_seq`` starts a new chain (any ``prev_hash``).
+* An event of a lost epoch above that rollback's ``restore_seq`` (a late copy of the lost
+  history, e.g. redelivered by the broker) is never processed (:attr:`Verdict.LOST`).
 * **Gap fill**: a gap older than ``gap_grace_s`` (the missing events may only be late) is
   asked for with a signed ``resend {from_seq, to_seq}`` command (:meth:`gaps` says which,
   again every ``gap_retry_s`` while it stays open). A ``seq`` named by an ``mqtt_dead_letter``
   alert will never come: it is skipped on that alert's word (recorded with no content).
 * **Acknowledge** the committed position (:meth:`ack_message`): the highest ``seq`` processed
-  with every lower one, with its ``event_id`` (the epoch), signed with a ``game_server`` key.
-* **Rollback**: a verified ``journal_rolled_back`` alert of a new epoch says the table's
-  journal went back to ``journal_seq``: whatever was processed above it — and above the first
-  processed ``seq`` the table was since seen to hold otherwise (a conflict: a whole-disk revert
-  deals seqs again before the table learns of it) — is moved to ``lost`` and reported
-  (:attr:`rollbacks`); the position falls back there and the table's events are processed from
-  there on (gap fills bring back what was reported as a conflict).
+  with every lower one, with its ``event_id``, ``hash`` and ``epoch``, signed with a
+  ``game_server`` key.
 """
 
 from __future__ import annotations
@@ -74,14 +88,22 @@ class OrderedConsumer:
     conflicts: list[str] = field(default_factory=list)
     rollbacks: list[str] = field(default_factory=list)
     """One report per journal rollback the table announced (with the events it lost)."""
+    recovered: int = 0
+    """Events listed as lost that the table then sent unchanged (not lost, not processed twice)."""
     waiting_dropped: int = 0
     """Events dropped from memory because more than ``max_waiting`` waited (asked for again)."""
+    stopped: str | None = None
+    """Why processing holds (a conflict, or an event that does not chain to the position), None
+    once an event was processed after it or a rollback alert was acted upon."""
+    chain_breaks: int = 0
+    """Events dropped because they did not chain to the position (asked for again)."""
     _waiting: dict[int, tuple[dict[str, Any], bytes]] = field(default_factory=dict)
     _dead: dict[int, str] = field(default_factory=dict)  # seq -> event_id, dead-lettered
     _gap: tuple[int, float] | None = None  # (first missing seq, since)
     _asked: dict[int, float] = field(default_factory=dict)  # first missing seq -> asked at
     _known_last: int = 0
-    _conflicting: set[int] = field(default_factory=set)  # processed seqs the table now holds otherwise
+    _chain_restart: int | None = None  # the seq a replaced journal's new chain starts at
+    _held: bool = False  # an unchained conflict: nothing is processed until the rollback alert
 
     def __post_init__(self) -> None:
         if self.max_waiting < 1:
@@ -103,7 +125,11 @@ class OrderedConsumer:
         if self._is_copy(seq, envelope["event_id"], digest):
             self.stats.duplicates += 1
             return Fed(Verdict.DUPLICATE)
-        self._note_rollback(envelope)  # only a rollback alert never processed before counts
+        self._note_rollback(envelope, now)  # acted upon at once, once per alert
+        epoch = envelope.get("epoch")
+        if isinstance(epoch, str) and self.checkpoint.lost_history(epoch, seq):
+            self.stats.lost_history += 1  # a late copy of what the table lost: never processed
+            return Fed(Verdict.LOST, f"seq {seq} of epoch {epoch}: history the table lost in a rollback")
         if seq <= self.position:
             return self._seen(seq, envelope, digest, self.checkpoint.processed(seq))
         held = self._waiting.get(seq)
@@ -149,7 +175,8 @@ class OrderedConsumer:
         return self.checkpoint.commit().seq
 
     def ack_message(self, key_id: str | None, key: Secret, now: float) -> dict[str, Any] | None:
-        """The signed acknowledgement of the committed position (None before any event)."""
+        """The signed acknowledgement of the committed position (None before any event): its
+        ``seq`` and ``event_id``, and its ``hash`` and ``epoch`` when the event carried them."""
         p = self.checkpoint.committed
         if p.seq < 1 or p.event_id is None:
             return None
@@ -160,6 +187,11 @@ class OrderedConsumer:
             "event_id": p.event_id,
             "ts": now,
         }
+        held = self.checkpoint.processed(p.seq)
+        if held is not None and held.event_id == p.event_id and held.hash is not None:
+            message["hash"] = held.hash
+            if held.epoch is not None:
+                message["epoch"] = held.epoch
         if key_id is not None:
             message["key_id"] = key_id
         message["sig"] = sign(message, key)
@@ -207,28 +239,56 @@ class OrderedConsumer:
         if held.event_id == envelope["event_id"] and held.digest in (digest, None):
             self.stats.duplicates += 1
             return Fed(Verdict.DUPLICATE)
-        self._conflicting.add(seq)
+        unchained = "hash" not in envelope  # a table without the chain: hold until its alert
         if held.event_id == envelope["event_id"]:
-            return self._conflict(f"event_id {held.event_id} (seq {seq}) arrived again with other content")
+            return self._conflict(
+                f"event_id {held.event_id} (seq {seq}) arrived again with other content", hold=unchained
+            )
         return self._conflict(
             f"seq {seq} was processed as event {held.event_id} ({held.kind}), now {envelope['event_id']} "
-            f"({envelope['kind']}) arrives: the table's journal was rolled back or replaced"
+            f"({envelope['kind']}) arrives: the table's history is not the one processed here",
+            hold=unchained,
         )
 
-    def _conflict(self, reason: str) -> Fed:
+    def _conflict(self, reason: str, hold: bool = False) -> Fed:
         self.stats.conflicts += 1
         self.conflicts.append(reason)
+        if self.stopped is None:
+            self.stopped = f"conflict: {reason}"
+        if hold:
+            self._held = True
         return Fed(Verdict.CONFLICT, reason)
+
+    def _chain_breaks(self, seq: int, envelope: dict[str, Any]) -> bool:
+        """The event at ``seq`` (next in order) does not chain to the event processed below it."""
+        prev_hash = envelope.get("prev_hash")
+        if prev_hash is None or seq == self._chain_restart or seq == 1:
+            return False
+        below = self.checkpoint.hash_at(seq - 1)
+        return below is not None and below != prev_hash
 
     def _process_in_order(self) -> tuple[dict[str, Any], ...]:
         out: list[dict[str, Any]] = []
-        while True:
+        while not self._held:
             nxt = self.position + 1
-            waiting = self._waiting.pop(nxt, None)
+            waiting = self._waiting.get(nxt)
             if waiting is not None:
                 envelope, digest = waiting
-                self.checkpoint.add(nxt, envelope["event_id"], digest, envelope["kind"])
+                del self._waiting[nxt]
+                if self._chain_breaks(nxt, envelope):
+                    self.chain_breaks += 1
+                    self.stopped = (
+                        f"chain break: seq {nxt} ({envelope['event_id']}) does not follow the event "
+                        f"processed at seq {nxt - 1}: dropped and asked for again"
+                    )
+                    return tuple(out)
+                chain = (envelope.get("hash"), envelope.get("epoch"))
+                self.checkpoint.add(nxt, envelope["event_id"], digest, envelope["kind"], chain=chain)
                 self._dead.pop(nxt, None)
+                self.stopped = None
+                if self.checkpoint.recover(nxt, envelope["event_id"]):
+                    self.recovered += 1  # the same event the rollback listed: not lost, not twice
+                    continue
                 out.append(envelope)
                 continue
             dead = self._dead.pop(nxt, None)
@@ -236,6 +296,7 @@ class OrderedConsumer:
                 self.checkpoint.add(nxt, dead, None, "dead_lettered")
                 continue
             return tuple(out)
+        return tuple(out)
 
     def _drop_waiting(self) -> None:
         """Too many events wait above a gap: forget them and ask for the whole range again
@@ -251,43 +312,38 @@ class OrderedConsumer:
             if isinstance(lost, int) and isinstance(event_id, str) and lost > self.position:
                 self._dead[lost] = event_id
 
-    def _note_rollback(self, envelope: dict[str, Any]) -> None:
-        """A verified alert that the table's journal started a new epoch."""
+    def _note_rollback(self, envelope: dict[str, Any], now: float) -> None:
+        """A verified ``journal_rolled_back`` alert: act on it once (durably remembered)."""
         data = envelope["data"]
-        if envelope["kind"] != "alert_raised":
+        if envelope["kind"] != "alert_raised" or data.get("code") != AlertCode.JOURNAL_ROLLED_BACK:
             return
-        code = data.get("code")
-        epoch_id, epoch, journal_seq = (
-            data.get("new_journal_id"),
-            data.get("new_epoch"),
-            data.get("journal_seq"),
-        )
-        if not (isinstance(epoch_id, str) and isinstance(epoch, int) and isinstance(journal_seq, int)):
+        restore = _integer(data.get("restore_seq"))
+        if restore is None:  # a table without the chain: its journal_seq is the best word
+            restore = _integer(data.get("journal_seq"))
+        lost_epoch = data.get("lost_epoch")
+        lost_epoch = lost_epoch if isinstance(lost_epoch, str) else None
+        if restore is None or not self.checkpoint.note_rollback(envelope["event_id"], restore, lost_epoch):
             return
-        if epoch_id == self.checkpoint.position.epoch_id:
-            return
-        if code == AlertCode.JOURNAL_CONTINUITY_UNPROVEN:
-            self.checkpoint.note_epoch(epoch_id, epoch)
-            return
-        if code != AlertCode.JOURNAL_ROLLED_BACK:
-            return
-        # Processed events the table now holds otherwise (a whole-disk revert: the table dealt
-        # those seqs again before it learnt of the rollback) are lost too, and processed anew.
-        base = min([journal_seq, *(s - 1 for s in self._conflicting)])
-        self._conflicting = set()
-        lost = self.checkpoint.rebase(base, epoch_id, epoch)
-        dropped = [s for s in self._waiting if s > journal_seq]
-        for s in dropped:
-            del self._waiting[s]
-        self._dead = {s: e for s, e in self._dead.items() if s <= base}
-        self._known_last = min(self._known_last, journal_seq)
+        replaced = data.get("continuity") == "replaced"
+        epoch_id = data.get("new_journal_id")
+        epoch = _integer(data.get("new_epoch")) or 0
+        lost = self.checkpoint.rebase(restore, epoch_id if isinstance(epoch_id, str) else None, epoch)
+        skipped = self.checkpoint.skip_to(restore, "lost_with_replaced_journal") if replaced else []
+        self._chain_restart = restore + 1 if replaced else None
+        self._waiting = {s: w for s, w in self._waiting.items() if s <= restore}
+        self._dead = {s: e for s, e in self._dead.items() if s <= restore}
+        self._known_last = max(restore, envelope["seq"])
         self._gap, self._asked = None, {}
+        self.stopped, self._held = None, False
         lost_text = f"seq {lost[0][0]}..{lost[-1][0]} ({len(lost)} events)" if lost else "nothing processed"
+        if skipped:
+            lost_text += f"; never received, gone with the old file: seq {skipped[0]}..{skipped[-1]}"
         self.rollbacks.append(
-            f"table {self.table_id}: journal rolled back to seq {journal_seq} (processed here through "
-            f"{base} as the table holds it), "
-            f"new epoch {epoch} ({epoch_id}); lost by the table: {lost_text}; {data.get('message', '')}"
+            f"table {self.table_id}: journal {'replaced' if replaced else 'rolled back'} to seq {restore} "
+            f"(first lost seq {restore + 1}, lost epoch {data.get('lost_epoch')}); lost by the table: "
+            f"{lost_text}; {data.get('message', '')}"
         )
+        self._follow_gap(now)
 
     def _gap_end(self) -> int:
         below_waiting = min(self._waiting) - 1 if self._waiting else None
@@ -300,3 +356,14 @@ class OrderedConsumer:
             return
         if self._gap is None or self._gap[0] != first:
             self._gap = (first, now)
+
+
+def _integer(value: Any) -> int | None:
+    """An integral JSON number as an int (``37.0`` is 37), None for anything else."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None

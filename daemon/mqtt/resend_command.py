@@ -7,10 +7,16 @@ has acknowledged are published again on ``events``, in ``seq`` order, before any
 those it has not acknowledged yet are on their way anyway; dead-lettered ones never go out
 again (their ``mqtt_dead_letter`` alert explains the gap).
 
+A range reaching past the journal's end is not an error (the server's idea of the end may be
+stale, e.g. after a rollback): it is served up to the end, and the reply's reason says where
+the journal ends ("the journal ends at seq N"); a range wholly past the end is answered the
+same way with nothing sent. Neither is journaled, however often it is asked. Integral JSON
+numbers (``120.0``) are integers.
+
 Refusal codes (journaled as ``command_refused`` like every edge refusal):
 
 * ``bad_range``: ``args`` is not exactly ``{from_seq, to_seq}`` as integers with
-  ``1 <= from_seq <= to_seq <= last seq``, or ``from_seq`` is no longer in the journal (compacted);
+  ``1 <= from_seq <= to_seq``, or ``from_seq`` is no longer in the journal (compacted);
 * ``range_too_large``: more than ``delivery.server_ack.resend_max_events`` seqs;
 * ``busy``: the ranges already queued to go out again would exceed four times that.
 """
@@ -24,6 +30,7 @@ from daemon.journal.store import Journal
 from daemon.mqtt.commands import Refusal, Verified
 from daemon.mqtt.resend import ResendQueue
 from daemon.mqtt.settings import ServerAckSettings
+from daemon.mqtt.wire_fields import integral
 
 
 class ResendCommands:
@@ -51,8 +58,14 @@ class ResendCommands:
             return refuse("bad_range", bounds)
         first, last = bounds
         newest = self._journal.last_seq()
+        if first > newest:
+            return f"nothing to send from seq {first}: the journal ends at seq {newest}"
+        end_note = ""
         if last > newest:
-            return refuse("bad_range", f"to_seq {last} is past the journal's last seq {newest}")
+            last, end_note = (
+                newest,
+                f" (to_seq {bounds[1]} is past the end: the journal ends at seq {newest})",
+            )
         count = last - first + 1
         if count > self._max_events:
             return refuse(
@@ -71,7 +84,7 @@ class ResendCommands:
         self._wake()
         return (
             f"seq {first}..{last} queued: the events the broker acknowledged go out again in seq "
-            "order; the others are on their way, dead-lettered ones never"
+            f"order; the others are on their way, dead-lettered ones never{end_note}"
         )
 
 
@@ -79,7 +92,7 @@ def _range(args: dict[str, Any]) -> tuple[int, int] | str:
     """``(from_seq, to_seq)`` from the command's args, or what is wrong with them."""
     if set(args) != {"from_seq", "to_seq"}:
         return f"args must be exactly from_seq and to_seq, got {sorted(args)[:8]}"
-    first, last = args["from_seq"], args["to_seq"]
+    first, last = integral(args["from_seq"]), integral(args["to_seq"])
     for name, value in (("from_seq", first), ("to_seq", last)):
         if isinstance(value, bool) or not isinstance(value, int):
             return f"{name} must be an integer, got {type(value).__name__}"

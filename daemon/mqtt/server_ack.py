@@ -3,12 +3,17 @@
 The game server publishes, retained, on ``baccarat/v1/{table_id}/ack`` (QoS 1)::
 
     {"schema_version": 1, "table_id": "T01", "seq": 412,
-     "event_id": "<the event_id of seq 412>", "key_id": "gs-main", "ts": 1764423000.5,
+     "event_id": "<the event_id of seq 412>", "hash": "<its chain hash>",
+     "epoch": "<its epoch>", "key_id": "gs-main", "ts": 1764423000.5,
      "sig": "<hex HMAC-SHA256 with gs-main's key>"}
 
 ``seq`` is the highest ``seq`` the server has durably processed *with every lower one*
-(contiguous). ``event_id`` is the id of that event as the server received it: event ids derive
-from the table's journal epoch, so it binds the acknowledgement to the epoch the server saw.
+(contiguous); an integral JSON number such as ``412.0`` is the same integer. ``event_id``,
+``hash`` and ``epoch`` are that event's as the server received it: the hash chains the whole
+history below it (:mod:`daemon.journal.chain`), so the table compares the acknowledgement with
+its own chain at that ``seq``. ``hash`` and ``epoch`` are optional for servers written before
+the chain (then only the ``event_id`` is compared, and a rollback's restore point is the
+cautious one).
 ``key_id`` names a keyring key (``broker.signing.command_keys``) with the ``game_server`` role
 (or, without ``key_id``, the legacy ``command_key``); the signature is HMAC-SHA256 over the
 RFC 8785 form of the message without ``sig``, like a command's. No nonce: an acknowledgement
@@ -20,18 +25,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from daemon.mqtt.keyring import Keyring
 from daemon.mqtt.roles import Role
 from daemon.mqtt.settings import KEY_ID_PATTERN, ServerAckSettings
 from daemon.mqtt.signing import verify
-from daemon.mqtt.wire_fields import EpochSeconds, HmacSignature
+from daemon.mqtt.wire_fields import EpochSeconds, HmacSignature, integral
 
 MAX_ACK_BYTES = 4096
 EVENT_ID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+HASH_PATTERN = r"^[0-9a-f]{64}$"
 
 
 class AckMessage(BaseModel):
@@ -41,8 +47,10 @@ class AckMessage(BaseModel):
 
     schema_version: Literal[1]
     table_id: str = Field(min_length=1, max_length=64)
-    seq: int = Field(ge=1)
+    seq: Annotated[int, BeforeValidator(integral)] = Field(ge=1)
     event_id: str = Field(pattern=EVENT_ID_PATTERN)
+    hash: str | None = Field(default=None, pattern=HASH_PATTERN)
+    epoch: str | None = Field(default=None, pattern=EVENT_ID_PATTERN)
     key_id: str | None = Field(default=None, pattern=KEY_ID_PATTERN)
     ts: EpochSeconds
     sig: HmacSignature
@@ -55,6 +63,10 @@ class AckClaim:
     seq: int
     event_id: str
     key_id: str | None
+    hash: str | None = None
+    """The chain hash of ``seq`` as the server received it (None: a server without the chain)."""
+    epoch: str | None = None
+    """The epoch of ``seq`` as the server received it (None when not sent)."""
 
 
 def check_ack(payload: bytes, table_id: str, keyring: Keyring) -> AckClaim | str:
@@ -83,7 +95,7 @@ def check_ack(payload: bytes, table_id: str, keyring: Keyring) -> AckClaim | str
         return f"acknowledgement signed with key {key.key_id!r}, which lacks the game_server role"
     if not verify(raw, key.secret):
         return "acknowledgement signature does not match"
-    return AckClaim(message.seq, message.event_id, message.key_id)
+    return AckClaim(message.seq, message.event_id, message.key_id, message.hash, message.epoch)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,15 @@ def _finite_seconds(value: Any) -> Any:
     return float(value)
 
 
+def integral(value: Any) -> Any:
+    """An integral JSON number as the integer it is (``37.0`` is 37: JSON has one number type
+    and some servers' libraries write every number as a double); anything else unchanged, for
+    the field's own check to refuse."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer() and abs(value) <= 2**53:
+        return int(value)
+    return value
+
+
 def _hmac_hex(value: str) -> str:
     if not _HEX64.match(value):
         raise ValueError("must be 64 hex digits (HMAC-SHA256)")

@@ -6,7 +6,9 @@
   not grow with the journal. A snapshot that is missing, stale (other settings or daemon
   version), corrupt or describes other events is never used: the whole journal is folded
   instead, with one ``engine_snapshot_unusable`` log line naming why, and a snapshot of the
-  result is stored at once so the next start is quick again.
+  result is stored at once so the next start is quick again. A snapshot row whose own checksum
+  does not match (damaged in storage, yet still valid JSON) is also an ``engine_snapshot_unusable``
+  alert, journaled and published: the state it holds may look right and be wrong.
 * :class:`SnapshotTaker` stores a snapshot after the append that ends a shoe, and after
   :data:`SNAPSHOT_EVERY_EVENTS` engine events without one (a shoe that never ends).
 * :func:`verify_snapshots` (``baccarat-edge journal verify``) re-folds the events read-only and
@@ -25,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from daemon.alerts import AlertCode
 from daemon.engine.checkpoint import (
     CheckpointError,
     EngineCheckpoint,
@@ -39,8 +42,9 @@ from daemon.engine.state import TableState
 from daemon.engine.table import Engine
 from daemon.journal.errors import JournalError
 from daemon.journal.records import ORIGIN_ENGINE, JournaledEvent
-from daemon.journal.snapshots import StoredSnapshot, covered_event_problem, list_snapshots
+from daemon.journal.snapshots import StoredSnapshot, covered_event_problem, list_snapshots, row_problem
 from daemon.journal.store import Journal
+from daemon.mqtt.alerts import alert_raised
 from daemon.rules.variants import Variant, load_variant_by_name
 
 log = structlog.get_logger("baccarat_edge.runner")
@@ -84,7 +88,10 @@ def restore_from_journal(
     wanted = fold_key(table)
     unusable: list[str] = []
     for stored in journal.snapshots.newest_first():
-        why = _unusable(journal, stored, wanted)
+        damage = row_problem(stored)
+        if damage is not None and stored.row_sha256 is not None:
+            _alert_damaged(journal, stored, damage)
+        why = damage or _unusable(journal, stored, wanted)
         checkpoint: EngineCheckpoint | None = None
         if why is None:
             try:
@@ -128,6 +135,20 @@ def restore_from_journal(
     if restored.last_seq > 0:
         save_snapshot(journal, restored.engine, restored.last_seq, restored.last_at)
     return restored
+
+
+def _alert_damaged(journal: Journal, stored: StoredSnapshot, why: str) -> None:
+    """Journal the ``engine_snapshot_unusable`` alert for a snapshot row found damaged."""
+    _alert_id, event = alert_raised(
+        AlertCode.ENGINE_SNAPSHOT_UNUSABLE,
+        f"the engine snapshot at seq {stored.seq} was not used: {why}; the state is folded from the events",
+        {"snapshot_seq": stored.seq, "reason": why},
+        time.time(),
+    )
+    try:
+        journal.append_delivery_event(event)
+    except (sqlite3.Error, JournalError) as exc:  # the fold goes on; the log line says it all
+        log.error("engine_snapshot_alert_not_stored", seq=stored.seq, error=str(exc))
 
 
 def _unusable(journal: Journal, stored: StoredSnapshot, wanted: str) -> str | None:
@@ -248,7 +269,11 @@ def _verify(db: sqlite3.Connection, report: SnapshotReport) -> None:
         return
     parsed: list[tuple[StoredSnapshot, EngineCheckpoint]] = []
     for snap in stored:
-        why = covered_event_problem(db, snap)
+        damage = row_problem(snap)
+        if damage is not None and snap.row_sha256 is not None:
+            report.problems.append(f"snapshot at seq {snap.seq}: {damage}")
+            continue
+        why = damage or covered_event_problem(db, snap)
         try:
             checkpoint = EngineCheckpoint.from_json(snap.body)
             settings = checkpoint.table_settings()

@@ -21,14 +21,22 @@ Who does what:
 * READY goes to systemd once devices, journal and engine are up (the broker may be
   away: the journal holds everything until it is back). WATCHDOG pings go out only
   while every worker shows progress.
-* SIGTERM: stop the devices (closed), let the engine drain what was read,
-  let the publisher flush within ``shutdown_timeout_s`` and publish ``offline``.
+* SIGTERM/SIGINT: stop the devices (closed), let the engine drain what was read,
+  let the publisher flush within ``shutdown_timeout_s`` and publish ``offline``. The signal
+  handlers only note the signal and write a byte to a pipe (:class:`Wakeup`): a handler
+  runs between two bytecodes of the main thread, which may be holding a lock (a log line
+  half written, an event being set) that the handler would then wait for forever. The main
+  loop wakes on the pipe and does the rest. A signal during start-up ends the process once
+  the start is done (the start reads a snapshot and the events after it: it is short).
 * SIGHUP: re-read the config; apply what can change in place (``config.RELOADABLE``)
   and log which changed settings need a restart.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import select
 import signal
 import threading
 import time
@@ -42,6 +50,7 @@ from common.inputs import EngineInput, SupervisorCommand
 from daemon import __version__
 from daemon.alerts import AlertCode
 from daemon.engine.table import Engine
+from daemon.journal.continuity_alert import continuity_alert
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.command_channel import ReplyFn
@@ -75,7 +84,6 @@ from daemon.service.health import (
     engine_health,
     publisher_health,
 )
-from daemon.service.journal_continuity import continuity_alert
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, LoggedJournal
 from daemon.service.logging import configure_logging
@@ -91,6 +99,70 @@ from drivers.registry import load
 log = structlog.get_logger("baccarat_edge.runner")
 
 Clock = Callable[[], float]
+
+
+class Wakeup:
+    """A pipe the main loop waits on: another thread writes a byte to wake it, and once
+    :meth:`catch_signals` ran, so does the interpreter's own C-level signal handler (the
+    signal's number, ``signal.set_wakeup_fd``), whichever thread the signal interrupted. The
+    main loop learns of a signal from the pipe even when the interpreter has not run the
+    Python-level handler yet (it runs those only on the main thread, between bytecodes: a
+    signal that lands on another thread while the main thread waits in ``select`` would wait
+    for the next timeout, and was seen to be missed altogether under load)."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self._closed = False
+
+    def wake(self) -> None:
+        """Wake the waiting loop (any thread, or a signal handler); nothing once closed."""
+        if self._closed:
+            return
+        with contextlib.suppress(OSError):  # a full pipe is awake already
+            os.write(self._write, b"!")
+
+    def catch_signals(self) -> None:
+        """Have every signal with a Python handler write its number to the pipe (main thread)."""
+        signal.set_wakeup_fd(self._write, warn_on_full_buffer=False)
+
+    def wait(self, timeout: float) -> set[int]:
+        """Until woken or ``timeout`` seconds; every pending wake is consumed. Returns the
+        numbers of the signals that wrote to the pipe."""
+        seen: set[int] = set()
+        readable, _, _ = select.select([self._read], [], [], max(0.0, timeout))
+        if readable:
+            with contextlib.suppress(BlockingIOError):
+                while chunk := os.read(self._read, 512):
+                    seen.update(chunk)
+        return seen & CAUGHT_SIGNALS
+
+    def close(self) -> None:
+        self._closed = True
+        if threading.current_thread() is threading.main_thread():  # where it was installed
+            previous = signal.set_wakeup_fd(-1)
+            if previous != self._write:  # not ours: put it back
+                signal.set_wakeup_fd(previous)
+        for fd in (self._read, self._write):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+CAUGHT_SIGNALS = {int(signal.SIGTERM), int(signal.SIGINT), int(signal.SIGHUP)}
+"""The signals the daemon handles (their numbers as the wakeup pipe carries them)."""
+
+
+class WakingEvent(threading.Event):
+    """A :class:`threading.Event` whose ``set`` also wakes the main loop's :class:`Wakeup`."""
+
+    def __init__(self, wakeup: Wakeup) -> None:
+        super().__init__()
+        self._wakeup = wakeup
+
+    def set(self) -> None:
+        super().set()
+        self._wakeup.wake()
 
 
 class Daemon:
@@ -114,8 +186,14 @@ class Daemon:
         self.stats = RunnerStats()
         self.queue = InputQueue(self.config.service.input_queue_max, self.stats)
         self.watchdog = Watchdog(self.notifier, self.config.service.watchdog_stall_s)
-        self.stop_requested = threading.Event()
-        self.reload_requested = threading.Event()
+        self.wakeup = Wakeup()
+        self.stop_requested: threading.Event = WakingEvent(self.wakeup)
+        self.reload_requested: threading.Event = WakingEvent(self.wakeup)
+        self.signal_received: int | None = None
+        """The last SIGTERM/SIGINT received (set by the handler; acted on by the main loop)."""
+        self.hangup_received = False
+        """A SIGHUP arrived (set by the handler; the main loop reloads)."""
+        self._housekeeping: JournalHousekeeping | None = None
         self.engine_done = threading.Event()
         self.journal: Journal | None = None
         self.pace = TablePace()
@@ -185,9 +263,7 @@ class Daemon:
             self.queue,
             self.snapshot,
             self.reader_commands,
-            JournalHousekeeping(
-                journal, lambda: self.config.broker.delivery, self.clock, self._notify_publisher
-            ),
+            self._make_housekeeping(journal),
             restore=lambda: restore_from_journal(journal, cfg.table, self.loaded.variant).engine,
             snapshots=SnapshotTaker(journal),
             notify=self._notify_publisher,
@@ -202,6 +278,12 @@ class Daemon:
         self._start_devices()
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
+
+    def _make_housekeeping(self, journal: Journal) -> JournalHousekeeping:
+        self._housekeeping = JournalHousekeeping(
+            journal, lambda: self.config.broker.delivery, self.clock, self._notify_publisher
+        )
+        return self._housekeeping
 
     def _folding(self, events_read: int) -> None:
         """A whole-journal fold at start (no usable snapshot) is still reading: ask systemd
@@ -314,7 +396,13 @@ class Daemon:
     def run_until_stopped(self) -> None:
         """Main thread: watchdog pings, health log, SIGHUP reloads, until ``stop_requested``."""
         next_health = time.monotonic() + self.config.service.health_interval_s
-        while not self.stop_requested.wait(self.watchdog.ping_every):
+        while True:
+            self._take_signals()
+            if self.stop_requested.is_set():
+                return
+            self._take_signals(self.wakeup.wait(self.watchdog.ping_every))
+            if self.stop_requested.is_set():
+                return
             if self.engine_done.is_set():
                 log.error("engine_thread_died")
                 raise RuntimeError("the engine thread stopped unexpectedly")
@@ -327,6 +415,22 @@ class Daemon:
             if time.monotonic() >= next_health:
                 next_health = time.monotonic() + self.config.service.health_interval_s
                 log.info("health", **self.health())
+
+    def _take_signals(self, piped: set[int] | frozenset[int] = frozenset()) -> None:
+        """Act on the signals the handlers noted or the wakeup pipe carried (here, on the main
+        thread, not in the handlers)."""
+        if signal.SIGHUP in piped:
+            self.hangup_received = True
+        for stop in (signal.SIGTERM, signal.SIGINT):
+            if stop in piped and self.signal_received is None:
+                self.signal_received = int(stop)
+        signum = self.signal_received
+        if signum is not None and not self.stop_requested.is_set():
+            log.info("signal_received", signal=signal.Signals(signum).name)
+            self.stop_requested.set()
+        if self.hangup_received:
+            self.hangup_received = False
+            self.reload_requested.set()
 
     def reload(self) -> None:
         """SIGHUP: re-read the config file and apply the settings that can change in place."""
@@ -419,6 +523,8 @@ class Daemon:
         self.watchdog.forget("reader_commands")
         if self.engine_loop is not None:
             self.engine_loop.stop(timeout)
+        if self._housekeeping is not None:
+            self._housekeeping.stop(timeout / 4)  # a running compaction ends after its slice
         if self._publisher is not None:
             try:
                 self._publisher.stop(timeout=self.config.service.shutdown_timeout_s)
@@ -426,19 +532,26 @@ class Daemon:
                 log.warning("publisher_stop_failed", error=str(exc))
         if self.journal is not None:
             self.journal.close()
+        self.wakeup.close()
         log.info("daemon_stopped", inputs=self.stats.inputs, events=self.stats.events)
 
 
 def install_signal_handlers(daemon: Daemon) -> None:
-    """SIGTERM/SIGINT → clean stop; SIGHUP → reload. Main thread only."""
+    """SIGTERM/SIGINT → clean stop; SIGHUP → reload. Main thread only.
+
+    The handlers only note the signal and wake the main loop through its pipe: no logging,
+    no lock (see :class:`Wakeup`). A signal during :meth:`Daemon.start` is acted on as soon
+    as the main loop runs."""
 
     def on_stop(signum: int, _frame: FrameType | None) -> None:
-        log.info("signal_received", signal=signal.Signals(signum).name)
-        daemon.stop_requested.set()
+        daemon.signal_received = signum
+        daemon.wakeup.wake()
 
     def on_hup(_signum: int, _frame: FrameType | None) -> None:
-        daemon.reload_requested.set()
+        daemon.hangup_received = True
+        daemon.wakeup.wake()
 
     signal.signal(signal.SIGTERM, on_stop)
     signal.signal(signal.SIGINT, on_stop)
     signal.signal(signal.SIGHUP, on_hup)
+    daemon.wakeup.catch_signals()

@@ -13,8 +13,8 @@ import pytest
 
 from daemon.alerts import AlertCode
 from daemon.journal import Continuity, ContinuityKind, Journal, JournalSettings
+from daemon.journal.continuity_alert import continuity_alert
 from daemon.mqtt.publisher import Publisher
-from daemon.service.journal_continuity import continuity_alert
 from tests.chaos.support import (
     TABLE,
     GameServer,
@@ -222,12 +222,12 @@ def test_a_whole_disk_revert_is_caught_by_the_server_acknowledgement(tmp_path: P
         rolled = journal.get(17)
         assert rolled is not None
         assert (rolled.kind, rolled.data["code"]) == ("alert_raised", AlertCode.JOURNAL_ROLLED_BACK)
-        # the game server: the reissued seq 13-16 are conflicts (reported, never dropped as
-        # copies), what the table lost is reported lost, and it follows the table from seq 12
+        # the game server: the reissued seq 13-16 are conflicts (new ids: every open is a new
+        # epoch), what the table lost is reported lost, and it follows the table from seq 12
         assert server.consumer.stats.conflicts == 4
-        assert all("other content" in c for c in server.consumer.conflicts)
+        assert all("not the one processed here" in c for c in server.consumer.conflicts)
         assert len(server.consumer.rollbacks) == 1
-        # lost: the old 13-20 (13-16 reissued under the same ids with other cards)
+        # lost: the old 13-20 (13-16 reissued under new ids with other cards)
         assert [seq for seq, _, _ in server.consumer.checkpoint.lost()] == list(range(13, 21))
         # processed: the old 1-20, then the table's 13-17 (13-16 came back on the gap fill)
         assert server.seqs == [*range(1, 21), *range(13, 18)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from common.inputs import Tick
 from daemon.journal import DeliveryEvent, Journal, JournalSettings
-from daemon.journal.compaction import BATCH_ROWS
+from daemon.journal.compaction import BATCH_ROWS, TIGHT_BATCH_ROWS
 from tests.support.clock import DAY, Clock
 
 
@@ -83,3 +83,85 @@ def test_compaction_with_nothing_to_do_reads_indexes_only(tmp_path: Path) -> Non
         scans = [row[3] for row in plan if row[3].startswith("SCAN") and "INDEX" not in row[3]]
         assert not scans, (query, plan)
     assert not any(s.lstrip().upper().startswith("DELETE") for s in statements)
+
+
+def _plans(journal: Journal, statements: list[str]) -> list[tuple[str, list[str]]]:
+    out = []
+    for query in statements:
+        if not query.lstrip().upper().startswith(("SELECT", "DELETE")):
+            continue
+        plan = journal._db.execute(f"EXPLAIN QUERY PLAN {query}").fetchall()
+        out.append((query, [str(row[3]) for row in plan]))
+    return out
+
+
+def test_every_query_of_a_compaction_with_work_is_an_index_range_or_look_up(tmp_path: Path) -> None:
+    clock = Clock()
+    journal = open_journal(tmp_path, clock)
+    fill(journal, [f"old{i}" for i in range(4)], 600)
+    waiting = journal.append([Tick(1.0)], [card("held", 0), card("held", 1)])
+    journal.mark_delivered([waiting[1].seq])  # "held" has an event waiting: it stays whole
+    journal.append([Tick(1.0)], [card("newer", 0)])
+    journal.mark_delivered(range(waiting[1].seq + 1, journal.last_seq() + 1))
+    clock.now += 2 * DAY
+    current = journal.append([Tick(2.0)], [card("current", n) for n in range(100)])
+    journal.mark_delivered(e.seq for e in current)
+    statements: list[str] = []
+    journal._db.set_trace_callback(statements.append)
+
+    assert journal.compact() == 2400
+
+    journal._db.set_trace_callback(None)
+    plans = _plans(journal, statements)
+    assert any(q.lstrip().upper().startswith("DELETE FROM EVENTS") for q, _ in plans)
+    assert any(q.lstrip().upper().startswith("DELETE FROM INPUTS") for q, _ in plans)
+    for query, plan in plans:
+        for step in plan:
+            # every step on events or inputs is a SEARCH (an index range or look-up), or a
+            # SCAN of an index that stops at its first row (ORDER BY ... LIMIT 1)
+            if step.startswith("SCAN") and ("events" in step or "inputs" in step):
+                assert "INDEX" in step, (query, plan)
+                assert query.rstrip().endswith("LIMIT 1"), (query, plan)
+    kept = [e.shoe_id for e in journal.events(origin=None)]
+    assert kept[:3] == ["held", "held", "newer"]
+    assert set(kept[3:]) == {"current"}
+
+
+def test_a_backlog_is_compacted_in_short_slices(tmp_path: Path) -> None:
+    clock = Clock()
+    journal = open_journal(tmp_path, clock)
+    fill(journal, [f"old{i}" for i in range(10)], 1000)
+    clock.now += 2 * DAY
+    fill(journal, ["current"], 50)
+    run = journal.compaction_run()
+    deleted_after: list[int] = []
+    while not run.done:
+        run.step()
+        deleted_after.append(run.events_deleted)
+    journal.forget_size()
+    assert run.events_deleted == 10_000
+    # no slice deleted more than a batch, and the deletions came in many slices
+    steps = [b - a for a, b in zip([0, *deleted_after], deleted_after, strict=False)]
+    assert max(steps) <= BATCH_ROWS
+    assert sum(1 for step in steps if step) >= 10_000 // BATCH_ROWS
+    assert run.pages_freed > 0
+    assert journal._db.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    assert [e.shoe_id for e in journal.events(origin=None)] == ["current"] * 50
+
+
+def test_a_tight_run_keeps_the_wal_to_one_slice(tmp_path: Path) -> None:
+    clock = Clock()
+    journal = open_journal(tmp_path, clock)
+    fill(journal, [f"old{i}" for i in range(6)], 1000)
+    clock.now += 2 * DAY
+    fill(journal, ["current"], 50)
+    journal.compact(now=clock.now - 10 * DAY)  # nothing old enough: the WAL is as appends left it
+    wal = Path(f"{journal.settings.path}-wal")
+    run = journal.compaction_run(tight=True)
+    sizes: list[int] = []
+    while not run.done:
+        run.step()
+        sizes.append(wal.stat().st_size if wal.exists() else 0)
+    assert run.events_deleted == 6000
+    assert max(sizes) == 0  # truncated after every slice
+    assert run.slices >= 6000 // TIGHT_BATCH_ROWS

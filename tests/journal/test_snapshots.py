@@ -22,8 +22,9 @@ from daemon.cli import main as cli_main
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
+from daemon.journal.records import ORIGIN_DELIVERY
 from daemon.journal.settings import JournalSettings
-from daemon.journal.snapshots import KEEP
+from daemon.journal.snapshots import KEEP, row_digest
 from daemon.journal.store import Journal
 from daemon.rules.variants import load_variant_by_name
 from daemon.service.engine_restore import (
@@ -91,6 +92,17 @@ def sql(path: Path, statement: str, *args: Any) -> list[Any]:
         db.close()
 
 
+def resign(path: Path) -> None:
+    """Store each snapshot row's checksum for what it holds now: a snapshot that was wrong when
+    it was written (a fault of the software, not of the storage) carries a matching checksum."""
+    rows = sql(path, "SELECT id, seq, event_id, body_sha256, key, taken_at, body FROM snapshots")
+    for row_id, seq, event_id, body_sha256, key, taken_at, body in rows:
+        digest = row_digest(
+            seq=seq, event_id=event_id, body_sha256=body_sha256, key=key, taken_at=taken_at, body=body
+        )
+        sql(path, "UPDATE snapshots SET row_sha256 = ? WHERE id = ?", digest, row_id)
+
+
 def test_a_restart_folds_only_the_events_after_the_newest_snapshot(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     live = deal_into(path, dealt_inputs(3))
@@ -137,6 +149,7 @@ def test_a_corrupt_snapshot_falls_back_to_the_full_fold(tmp_path: Path) -> None:
     path = tmp_path / "journal.sqlite3"
     deal_into(path, dealt_inputs(2))
     sql(path, "UPDATE snapshots SET body = substr(body, 1, 200)")
+    resign(path)
     restored, logs = restore(path)
     _fell_back(restored, logs, "cannot be read")
 
@@ -148,6 +161,7 @@ def test_a_snapshot_the_events_cannot_be_folded_onto_falls_back(tmp_path: Path) 
     data = json.loads(body)
     data["state"]["reader_devices"] = 5  # decodes, but the next read cannot be noted in it
     sql(path, "UPDATE snapshots SET body = ? WHERE seq = (SELECT max(seq) FROM snapshots)", json.dumps(data))
+    resign(path)
     restored, logs = restore(path)
     assert restored.snapshot_seq is not None  # the older snapshot was used
     (warning,) = [entry for entry in logs if entry["event"] == "engine_snapshot_unusable"]
@@ -213,6 +227,7 @@ def test_verify_refolds_and_finds_a_snapshot_that_disagrees(tmp_path: Path, caps
     data = json.loads(body)
     data["state"]["cards_out"] += 1
     sql(path, "UPDATE snapshots SET body = ? WHERE seq = (SELECT max(seq) FROM snapshots)", json.dumps(data))
+    resign(path)
     report = verify_snapshots(path)
     (problem,) = report.problems
     assert "differs from the fold of the events in cards_out" in problem
@@ -262,6 +277,73 @@ def test_check_config_can_verify_the_snapshots(tmp_path: Path, capsys: Any) -> N
     data = json.loads(body)
     data["state"]["hand"] += 1
     sql(path, "UPDATE snapshots SET body = ? WHERE seq = (SELECT max(seq) FROM snapshots)", json.dumps(data))
+    resign(path)
     wrong = finding()
     assert wrong["ok"] is False
     assert "differs from the fold of the events in hand" in str(wrong["detail"])
+
+
+def test_a_flipped_value_that_keeps_the_json_valid_is_an_alert_and_a_fold(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    live = deal_into(path, dealt_inputs(2))
+    (newest, body) = sql(path, "SELECT seq, body FROM snapshots ORDER BY seq DESC LIMIT 1")[0]
+    count = json.loads(body)["state"]["cards_out"]
+    flipped = body.replace(f'"cards_out":{count}', f'"cards_out":{count ^ 1}')
+    assert flipped != body
+    json.loads(flipped)  # still valid JSON, still a readable checkpoint: only the checksum sees it
+    sql(path, "UPDATE snapshots SET body = ? WHERE seq = ?", flipped, newest)
+    restored, logs = restore(path)
+    # the damaged newest row is skipped; the older one (intact) is used and the rest folded
+    assert restored.snapshot_seq is not None
+    assert restored.snapshot_seq < newest
+    assert restored.engine.state.comparable() == live.state.comparable()
+    (warning,) = [entry for entry in logs if entry["event"] == "engine_snapshot_unusable"]
+    assert "checksum does not match" in warning["reasons"][0]
+    journal = Journal(JournalSettings(path=path), TABLE)
+    try:
+        alerts = [
+            e
+            for e in journal.events(origin=ORIGIN_DELIVERY)
+            if e.data.get("code") == "engine_snapshot_unusable"
+        ]
+    finally:
+        journal.close()
+    (alert,) = alerts
+    assert alert.kind == "alert_raised"
+    assert alert.data["snapshot_seq"] == newest
+    assert "checksum does not match" in alert.data["reason"]
+    assert alert.data["severity"] == "warning"
+    # verify names the damaged row too
+    assert any("checksum does not match" in p for p in verify_snapshots(path).problems)
+
+
+def test_every_damaged_row_means_a_fold_from_the_events(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    live = deal_into(path, dealt_inputs(3))
+    sql(path, "UPDATE snapshots SET taken_at = taken_at + 1")  # a field other than the body
+    restored, logs = restore(path)
+    _fell_back(restored, logs, "checksum does not match")
+    assert restored.engine.state.comparable() == live.state.comparable()
+    again, _ = restore(path)  # the fold stored a checked snapshot
+    assert again.snapshot_seq == restored.last_seq
+
+
+def test_rows_from_before_checksums_are_not_used_once_then_replaced(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    deal_into(path, dealt_inputs(2))
+    # the table as an older version made it: no checksum column
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("ALTER TABLE snapshots DROP COLUMN row_sha256")
+    finally:
+        db.close()
+    restored, logs = restore(path)  # the open adds the column; the old rows have no checksum
+    _fell_back(restored, logs, "stored without a checksum")
+    journal = Journal(JournalSettings(path=path), TABLE)
+    try:
+        codes = [e.data.get("code") for e in journal.events(origin=ORIGIN_DELIVERY)]
+    finally:
+        journal.close()
+    assert "engine_snapshot_unusable" not in codes  # an upgrade, not damage: a log line only
+    again, _ = restore(path)
+    assert again.snapshot_seq == restored.last_seq

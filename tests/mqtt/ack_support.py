@@ -63,8 +63,16 @@ def ack_settings(port: int, files: dict[str, Path], table: str = "T1", **server_
     )
 
 
-def signed_ack(key: Secret, key_id: str | None, seq: int, event_id: str, table: str = "T1") -> dict[str, Any]:
-    """A server acknowledgement as the game server signs it."""
+def signed_ack(
+    key: Secret,
+    key_id: str | None,
+    seq: float,
+    event_id: str,
+    table: str = "T1",
+    chain: tuple[str | None, str | None] = (None, None),
+) -> dict[str, Any]:
+    """A server acknowledgement as the game server signs it (``chain``: the event's hash and
+    epoch as received, sent when given)."""
     message: dict[str, Any] = {
         "schema_version": 1,
         "table_id": table,
@@ -72,6 +80,10 @@ def signed_ack(key: Secret, key_id: str | None, seq: int, event_id: str, table: 
         "event_id": event_id,
         "ts": time.time(),
     }
+    if chain[0] is not None:
+        message["hash"] = chain[0]
+    if chain[1] is not None:
+        message["epoch"] = chain[1]
     if key_id is not None:
         message["key_id"] = key_id
     message["sig"] = sign(message, key)

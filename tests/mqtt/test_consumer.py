@@ -76,6 +76,8 @@ def test_rejections_name_the_problem() -> None:
         "unsigned": envelope(1, signed=False),
         "does not verify": {**envelope(1), "data": {"card": "9s"}},
         "seq must be >= 1": envelope(0),
+        "all three or none": envelope(1, epoch="e", prev_hash="p"),
+        "must be strings": envelope(1, epoch="e", prev_hash="p", hash=7),
     }
     for expected, payload in cases.items():
         result = consumer.feed(payload)
@@ -125,3 +127,11 @@ def test_any_redelivery_order_ends_complete(n: int, rng: random.Random, extra: i
     assert verdicts.count(Verdict.DUPLICATE) == extra
     assert consumer.unexplained_gaps == []
     assert consumer.highest_seq == n
+
+
+def test_chained_events_are_taken_with_all_three_members() -> None:
+    consumer = EventConsumer("T1", key=KEY, require_signature=True)
+    chained = envelope(1, epoch="e1", prev_hash="0" * 64, hash="1" * 64)
+    wire = json.dumps(chained).encode()
+    assert consumer.feed(wire).verdict is Verdict.NEW
+    assert consumer.feed(wire).verdict is Verdict.DUPLICATE

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from pathlib import Path
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.alerts import AlertCode
+from daemon.mqtt.canonical import canonical_json
 from daemon.mqtt.checkpoint import Checkpoint
 from daemon.mqtt.consumer import Verdict
 from daemon.mqtt.keyring import CommandKey, Keyring
@@ -285,3 +287,168 @@ def test_bounded_waiting_with_resend_delivers_every_event_once_in_order(
         processed.extend(e["seq"] for e in fed.processed)
     assert processed == list(range(1, n + 1))
     c.checkpoint.close()
+
+
+# -- the event chain: stop, resume, recover ---------------------------------------------------
+
+GENESIS = hashlib.sha256(b"baccarat-edge event chain genesis\nT1").hexdigest()
+
+
+def chained(
+    history: list[tuple[str, str, dict[str, Any] | None]], base: str = GENESIS
+) -> list[dict[str, Any]]:
+    """Signed envelopes of ``(epoch, kind, data)`` from seq 1, each chained to the one before
+    (the first to ``base``), as a table publishes them."""
+    out: list[dict[str, Any]] = []
+    prev = base
+    for seq, (epoch, kind, data) in enumerate(history, start=1):
+        message = envelope(seq, epoch=epoch, kind=kind, data=data)
+        del message["sig"], message["published_at"]
+        message["epoch"] = str(uuid.uuid5(uuid.NAMESPACE_OID, epoch))
+        message["prev_hash"] = prev
+        message["hash"] = prev = hashlib.sha256(canonical_json(message)).hexdigest()
+        message["published_at"] = 2000.0
+        message["sig"] = sign(message, KEY, UNSIGNED_EVENT_FIELDS)
+        out.append(message)
+    return out
+
+
+def rollback_data(restore: int, lost_epoch: str | None, continuity: str = "rollback") -> dict[str, Any]:
+    return {
+        "alert_id": "journal-0123456789ab",
+        "code": AlertCode.JOURNAL_ROLLED_BACK.value,
+        "severity": "critical",
+        "message": "rolled back",
+        "continuity": continuity,
+        "detected_by": "server_ack",
+        "journal_seq": 9,
+        "marker_seq": None,
+        "acknowledged_seq": 6,
+        "restore_seq": restore,
+        "first_lost_seq": restore + 1,
+        "lost_through_seq": 6,
+        "lost_epoch": None if lost_epoch is None else str(uuid.uuid5(uuid.NAMESPACE_OID, lost_epoch)),
+        "old_epoch": 2,
+        "new_epoch": 2,
+        "old_journal_id": "b-id",
+        "new_journal_id": "b-id",
+    }
+
+
+def test_a_chain_break_stops_until_the_rollback_alert_and_nothing_is_settled_twice(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    card = ("a", "card_dealt", None)
+    history_a = chained([card] * 6)
+    emitted = [e["seq"] for m in history_a for e in c.feed(m, 0.0).processed]
+    assert emitted == [1, 2, 3, 4, 5, 6]
+    ack = c.ack_message("gs-1", GS, 1.0) if c.commit() else None
+    assert ack is not None
+    assert (ack["hash"], ack["epoch"]) == (history_a[5]["hash"], history_a[5]["epoch"])
+    validate_payload("x/ack", json.dumps(ack).encode())
+    # the table went back to seq 3 and deals on in epoch b (seq 4-6 again, other cards); its
+    # alert names a cautious restore point, seq 2 (the server acknowledged no epoch)
+    history_b = chained([card] * 3 + [("b", "card_dealt", {"card": "9h", "slot": "B1"})] * 3)
+    history_b.append(
+        chained(
+            [
+                *[card] * 3,
+                *[("b", "card_dealt", {"card": "9h", "slot": "B1"})] * 3,
+                ("b", "alert_raised", rollback_data(2, None)),
+            ]
+        )[6]
+    )
+    fed = c.feed(history_b[3], 0.0)
+    assert fed.verdict is Verdict.CONFLICT
+    assert c.stopped is not None
+    assert "conflict" in c.stopped
+    # the table's seq 7 does not chain to the seq 6 processed here: dropped, asked for again
+    later = chained([card] * 3 + [("b", "card_dealt", {"card": "9h", "slot": "B1"})] * 4)[6]
+    assert c.feed(later, 0.0).processed == ()
+    assert c.chain_breaks == 1
+    assert c.stopped is not None
+    assert "chain break" in c.stopped
+    fed = c.feed(history_b[6], 5.0)  # the alert, acted upon as it arrives
+    assert c.stopped is None
+    assert c.position == 2
+    assert [s for s, _, _ in c.checkpoint.lost()] == [3, 4, 5, 6]
+    assert c.gaps(10.0) == [(3, 6)]
+    # the gap fill: seq 3 comes again unchanged (it was not lost), then the new 4-6 and the alert
+    emitted = [
+        e["seq"]
+        for m in (history_b[2], history_b[3], history_b[4], history_b[5])
+        for e in c.feed(m, 10.0).processed
+    ]
+    assert emitted == [4, 5, 6, 7]  # seq 3 recovered, not settled twice
+    assert c.recovered == 1
+    assert [s for s, _, _ in c.checkpoint.lost()] == [4, 5, 6]
+    # a late copy of the lost history (a broker redelivery) is never processed, and the
+    # table's own event goes on when it comes
+    late = chained([card] * 8)[7]  # epoch a, seq 8: it chains to the lost seq 7
+    assert c.feed(late, 11.0).processed == ()
+    assert c.chain_breaks == 2
+    assert c.feed(history_a[4], 11.0).verdict is Verdict.CONFLICT
+    table_8 = chained(
+        [card] * 3
+        + [("b", "card_dealt", {"card": "9h", "slot": "B1"})] * 3
+        + [("b", "alert_raised", rollback_data(2, None)), ("b", "card_dealt", None)]
+    )[7]
+    assert [e["seq"] for e in c.feed(table_8, 12.0).processed] == [8]
+    assert c.stopped is None
+
+
+def test_a_late_event_of_the_lost_epoch_is_never_processed(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    card = ("a", "card_dealt", None)
+    for message in chained([card] * 3):
+        c.feed(message, 0.0)
+    alert = chained([card] * 3 + [("b", "alert_raised", rollback_data(3, "a"))])[3]
+    assert [e["seq"] for e in c.feed(alert, 0.0).processed] == [4]
+    fed = c.feed(chained([card] * 5)[4], 0.0)  # epoch a, seq 5: the lost history
+    assert fed.verdict is Verdict.LOST
+    assert c.stats.lost_history == 1
+
+
+def test_a_chain_break_above_the_position_stops_too(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    history_a = chained([("a", "card_dealt", None)] * 3)
+    for message in history_a:
+        c.feed(message, 0.0)
+    other = chained(
+        [
+            ("a", "card_dealt", None),
+            ("a", "card_dealt", {"card": "2c", "slot": "P1"}),
+            ("b", "card_dealt", None),
+            ("b", "card_dealt", None),
+        ]
+    )
+    fed = c.feed(other[3], 0.0)  # seq 4 chained to another seq 3
+    assert fed.processed == ()
+    assert c.stopped is not None
+    assert "chain break" in c.stopped
+
+
+def test_a_replaced_journal_goes_on_from_its_restore_point_with_a_new_chain(tmp_path: Path) -> None:
+    c = consumer(tmp_path / "c.sqlite3")
+    for message in chained([("a", "card_dealt", None)] * 3):
+        c.feed(message, 0.0)
+    # the new file goes on after the old marker's seq 5: seq 4-5 never reached this server
+    new_file = chained([("c", "alert_raised", rollback_data(5, "a", "replaced")), ("c", "card_dealt", None)])
+    renumbered = []
+    for offset, message in enumerate(new_file, start=6):
+        message = {k: v for k, v in message.items() if k != "sig"}
+        message["seq"] = offset
+        message["event_id"] = str(uuid.uuid5(uuid.NAMESPACE_OID, f"c/T1/{offset}"))
+        renumbered.append(message)
+    prev = GENESIS
+    for message in renumbered:
+        del message["published_at"], message["hash"]
+        message["prev_hash"] = prev
+        message["hash"] = prev = hashlib.sha256(canonical_json(message)).hexdigest()
+        message["published_at"] = 2000.0
+        message["sig"] = sign(message, KEY, UNSIGNED_EVENT_FIELDS)
+    emitted = [e["seq"] for m in renumbered for e in c.feed(m, 0.0).processed]
+    assert emitted == [6, 7]
+    assert [(s, e) for s, e, _ in c.checkpoint.lost()] == [(4, "unknown"), (5, "unknown")]
+    assert c.stopped is None
+    assert len(c.rollbacks) == 1
+    assert "replaced to seq 5" in c.rollbacks[0]

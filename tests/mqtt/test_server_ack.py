@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from daemon.alerts import AlertCode
@@ -76,6 +78,13 @@ def test_only_a_signed_game_server_ack_for_this_table_is_believed(files: dict[st
     good = signed_ack(gs, "gs-1", 7, event_id)
     validate_payload("x/ack", json.dumps(good).encode())
     assert check_ack(json.dumps(good).encode(), TABLE, keyring) == AckClaim(7, event_id, "gs-1")
+    # a server whose JSON library writes every number as a double: 37.0 is the integer 37
+    chained = signed_ack(gs, "gs-1", 37.0, event_id, chain=("ab" * 32, event_id))
+    validate_payload("x/ack", json.dumps(chained).encode())
+    assert b"37.0" in json.dumps(chained).encode()
+    assert check_ack(json.dumps(chained).encode(), TABLE, keyring) == AckClaim(
+        37, event_id, "gs-1", "ab" * 32, event_id
+    )
     tampered = {**good, "seq": 8}
     cases: dict[str, bytes] = {
         "signature does not match": json.dumps(tampered).encode(),
@@ -83,6 +92,7 @@ def test_only_a_signed_game_server_ack_for_this_table_is_believed(files: dict[st
         "unknown key_id": json.dumps(signed_ack(gs, "gs-9", 7, event_id)).encode(),
         "for table 'T2'": json.dumps(signed_ack(gs, "gs-1", 7, event_id, table="T2")).encode(),
         "malformed": json.dumps({**good, "seq": 0}).encode(),
+        "seq: ": json.dumps(signed_ack(gs, "gs-1", 37.5, event_id)).encode(),
         "not UTF-8 JSON": b"\xff{",
         "must be a JSON object": b"[1]",
         "bytes, the limit": b" " * 5000,
@@ -234,10 +244,17 @@ def test_the_resend_command_republishes_a_range_and_refuses_bad_ones(
     assert reply["status"] == "accepted", reply
     sub.wait_for(lambda _: len(sub.on("events")) >= before + 3)
     assert _events_seqs(sub)[before : before + 3] == [2, 3, 4]
+    # past the end (the server's idea of the end is stale): served to the end, answered with it
+    reply = send(gs, "gs-1", {"from_seq": 7.0, "to_seq": 99})
+    assert reply["status"] == "accepted", reply
+    assert "the journal ends at seq 8" in reply["reason"]
+    for _ in range(3):  # asked again and again: answered each time, never journaled
+        reply = send(gs, "gs-1", {"from_seq": 50, "to_seq": 60})
+        assert reply["status"] == "accepted", reply
+        assert "nothing to send from seq 50: the journal ends at seq 8" in reply["reason"]
     refused = {
-        "past the journal's last seq": ({"from_seq": 5, "to_seq": 99}, "bad_range"),
         "below from_seq": ({"from_seq": 4, "to_seq": 3}, "bad_range"),
-        "must be an integer": ({"from_seq": "1", "to_seq": 3}, "bad_range"),
+        "must be an integer": ({"from_seq": 1.5, "to_seq": 3}, "bad_range"),
         "exactly from_seq and to_seq": ({"from_seq": 1}, "bad_range"),
         "at most 5 per command": ({"from_seq": 1, "to_seq": 8}, "range_too_large"),
     }
@@ -270,7 +287,10 @@ def test_an_ack_naming_another_event_or_ahead_of_the_journal_is_a_rollback(
     (alert,) = _alerts(sub, AlertCode.JOURNAL_ROLLED_BACK)
     assert alert["severity"] == "critical"
     assert alert["acknowledged_seq"] == 3
-    assert alert["old_journal_id"] == old_epoch != journal.journal_id == alert["new_journal_id"]
+    # the current epoch's ids are fresh already (every open starts one): nothing to change
+    assert alert["old_journal_id"] == old_epoch == journal.journal_id == alert["new_journal_id"]
+    # nothing of this journal was ever acknowledged and it has one epoch: all of it is in doubt
+    assert (alert["restore_seq"], alert["first_lost_seq"], alert["detected_by"]) == (0, 1, "server_ack")
     assert journal.continuity.kind is ContinuityKind.ROLLBACK
     assert journal.server_ack().seq == 0, "a rollback sign is never accepted"
     # known now: an acknowledgement of the lost epoch, even ahead, raises nothing more
@@ -284,7 +304,7 @@ def test_an_ack_naming_another_event_or_ahead_of_the_journal_is_a_rollback(
     sub.close()
 
 
-def test_an_ack_ahead_of_the_journal_starts_a_new_epoch(
+def test_an_ack_ahead_of_the_journal_is_a_rollback(
     broker: MosquittoBroker,
     files: dict[str, Path],
     journal: Journal,
@@ -383,3 +403,25 @@ def test_a_new_publisher_goes_on_with_the_open_lag_alert(
         ("alert_cleared", raised_id),
     ]
     assert second.health()["delivery"]["server_ack"]["seq"] == 14
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seq=st.integers(min_value=1, max_value=2**53),
+    as_double=st.booleans(),
+    fraction=st.sampled_from([0.0, 0.5, 0.25]),
+)
+def test_an_integral_number_is_the_integer_and_a_fraction_is_refused_by_name(
+    tmp_path_factory: pytest.TempPathFactory, seq: int, as_double: bool, fraction: float
+) -> None:
+    files = key_files(tmp_path_factory.mktemp("keys"))
+    keyring = Keyring.load(ack_settings(1883, files).signing)
+    event_id = str(uuid.uuid4())
+    value: float = float(seq) + fraction if (as_double or fraction) else seq
+    payload = json.dumps(signed_ack(load_key(files, "gs-1"), "gs-1", value, event_id)).encode()
+    outcome = check_ack(payload, TABLE, keyring)
+    if float(value).is_integer():  # an integral number (a double may not hold the fraction)
+        assert outcome == AckClaim(int(value), event_id, "gs-1")
+    else:
+        assert isinstance(outcome, str)
+        assert "seq" in outcome

@@ -1,4 +1,5 @@
-"""A journal that cannot grow (SQLite's "database or disk is full"): nothing is dropped.
+"""A journal that cannot grow (SQLite's "database or disk is full"): nothing is dropped; and a
+real file system that fills up: the reserve goes to the appends, compaction frees the rest.
 
 SQLite's ``max_page_count`` makes the journal fail exactly like a full disk does (SQLITE_FULL),
 without filling the machine's disk. While it fails, the engine thread retries the same append
@@ -9,24 +10,34 @@ the order it arrived and the engine holds exactly what the journal holds.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
+import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from common.cards import ALL_CARDS
-from common.inputs import CardRead, SupervisorCommand
+from common.inputs import CardRead, SupervisorCommand, Tick
 from daemon.engine.events import Event
 from daemon.engine.table import Engine
+from daemon.journal import DeliveryEvent, Journal, JournalSettings
+from daemon.journal.compaction import truncate_wal
+from daemon.journal.integrity import verify_journal
+from daemon.journal.reserve import free_bytes
+from daemon.mqtt.settings import DeliverySettings
 from daemon.service.config import load_config
+from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.runner import Daemon
 from drivers.pty_device import PtyDevice
 from tests.service.harness import TableSubscriber, contract_violations, dealt_shoe, write_config
 from tests.support.broker import MosquittoBroker
+from tests.support.clock import DAY, Clock
 
 CARDS = 300
 
@@ -217,3 +228,113 @@ def test_a_journal_outage_is_reported_in_the_event_stream_once_it_is_over(
     assert published["event_id"] == report.event_id
     assert contract_violations(subscriber.payloads) == []
     assert subscriber.consumer.unexplained_gaps == []
+
+
+# -- a real small file system that fills up --------------------------------------------------
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 48 MiB tmpfs mounted for the test (the tests run as root), unmounted after."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=48m,mode=0700", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def _fill_disk(path: Path) -> int:
+    """Write zeros to ``path`` until the file system is full; bytes written."""
+    written = 0
+    chunk = bytes(64 * 1024)
+    with path.open("wb", buffering=0) as out:
+        while True:
+            try:
+                written += out.write(chunk)
+            except OSError:
+                break
+        with contextlib.suppress(OSError):
+            os.fsync(out.fileno())
+    for size in (4096, 512, 1):  # the last crumbs
+        try:
+            with path.open("ab", buffering=0) as out:
+                while True:
+                    written += out.write(bytes(size))
+        except OSError:
+            continue
+    return written
+
+
+def _old_card(shoe: str, n: int) -> DeliveryEvent:
+    return DeliveryEvent(kind="card_dealt", at=float(n), data={"n": n, "pad": "x" * 300}, shoe_id=shoe)
+
+
+def test_a_full_disk_gives_the_reserve_to_the_appends_and_compaction_frees_more(small_disk: Path) -> None:
+    clock = Clock(1_800_000_000.0)
+    journal = Journal(
+        JournalSettings(path=small_disk / "journal.sqlite3", audit_retention_days=1, size_check_interval_s=1),
+        "T-DISK",
+        clock=clock,
+    )
+    settings = DeliverySettings(health_interval_s=1.0, compact_interval_s=3600.0)
+    keeper = JournalHousekeeping(
+        journal, lambda: settings, clock, lambda: None, low_space_bytes=16 * MiB, reserve_bytes=2 * MiB
+    )
+    try:
+        for shoe in range(12):  # ~8 MB of delivered events of finished shoes
+            for start in range(0, 1000, 100):
+                journal.append(
+                    [Tick(float(start))] * 100,
+                    [_old_card(f"old{shoe}", n) for n in range(start, start + 100)],
+                )
+        journal.mark_delivered(range(1, journal.last_seq() + 1))
+        clock.now += 2 * DAY  # past the retention: all of it may go
+        journal.append([], [_old_card("current", 0)])
+        keeper.run(0.0)  # the first run writes the reserve (on its own thread)
+        _until(lambda: keeper.reserve.held() == 2 * MiB, 10, "the reserve to be written")
+        truncate_wal(journal._db, threading.RLock())  # the WAL empty: the next append must grow it
+        size_before = journal.size_bytes()
+        assert size_before > 6 * MiB
+        _fill_disk(small_disk / "filler")
+        assert free_bytes(small_disk) < 64 * 1024
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            journal.append([Tick(1.0)] * 40, [_old_card("current", n) for n in range(1, 41)])
+
+        keeper.run(1.0)  # the check: the disk is nearly full
+        assert keeper.reserve.held() == 0  # given to the appends...
+        stored = journal.append([Tick(1.0)], [_old_card("current", 1)])  # ...which go on at once
+        assert stored
+        assert keeper.wait_for_compaction(60)  # and a tight compaction ran
+        report = keeper.last_compaction
+        assert report is not None
+        assert report.tight
+        assert report.events_deleted == 12_000
+        assert report.file_bytes_freed > 6 * MiB
+        assert journal.size_bytes() < size_before / 20  # the file itself gave the space back
+        assert keeper.disk_alert is not None  # the filler still holds the disk: the alert stays
+        (raised,) = [e for e in journal.events(origin=None) if e.data.get("code") == "journal_disk_low"]
+        assert raised.kind == "alert_raised"
+        assert raised.data["freed_bytes"] == report.file_bytes_freed
+        assert raised.data["reserve_bytes_released"] == 2 * MiB
+        assert 0 < raised.data["free_bytes"] < 16 * MiB
+        assert f"freed {report.file_bytes_freed} bytes" in raised.data["message"]
+
+        # the table keeps journaling in what compaction freed
+        for n in range(2, 2002, 50):
+            journal.append([Tick(2.0)] * 50, [_old_card("current", k) for k in range(n, n + 50)])
+
+        (small_disk / "filler").unlink()  # someone made room
+        keeper.run(2.0)
+        assert keeper.disk_alert is None
+        cleared = [e for e in journal.events(origin=None) if e.kind == "alert_cleared"]
+        assert [e.data["alert_id"] for e in cleared] == [raised.data["alert_id"]]
+        assert f"freed {report.file_bytes_freed} bytes" in cleared[0].data["message"]
+        _until(lambda: keeper.reserve.held() == 2 * MiB, 10, "the reserve to be written again")
+        assert verify_journal(journal.settings.path).ok
+    finally:
+        keeper.stop()
+        journal.close()

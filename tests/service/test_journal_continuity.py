@@ -1,6 +1,6 @@
-"""The service's alert for what the journal found about its continuity on open: a rollback
-or a replaced file is critical, a missing marker a warning, proven continuity nothing; the
-payload carries what the catalogue lists."""
+"""The alert for what the journal found about its continuity: a rollback or a replaced file is
+critical, a missing marker a warning, proven continuity nothing; the payload carries what the
+catalogue lists, with the restore point, the first lost seq and the lost epoch."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from daemon.alerts import ALERTS, AlertCode, IdScheme, Severity
 from daemon.journal import DeliveryEvent, Journal, JournalSettings
 from daemon.journal.continuity import Continuity, ContinuityKind
-from daemon.service.journal_continuity import continuity_alert
+from daemon.journal.continuity_alert import continuity_alert
 
 
 def continuity(kind: ContinuityKind) -> Continuity:
@@ -81,3 +81,11 @@ def test_a_restored_journal_file_gives_a_critical_alert(tmp_path: Path) -> None:
     assert event is not None
     assert event.data["code"] == AlertCode.JOURNAL_ROLLED_BACK
     assert (event.data["journal_seq"], event.data["marker_seq"]) == (1, 4)
+    # a server can follow it to the letter: the journal holds seq 1, seq 2-4 are lost
+    assert (event.data["restore_seq"], event.data["first_lost_seq"], event.data["lost_through_seq"]) == (
+        1,
+        2,
+        4,
+    )
+    assert event.data["lost_epoch"] is not None
+    assert event.data["detected_by"] == "open"

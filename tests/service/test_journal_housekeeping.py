@@ -94,7 +94,8 @@ def test_compaction_runs_a_little_after_start_then_every_compact_interval(
     keeper.run(0.0)
     keeper.run(FIRST_COMPACTION_AFTER_S - 0.1)
     assert [e.seq for e in journal.events()] == [1, 2, 3]
-    keeper.run(FIRST_COMPACTION_AFTER_S)
+    keeper.run(FIRST_COMPACTION_AFTER_S)  # starts the compaction on its own thread
+    assert keeper.wait_for_compaction(10)
     assert [e.seq for e in journal.events()] == [3]
 
     journal.append([Tick(3.0)], [card("S3")])  # seq 4: S2 is finished now
@@ -103,6 +104,7 @@ def test_compaction_runs_a_little_after_start_then_every_compact_interval(
     keeper.run(FIRST_COMPACTION_AFTER_S + 3599.0)  # the interval has not passed
     assert [e.seq for e in journal.events()] == [3, 4]
     keeper.run(FIRST_COMPACTION_AFTER_S + 3600.0)
+    assert keeper.wait_for_compaction(10)
     assert [e.seq for e in journal.events()] == [4]
 
 
