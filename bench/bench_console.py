@@ -171,6 +171,11 @@ class FloorPublisher:
                 + (["B3"] if rng.random() < 0.4 else [])
             )
             for slot in slots:
+                if stop.is_set():
+                    # the phase ends: stop mid-round. Dealing on would publish every table's
+                    # remaining cards at the same instant, a burst no floor ever makes (it
+                    # was the whole p95 tail of card to stream: queued behind ~100 cards)
+                    return
                 card = rng.choice(RANKS) + rng.choice(SUITS)
                 with self.lock:
                     self.published.setdefault(f"{table}|{hand}|{slot}|{card}", time.time())
