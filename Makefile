@@ -1,14 +1,29 @@
 # Two entry points for a fresh machine (see README "Quick start"):
 #   make demo   runs the daemon on a simulated shoe with an embedded broker
-#   make test   lints, type-checks and runs the whole test suite
+#   make test   lints, type-checks and runs the whole test suite (the gate)
 # Both create .venv and install the project into it on first use.
+# For the inner loop (README "Tests"):
+#   make test-fast     ruff and the fast lane: no slow, browser, packaging or restart tests
+#   make test-explore  the property tests with many more examples at one seed (SEED=n)
 
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum pyproject.toml | cut -c1-12)
 
-.PHONY: demo demo-console test lint venv system-deps
+.PHONY: demo demo-console test test-fast test-explore lint venv system-deps
+
+# Two workers (the tests are isolated: own ports, own temporary folders); a test module stays
+# on one worker, so a module's own broker or built package is made once.
+PYTEST_WORKERS ?= 2
+# Keep byte code: pytest's rewritten test modules (collecting 1,460 tests takes 4x longer
+# without them) and the daemon's own modules (the tests start `baccarat-edge run` often).
+unexport PYTHONDONTWRITEBYTECODE
+PYTEST := $(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
+FAST_LANE := not slow and not browser and not packaging and not restarts
+ifndef SEED
+SEED := $(shell od -An -N2 -tu2 /dev/urandom | tr -d ' ')
+endif
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,9 +34,10 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-# Tests start their own mosquitto; install the broker binary when it is missing.
+# The system packages the tests need (.ci/system-deps): installed when missing as root, else
+# the apt-get line to run is printed and make stops.
 system-deps:
-	@bash .ci/system-deps
+	@bash .ci/system-deps test
 
 demo: $(STAMP)
 	$(BIN)/baccarat-edge demo
@@ -35,10 +51,23 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
-test: $(STAMP) system-deps lint
-	$(BIN)/python -m pytest -q
+test: system-deps $(STAMP) lint
+	$(PYTEST)
+
+# mypy is left to `make test` and `make lint`: it takes longer than the whole fast lane.
+test-fast: $(STAMP)
+	@bash .ci/system-deps fast
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(PYTEST) -m "$(FAST_LANE)"
+
+test-explore: $(STAMP)
+	@bash .ci/system-deps fast
+	@echo "hypothesis seed $(SEED) (again: make test-explore SEED=$(SEED))"
+	HYPOTHESIS_PROFILE=explore $(PYTEST) -m hypothesis --hypothesis-seed=$(SEED)
 
 # The Debian package build/deb/baccarat-edge_<version>_<arch>.deb (systemd/README.md).
 .PHONY: deb
-deb: system-deps
+deb:
+	@bash .ci/system-deps deb
 	bash systemd/build-deb.sh

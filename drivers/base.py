@@ -155,6 +155,12 @@ class ReaderDriver:
                 driver=self.kind,
                 device=self.device,
                 connected=bool(self._connected),
+                # None until the first open attempt has a result
+                state="opening"
+                if self._connected is None
+                else "connected"
+                if self._connected
+                else "disconnected",
                 last_read_at=self._last_read_at,
                 reconnects=self._reconnects,
                 bytes=self._received,

@@ -23,6 +23,9 @@ Sink = Callable[[EngineInput], None]
 """Where a device hands each engine input it produces (called from the device's own thread)."""
 Clock = Callable[[], float]
 """The wall clock a device stamps its inputs with."""
+DeviceState = Literal["opening", "connected", "disconnected"]
+"""A device's connection in its health block: ``opening`` from start until its first open
+attempt has a result (a table just started is not a table whose reader is away: no alert)."""
 
 
 class ReaderHealth(TypedDict):
@@ -31,6 +34,7 @@ class ReaderHealth(TypedDict):
     driver: str
     device: str
     connected: bool
+    state: DeviceState
     last_read_at: float | None
     reconnects: int
     bytes: int
@@ -49,6 +53,7 @@ class CameraHealth(TypedDict):
     """The camera's health block, JSON-ready (published under ``health.devices.<name>``)."""
 
     connected: bool
+    state: DeviceState
     last_frame_at: float | None
     last_read_at: float | None
     frames: int

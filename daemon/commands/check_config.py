@@ -6,11 +6,17 @@ insecure broker settings (``tls.verify: false``, no TLS to a remote host, no log
 unsigned events), then probes the reader devices, the camera source, the state
 directory and the broker (TCP, then one MQTT connect with the configured TLS and
 credentials) and says what it found; an existing journal file is verified like
-``baccarat-edge journal verify`` (a damaged one is a problem). Exit status: 0 all good,
-1 invalid config,
-2 valid config but something it points at is missing or unreachable, damaged, or a setting
-is insecure (``--allow-insecure`` accepts those, e.g. for a lab bench, and still
-prints each one).
+``baccarat-edge journal verify`` (a damaged one is a problem).
+
+Exit status (the table in the top-level README):
+
+* 0: the file is valid and everything it points at was found (insecure settings only
+  with ``--allow-insecure``, each still printed);
+* 1: the file itself is invalid or unreadable (YAML, keys, values, driver settings, variant);
+* 2: the file is valid, but a file it names (secret, TLS file) is missing, unreadable or open
+  to others, or a device, the state directory, the journal or the broker is missing, damaged
+  or unreachable, or a broker setting is insecure without ``--allow-insecure``. A mistyped
+  command line also exits 2 (with the usage), as every command's does.
 """
 
 from __future__ import annotations
@@ -65,11 +71,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         loaded = load_config(args.file)
     except ConfigError as exc:
+        file_valid = _file_itself_valid(args.file)
         if args.json:
-            print(json.dumps({"valid": False, "problems": [str(p) for p in exc.problems]}))
+            listed = [str(p) for p in exc.problems]
+            print(json.dumps({"valid": False, "file_valid": file_valid, "problems": listed}))
         else:
             print(str(exc), file=sys.stderr)
-        return 1
+            if file_valid:
+                print("the file itself is valid: fix the files it names, then check again", file=sys.stderr)
+        return 2 if file_valid else 1
     cfg = loaded.config
     summary = (
         f"{args.file}: valid — table {cfg.table_id}, variant {cfg.table.variant}, {cfg.table.decks} decks, "
@@ -124,6 +134,19 @@ def run(args: argparse.Namespace) -> int:
         elif not args.no_probe:
             print("everything it points at was found")
     return 2 if problems else 0
+
+
+def _file_itself_valid(path: Path) -> bool:
+    """Whether the file loads when the secret and TLS files it names are not read: its
+    problems are then all in those files (exit 2), not in the file (exit 1)."""
+    from daemon.service.config import load_config
+    from daemon.service.configfile import ConfigError
+
+    try:
+        load_config(path, check_secrets=False)
+    except ConfigError:
+        return False
+    return True
 
 
 def _journal_finding(path: Path, table_id: str) -> Finding:

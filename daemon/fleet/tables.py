@@ -270,7 +270,13 @@ def _disconnected(snapshot: dict[str, Any] | None, health: dict[str, Any] | None
     devices = health.get("devices") if health is not None else None
     if isinstance(devices, dict) and "error" not in devices:
         for name, block in devices.items():
-            if name != "engine" and isinstance(block, dict) and block.get("connected") is False:
+            # a device still "opening" (the daemon just started) has no open result yet: not down
+            down = (
+                isinstance(block, dict)
+                and block.get("connected") is False
+                and block.get("state") != "opening"
+            )
+            if name != "engine" and down:
                 names.add(name)
     return tuple(sorted(names))
 

@@ -25,7 +25,6 @@ from daemon.journal.snapshots import SNAPSHOT_SCHEMA, migrate_snapshots
 from daemon.journal.transaction import Transaction
 
 SCHEMA_VERSION = 1
-EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -27,14 +27,13 @@ import json
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from common.inputs import EngineInput
-from daemon.journal import chain, delivery_alerts, reading, rollbacks, server_ack
+from daemon.journal import appending, chain, delivery_alerts, reading, rollbacks, server_ack
 from daemon.journal.ack_judge import Acknowledged, Standing, judge_acknowledgement
+from daemon.journal.appending import RowsToWrite
 from daemon.journal.codec import dumps_input
 from daemon.journal.compaction import CompactionRun
 from daemon.journal.continuity import (
@@ -66,15 +65,6 @@ from daemon.journal.server_ack import ServerAck
 from daemon.journal.settings import FullPolicy, JournalSettings
 from daemon.journal.snapshots import SnapshotStore
 from daemon.journal.transaction import Transaction
-
-EVENT_ID_NAMESPACE = uuid.UUID("6f1d7c2e-2b8f-5a43-9c1e-baccaa7ed9e0")
-
-
-def event_id_for(journal_id: str, table_id: str, seq: int) -> str:
-    """The stable id of event ``seq``: a UUIDv5, so republishing never changes it. ``journal_id``
-    is the epoch's id: a fresh journal, or a new epoch after a rollback, never reuses an id
-    even though ``seq`` restarts or is issued again."""
-    return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{journal_id}/{table_id}/{seq}"))
 
 
 class Journal:
@@ -289,7 +279,16 @@ class Journal:
         body_texts = [json.dumps(b, separators=(",", ":"), sort_keys=True, allow_nan=False) for b in bodies]
         out: list[JournaledEvent] = []
         with self._lock:
-            self._append_rows(input_rows, events, bodies, body_texts, origin, now, out)
+            with self._transaction():
+                tip = appending.write_rows(
+                    self._db,
+                    RowsToWrite(input_rows, events, bodies, body_texts, origin, now),
+                    table_id=self.table_id,
+                    journal_id=self.journal_id,
+                    chain_tip=self._chain_tip,
+                    out=out,
+                )
+            self._chain_tip = tip  # committed
             # Counted after COMMIT (still under the lock): a failed transaction never counts.
             self._undelivered += len(out)
             if out:
@@ -298,88 +297,6 @@ class Journal:
                 self._last_seq = out[-1].seq
                 self.marker.committed(self.journal_id, self.epoch, self._last_seq)
         return out
-
-    def _append_rows(
-        self,
-        input_rows: list[tuple[str, float, str, float]],
-        events: Sequence[JournalableEvent],
-        bodies: list[dict[str, Any]],
-        body_texts: list[str],
-        origin: str,
-        now: float,
-        out: list[JournaledEvent],
-    ) -> None:
-        with self._transaction():
-            last_input_id: int | None = None
-            for row in input_rows:
-                cur = self._db.execute(
-                    "INSERT INTO inputs(type, at, body, journaled_at) VALUES (?, ?, ?, ?)", row
-                )
-                last_input_id = cur.lastrowid
-            if not events:
-                return
-            next_seq = int(self._meta("next_seq"))
-            tip = self._chain_tip
-            for event, body, text in zip(events, bodies, body_texts, strict=True):
-                seq = next_seq
-                next_seq += 1
-                event_id = event_id_for(self.journal_id, self.table_id, seq)
-                prev_hash = tip
-                tip = chain.hash_of_journaled(
-                    event,
-                    event_id=event_id,
-                    seq=seq,
-                    table_id=self.table_id,
-                    body_text=text,
-                    epoch=self.journal_id,
-                    prev_hash=prev_hash,
-                )
-                self._db.execute(
-                    "INSERT INTO events(seq, event_id, kind, at, shoe_id, hand, source, origin, body, "
-                    "journaled_at, delivered_at, dead_letter, input_id, epoch, prev_hash, hash) VALUES "
-                    "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, NULL, ?, ?, ?, ?)",
-                    (
-                        seq,
-                        event_id,
-                        event.kind,
-                        float(event.at),
-                        event.shoe_id,
-                        event.hand,
-                        event.source,
-                        origin,
-                        text,
-                        now,
-                        last_input_id,
-                        self.journal_id,
-                        prev_hash,
-                        tip,
-                    ),
-                )
-                out.append(
-                    JournaledEvent(
-                        seq=seq,
-                        event_id=event_id,
-                        kind=event.kind,
-                        at=float(event.at),
-                        shoe_id=event.shoe_id,
-                        hand=event.hand,
-                        source=event.source,
-                        data=dict(event.data),
-                        origin=origin,
-                        journaled_at=now,
-                        body=body,
-                        epoch=self.journal_id,
-                        prev_hash=prev_hash,
-                        hash=tip,
-                    )
-                )
-                if origin == ORIGIN_DELIVERY:
-                    delivery_alerts.record(self._db, seq, event.kind, body)
-            self._db.execute("UPDATE meta SET value = ? WHERE key = 'next_seq'", (str(next_seq),))
-            self._db.execute(
-                "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (chain.CHAIN_TIP_KEY, tip)
-            )
-        self._chain_tip = tip  # committed
 
     def mark_delivered(self, seqs: Iterable[int], at: float | None = None) -> None:
         """Record the broker's acknowledgement of these events.

@@ -6,7 +6,9 @@ into logs or tracebacks by accident.
 
 A secret file must be a regular file that nobody but its owner and the service's group can
 read, and nobody but its owner can write (:func:`check_secret_file`): the install guide puts
-them in ``/etc/baccarat-edge/secrets/`` as ``root:baccarat-edge`` mode 0640.
+them in ``/etc/baccarat-edge/secrets/`` as ``root:baccarat-edge`` mode 0640. The rule is the
+same whoever reads the file (the daemon as ``baccarat-edge``, or ``check-config``, ``monitor``
+and ``fleet`` run by root or an operator), and the fix it prints keeps the daemon able to read it.
 """
 
 from __future__ import annotations
@@ -23,35 +25,52 @@ class SecretError(ValueError):
     """A configured secret could not be read."""
 
 
+SERVICE_GROUP = "baccarat-edge"
+"""The daemon's group, as the Debian package creates it (``systemd/baccarat-edge.sysusers``)."""
+
+
 def check_secret_file(path: Path) -> None:
     """Refuse a secret file that is not a regular file or that others may read or change.
 
-    Allowed: the owner's bits, and group *read* only when the file's group is this process's
-    own group (the service's ``baccarat-edge`` group under systemd), i.e. mode 0600, 0400,
-    or 0640/0440 with that group. Anything else in ``mode & 0o077`` is refused with the mode
-    and the ``chmod`` that fixes it. Raises :class:`SecretError`; ``OSError`` when the file
-    cannot be examined at all (missing, a parent directory not searchable).
+    Allowed, whoever the reader is: the owner's bits, and group *read* when the file's group is
+    the service's group (:data:`SERVICE_GROUP`, the group the daemon runs as) or the reader's
+    own group; i.e. 0600/0400 with any group, 0640/0440 with that group (``root:baccarat-edge``
+    or ``baccarat-edge:baccarat-edge`` on a table). Group write, any bit for other users, and
+    group read for any other group are refused with the mode and a fix that keeps the file
+    readable by the daemon. Raises :class:`SecretError`; ``OSError`` when the file cannot be
+    examined at all (missing, a parent directory not searchable).
     """
     info = path.stat()
     if not stat.S_ISREG(info.st_mode):
         raise SecretError(f"secret file {path} is not a regular file: point the setting at the file itself")
     mode = stat.S_IMODE(info.st_mode)
-    own_group = os.getegid()
-    allowed = 0o040 if info.st_gid == own_group else 0
+    service_gid, service_group = _service_group()
+    group_may_read = info.st_gid in (service_gid, os.getegid())
+    allowed = 0o040 if group_may_read else 0
     if mode & 0o077 & ~allowed:
-        group = _group_name(own_group)
+        regroup = "" if info.st_gid == service_gid else f"chgrp {service_group} {path} && "
         raise SecretError(
-            f"secret file {path} has mode {mode:04o}, open to {_who(mode, allowed)}: "
-            f"run `chmod 600 {path}` (or `chmod 640 {path}` with `chgrp {group} {path}`, "
-            "the service's group)"
+            f"secret file {path} has mode {mode:04o}, open to {_who(mode, allowed, info.st_gid)}: "
+            f"run `{regroup}chmod 640 {path}` (its owner and the group {service_group}, which the "
+            f"daemon runs as, may read it; or `chmod 600 {path}` when the daemon's own user owns it)"
         )
 
 
-def _who(mode: int, allowed: int) -> str:
+def _service_group() -> tuple[int, str]:
+    """The daemon's group (id, name): :data:`SERVICE_GROUP` where it exists, else this
+    process's own group (a development machine, where the daemon runs as its developer)."""
+    try:
+        return grp.getgrnam(SERVICE_GROUP).gr_gid, SERVICE_GROUP
+    except KeyError:
+        gid = os.getegid()
+        return gid, _group_name(gid)
+
+
+def _who(mode: int, allowed: int, gid: int) -> str:
     """Who the offending bits let in."""
     who = []
     if mode & 0o070 & ~allowed:
-        who.append("its group")
+        who.append("its group" if allowed else f"its group {_group_name(gid)}")
     if mode & 0o007:
         who.append("every user")
     return " and ".join(who)

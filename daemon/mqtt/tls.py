@@ -172,7 +172,8 @@ def _check_client_key(path: Path) -> list[TlsFileProblem]:
                 "key_file",
                 path,
                 "encrypted with a passphrase, which the daemon cannot type: store it decrypted "
-                f"(`openssl pkey -in {path} -out {path}.plain`, then `chmod 600`)",
+                f"(`openssl pkey -in {path} -out {path}.plain`, then give it the group and mode of the "
+                "other secrets: `chgrp baccarat-edge` and `chmod 640`)",
             )
         ]
     try:

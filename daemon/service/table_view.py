@@ -523,6 +523,8 @@ def _health_line(health: dict[str, Any] | None) -> str:
         for name, info in devices.items():
             if isinstance(info, dict) and "connected" in info:
                 state = "connected" if info.get("connected") else "DISCONNECTED"
+                if info.get("state") == "opening":  # just started, first open attempt under way
+                    state = "opening"
                 parts.append(f"{name} {state}")
     broker = health.get("broker", health.get("publisher", health if "connected" in health else None))
     if isinstance(broker, dict):

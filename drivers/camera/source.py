@@ -118,6 +118,7 @@ class CameraSource:
         self._lock = threading.Lock()
         self._health = CameraHealth(
             connected=False,
+            state="opening",
             last_frame_at=None,
             last_read_at=None,
             frames=0,
@@ -184,6 +185,7 @@ class CameraSource:
     def _connection(self, connected: bool, detail: str | None) -> None:
         with self._lock:
             self._health["connected"] = connected
+            self._health["state"] = "connected" if connected else "disconnected"
             if detail is not None and not connected:
                 self._health["last_error"] = detail
         self._emit(
@@ -200,6 +202,9 @@ class CameraSource:
             capture.thread.start()
             outcome = self._serve(capture)
             capture.stop.set()
+            with self._lock:
+                if self._health["state"] == "opening" and outcome != "stopped":
+                    self._health["state"] = "disconnected"  # the first capture never gave a frame
             # A working capture ends within one read: wait for it, so that no thread is inside
             # OpenCV when the process exits (found as an abort, "terminate called without an
             # active exception", after a clean stop under load). A hung one is left behind.

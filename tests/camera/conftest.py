@@ -7,8 +7,10 @@ that uses templates also exercises the command that makes them.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import io
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -33,16 +35,28 @@ def decks() -> dict[str, Path]:
 def calibrated(
     decks: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, tuple[Path, Any]]:
-    """``{deck: (templates file, JSON summary printed)}`` from `camera calibrate` per deck."""
-    out_dir = tmp_path_factory.mktemp("templates")
+    """``{deck: (templates file, JSON summary printed)}`` from `camera calibrate` per deck.
+
+    Once per test run: pytest-xdist's workers share the run's temporary folder, and the first
+    worker to take the lock calibrates for all of them (a calibration takes seconds)."""
+    run_dir = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_dir = run_dir.parent  # the run's folder, above the workers' own
+    out_dir = run_dir / "camera-templates"
     results: dict[str, tuple[Path, Any]] = {}
-    for name, folder in decks.items():
-        out = out_dir / f"{name}.npz"
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            status = main(["camera", "calibrate", "--faces", str(folder), "--out", str(out), "--deck", name])
-        assert status == 0, f"calibrate {name} failed"
-        results[name] = (out, json.loads(printed.getvalue()))
+    with (run_dir / "camera-templates.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        out_dir.mkdir(exist_ok=True)
+        for name, folder in decks.items():
+            out, summary = out_dir / f"{name}.npz", out_dir / f"{name}.json"
+            if not summary.exists():
+                printed = io.StringIO()
+                with contextlib.redirect_stdout(printed):
+                    argv = ["camera", "calibrate", "--faces", str(folder), "--out", str(out), "--deck", name]
+                    status = main(argv)
+                assert status == 0, f"calibrate {name} failed"
+                summary.write_text(printed.getvalue())
+            results[name] = (out, json.loads(summary.read_text()))
     return results
 
 

@@ -15,6 +15,7 @@ Run directly to populate the cache: ``.venv/bin/python -m tests.camera.fetch_art
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import shutil
@@ -139,9 +140,12 @@ def ensure_decks(root: Path | None = None) -> dict[str, Path]:
         folder = root / deck
         if not deck_complete(folder):
             root.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(dir=root) as work:
-                tarball = _npm_pack(spec, Path(work))
-                _extract(tarball, member_for, convert, folder)
+            with (root / ".lock").open("w") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # another test worker may be fetching the same deck
+                if not deck_complete(folder):
+                    with tempfile.TemporaryDirectory(dir=root) as work:
+                        tarball = _npm_pack(spec, Path(work))
+                        _extract(tarball, member_for, convert, folder)
         folders[deck] = folder
     return folders
 

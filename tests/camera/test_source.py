@@ -208,8 +208,11 @@ def test_video_file_replay(frames, templates_file: Path, tmp_path: Path, running
     video = tmp_path / "deal.avi"
     writer = cv2.VideoWriter(str(video), cv2.VideoWriter.fourcc(*"MJPG"), 20, (1280, 720))
     assert writer.isOpened()
+    # Each frame three times: a replay is paced like a live camera, which keeps only its latest
+    # frame, so a CPU shared with a parallel test run must not make the analysis miss a card.
     for frame in frames:
-        writer.write(frame)
+        for _ in range(3):
+            writer.write(frame)
     writer.release()
     sink = Collector()
     source = CameraSource(settings_for(video, templates_file), sink, time.monotonic)
@@ -302,11 +305,13 @@ def test_a_camera_that_never_opens_keeps_retrying_quietly(templates_file: Path, 
     sink = Collector()
     source = CameraSource(settings_for("/dev/video-missing-99", templates_file), sink, time.monotonic)
     running.append(source)
+    assert source.health()["state"] == "opening"  # no open attempt yet: no alert is due
     source.start()
     deadline = time.monotonic() + WAIT_S
     while source.health()["reconnects"] < 2 and time.monotonic() < deadline:
         time.sleep(0.05)
     assert source.health()["reconnects"] >= 2
     assert source.health()["connected"] is False
+    assert source.health()["state"] == "disconnected"  # the first attempt has its result
     assert sink.connections() == []  # never connected, so nothing to announce as lost
     assert "cannot open" in (source.health()["last_error"] or "")

@@ -53,6 +53,7 @@ def _check_split(cfg: TableSettings, variant_name: str, inputs: list[EngineInput
     assert resumed.handle(probe) == full.handle(probe)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     decks=st.sampled_from([1, 8]),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.journal.records import JournaledEvent
-from daemon.journal.store import event_id_for
+from daemon.journal.appending import event_id_for
 from daemon.mqtt.envelope import encode, event_payload, signed_message
 from daemon.mqtt.secrets import Secret
 

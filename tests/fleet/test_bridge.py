@@ -107,6 +107,8 @@ def test_site_config_is_the_example_with_local_addresses() -> None:
     assert "bridge_cafile" not in text
 
 
+@pytest.mark.slow
+@pytest.mark.restarts
 def test_bridged_floor_loses_nothing_through_restarts_and_crashes(
     tmp_path: Path, stack: dict[str, object]
 ) -> None:

@@ -14,7 +14,7 @@ from common.inputs import Tick
 from daemon.journal import Continuity, ContinuityKind, DeliveryEvent, Journal, JournalError, JournalSettings
 from daemon.journal.continuity import MARKER_INTERVAL_S, marker_path_for, read_marker
 from daemon.journal.rollbacks import AckStatus
-from daemon.journal.store import event_id_for
+from daemon.journal.appending import event_id_for
 from tests.support.clock import Clock
 
 

@@ -188,6 +188,7 @@ def test_the_command_schema_refuses_bad_betting_arguments(action: str, args: dic
         jsonschema.validate(command, load_schema("command"))
 
 
+@pytest.mark.slow
 def test_a_betting_window_games_events_and_states_fit_the_contract() -> None:
     """Every event of shoes dealt in betting windows, with each fault, and the retained state after
     each event, validate against event.json and state.json (round_id, phase, game_flow)."""

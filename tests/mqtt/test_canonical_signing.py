@@ -194,6 +194,7 @@ edge_values = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(edge_values)
 def test_fast_path_gives_the_general_algorithms_bytes(value: object) -> None:

@@ -106,6 +106,7 @@ def test_every_event_arrives_in_order_signed_and_schema_valid(
     assert health[-1]["queue_depth"] == 0
 
 
+@pytest.mark.restarts
 def test_broker_outage_mid_shoe_loses_nothing(
     tmp_path: Path,
     keys: dict[str, Path],

@@ -19,7 +19,7 @@ import fcntl
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 SUITE = "bookworm"
@@ -104,11 +104,17 @@ def keep_apt_archives(root: Path) -> None:
 
 
 def root_argv(
-    root: Path, argv: Sequence[str], *, user: str | None = None, own_pids: bool = True
+    root: Path,
+    argv: Sequence[str],
+    *,
+    user: str | None = None,
+    own_pids: bool = True,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
     """The command line that runs ``argv`` inside ``root`` (as ``user`` with its groups, when
-    given). ``own_pids=False`` keeps the host's pid namespace: without ``--fork`` every step
-    execs the next, so the process started is the program itself and can be signalled."""
+    given; ``env`` added to the minimal environment). ``own_pids=False`` keeps the host's pid
+    namespace: without ``--fork`` every step execs the next, so the process started is the
+    program itself and can be signalled."""
     as_user = (
         ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"] if user is not None else []
     )
@@ -124,13 +130,27 @@ def root_argv(
         f"PATH={PATH_IN_ROOT}",
         "LANG=C.UTF-8",
         "DEBIAN_FRONTEND=noninteractive",
+        *(f"{name}={value}" for name, value in (env or {}).items()),
         *as_user,
         *argv,
     ]
 
 
 def run_in_root(
-    root: Path, argv: Sequence[str], *, user: str | None = None, timeout: float = 600
+    root: Path,
+    argv: Sequence[str],
+    *,
+    user: str | None = None,
+    timeout: float = 600,
+    env: Mapping[str, str] | None = None,
+    stdin: str = "",
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` inside ``root`` to its end, its own pid namespace taking every child with it."""
-    return subprocess.run(root_argv(root, argv, user=user), capture_output=True, text=True, timeout=timeout)
+    """Run ``argv`` inside ``root`` to its end, its own pid namespace taking every child with it
+    (``stdin``: what is typed to it)."""
+    return subprocess.run(
+        root_argv(root, argv, user=user, env=env),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )

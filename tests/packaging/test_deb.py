@@ -1,11 +1,18 @@
-"""``make deb`` on a fresh Debian 12 root: build, one-command install, check, remove, purge.
+"""``make deb`` on a fresh Debian 12 root: build, the install guide followed as written to an
+online table, remove, purge.
 
-The package is built by the same script as ``make deb`` (systemd/build-deb.sh), installed with
-``apt-get install ./baccarat-edge_<version>_<arch>.deb`` into a minimal bookworm root made by
-debootstrap (apt resolves its Depends there: Debian's python3.11, systemd, ...), and checked
-from inside that root: the installed program, ``check-config`` as the daemon's user against a
-real broker and a real TCP reader, ``systemd-analyze verify`` of the installed unit, then
-``remove`` and ``purge``. See debian_root.py for the caches that keep it to a few minutes.
+The package is built by the same script as ``make deb`` (systemd/build-deb.sh). In a minimal
+bookworm root made by debootstrap, a technician's account with ``sudo`` runs the shell lines of
+the install guide (systemd/README.md, read by guide.py) exactly as written: ``sudo apt install``
+of the package (apt resolves its Depends there: Debian's python3.11, systemd, ...), the config
+copied and edited with ``sudoedit``, the table's certificate, key, password and signing keys
+installed from its own folder, ``check-config`` as the daemon's user against a real TLS broker
+(client certificate and password) and a real TCP reader, ``systemctl enable``, then the daemon
+as the unit starts it until it is ``online``, and the guide's ``monitor`` line showing it. The
+lines a root without a booted systemd or without the hardware cannot run are listed with the
+reason; any other line the guide gains is run, or breaks the test. Then ``systemd-analyze
+verify`` of the installed unit, ``remove`` and ``purge``. See debian_root.py for the caches that
+keep it to a few minutes.
 """
 
 from __future__ import annotations
@@ -13,7 +20,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
+import shlex
 import shutil
+import signal
 import socket
 import subprocess
 import threading
@@ -33,12 +43,33 @@ from tests.packaging.debian_root import (
     run_in_root,
     unpack_root,
 )
+from tests.packaging.guide import Step, install_steps
 from tests.support.broker import MosquittoBroker
 
 REPO = Path(__file__).resolve().parents[2]
 VERSION = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
-TOOLS = ("dpkg-buildpackage", "dh", "lintian", "debootstrap", "unshare", "chroot", "tar", "flock")
+TOOLS = (
+    "dpkg-buildpackage",
+    "dh",
+    "lintian",
+    "debootstrap",
+    "unshare",
+    "chroot",
+    "tar",
+    "flock",
+    "openssl",
+    "mosquitto_passwd",
+)
 USER = "baccarat-edge"
+TECHNICIAN = "tech"
+HOME = f"/home/{TECHNICIAN}"
+PASSWORD = "T07-mqtt-login-" + secrets.token_hex(8)
+# The guide's lines a root without a booted systemd cannot run, and why. Every other line runs.
+NOT_IN_A_ROOT = {
+    "systemctl status baccarat-edge": "no booted systemd in the root (the test starts the unit itself)",
+    "journalctl -u baccarat-edge -f": "no booted systemd in the root (and it follows forever)",
+}
+HARDWARE_STEP = "Device names"  # needs the shoe and the camera plugged in: the reader here is TCP
 
 
 @pytest.fixture(scope="module")
@@ -111,8 +142,46 @@ def tcp_reader() -> Iterator[int]:
     """A listening TCP port the config's ``socket://`` reader can reach."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
         server.bind(("127.0.0.1", 0))
-        server.listen(4)
+        server.listen(8)
         yield server.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The casino's PKI in small (config/mosquitto/make-pki.sh): CA, broker, table T07, observer."""
+    out = tmp_path_factory.mktemp("pki")
+    subprocess.run(
+        ["bash", str(REPO / "config/mosquitto/make-pki.sh"), str(out), "127.0.0.1", "T07", "observer"],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture
+def tls_broker(tmp_path: Path, pki: Path) -> Iterator[MosquittoBroker]:
+    """The table's broker: TLS with client certificates and a password login, nothing anonymous."""
+    passwords = tmp_path / "passwords"
+    for number, (user, password) in enumerate((("table-T07", PASSWORD), ("observer", "observer-pw"))):
+        create = ["-c"] if number == 0 else []
+        subprocess.run(["mosquitto_passwd", *create, "-b", str(passwords), user, password], check=True)
+    broker = MosquittoBroker(
+        tmp_path / "broker",
+        extra_config="\n".join(
+            [
+                f"cafile {pki / 'ca.crt'}",
+                f"certfile {pki / 'broker.crt'}",
+                f"keyfile {pki / 'broker.key'}",
+                "require_certificate true",
+                "allow_anonymous false",
+                f"password_file {passwords}",
+                "user root",
+            ]
+        ),
+    )
+    broker.start()
+    yield broker
+    broker.stop()
 
 
 def _ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -121,20 +190,82 @@ def _ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def _table_config(broker_port: int, reader_port: int) -> str:
-    return (
-        "table_id: T07\n"
-        "state_dir: /var/lib/baccarat-edge\n"
-        "readers:\n"
-        f"  - driver: angel_eye\n    settings: {{url: 'socket://127.0.0.1:{reader_port}'}}\n"
-        "broker:\n"
-        f"  host: 127.0.0.1\n  port: {broker_port}\n  tls: {{enabled: false}}\n"
-        "  signing:\n    events_key: {file: /etc/baccarat-edge/secrets/events.key}\n"
+def _observer(broker: MosquittoBroker, pki: Path) -> mqtt.Client:
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="observer")
+    client.tls_set(
+        ca_certs=str(pki / "ca.crt"), certfile=str(pki / "observer.crt"), keyfile=str(pki / "observer.key")
     )
+    client.username_pw_set("observer", "observer-pw")
+    client.connect("127.0.0.1", broker.port)
+    return client
 
 
-def _daemon_goes_online_and_offline(root: Path, broker_port: int) -> list[str]:
-    """Run the installed daemon with the unit's command line and user; the status it publishes."""
+def _technician(root: Path, pki: Path, deb: Path, broker_port: int, reader_port: int) -> dict[str, str]:
+    """A technician's account with sudo, the .deb and the table's files in a folder of theirs,
+    and the edits they make in ``sudoedit``; the environment their shell has."""
+    _ok(run_in_root(root, ["apt-get", "install", "-y", "--no-install-recommends", "sudo"]))
+    _ok(run_in_root(root, ["useradd", "--create-home", "--shell", "/bin/bash", TECHNICIAN]))
+    sudoers = root / "etc/sudoers.d" / TECHNICIAN
+    sudoers.write_text(f"{TECHNICIAN} ALL=(ALL:ALL) NOPASSWD: ALL\n")
+    sudoers.chmod(0o440)
+    home = root / HOME.lstrip("/")
+    uid, gid = home.stat().st_uid, home.stat().st_gid
+    handover = home / "T07"
+    handover.mkdir()
+    shutil.copy(pki / "ca.crt", handover / "ca.pem")
+    shutil.copy(pki / "T07.crt", handover / "T07.crt")
+    shutil.copy(pki / "T07.key", handover / "T07.key")
+    for name in ("events.key", "gs-main.key", "sup-anna.key", "tech-bo.key"):
+        (handover / name).write_text(secrets.token_hex(32) + "\n")
+    shutil.copy(deb, home / deb.name)
+    for path in (handover, *handover.iterdir(), home / deb.name):
+        os.chown(path, uid, gid)
+    # What the technician types in the editor: this table's reader and broker.
+    editor = root / "usr/local/bin/technician-edits"
+    editor.write_text(
+        "#!/bin/sh\nset -e\n"
+        "sed -i"
+        f" -e 's|url: /dev/baccarat-shoe |url: socket://127.0.0.1:{reader_port} |'"
+        " -e 's|host: mqtt.casino.example|host: 127.0.0.1|'"
+        f" -e 's|port: 8883|port: {broker_port}|'"
+        ' "$1"\n'
+    )
+    editor.chmod(0o755)
+    return {"HOME": HOME, "USER": TECHNICIAN, "SUDO_EDITOR": "/usr/local/bin/technician-edits"}
+
+
+def _run_block(root: Path, lines: tuple[str, ...], env: dict[str, str], *, typed: str = "") -> str:
+    """One fenced block of the guide, as written, in the technician's shell (from their home)."""
+    script = "set -e\ncd ~\n" + "\n".join(lines) + "\n"
+    return _ok(run_in_root(root, ["bash", "-c", script], user=TECHNICIAN, env=env, stdin=typed, timeout=900))
+
+
+def _unit_argv(root: Path) -> list[str]:
+    """The daemon's command line as the installed unit starts it: its user, group, groups,
+    working directory and environment."""
+    unit: dict[str, list[str]] = {}
+    for line in (root / "lib/systemd/system/baccarat-edge.service").read_text().splitlines():
+        if "=" in line and not line.startswith("#"):
+            key, value = line.split("=", 1)
+            unit.setdefault(key, []).append(value)
+    [exec_start] = unit["ExecStart"]
+    [user], [group], [groups] = unit["User"], unit["Group"], unit["SupplementaryGroups"]
+    [workdir] = unit["WorkingDirectory"]
+    return [
+        "env",
+        "-C",
+        workdir,
+        *unit["Environment"],
+        "setpriv",
+        f"--reuid={user}",
+        f"--regid={group}",
+        f"--groups={','.join(groups.split())}",
+        "--",
+        *shlex.split(exec_start),
+    ]
+
+
+def _statuses(client: mqtt.Client) -> tuple[list[str], threading.Condition]:
     statuses: list[str] = []
     changed = threading.Condition()
 
@@ -143,36 +274,145 @@ def _daemon_goes_online_and_offline(root: Path, broker_port: int) -> list[str]:
             statuses.append(json.loads(message.payload)["status"])
             changed.notify_all()
 
-    client = mqtt.Client(CallbackAPIVersion.VERSION2)
     client.on_message = on_message
-    client.connect("127.0.0.1", broker_port)
     client.subscribe("baccarat/v1/T07/status", qos=1)
     client.loop_start()
-    argv = ["/opt/baccarat-edge/venv/bin/baccarat-edge", "run", "--config", "/etc/baccarat-edge/table.yaml"]
-    daemon = subprocess.Popen(
-        root_argv(root, argv, user=USER, own_pids=False),
+    return statuses, changed
+
+
+def _monitor_shows_the_table_online(root: Path, line: str, env: dict[str, str]) -> str:
+    """The guide's ``monitor`` line, as written, until its screen shows the table online and
+    the reader connected; then Ctrl-C (SIGINT to the monitor), which ends it with 0."""
+    monitor = subprocess.Popen(
+        root_argv(root, ["bash", "-c", f"cd ~\n{line}\n"], user=TECHNICIAN, env=env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
+    screen: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        assert monitor.stdout is not None
+        for chunk in iter(lambda: monitor.stdout.read(1) if monitor.stdout else "", ""):
+            screen.append(chunk)
+            text = "".join(screen[-4000:])
+            if "status: online" in text and "reader connected" in text:
+                seen.set()
+        seen.set()  # the monitor ended: the assertions below say how
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     try:
-        with changed:
-            online = changed.wait_for(lambda: "online" in statuses or daemon.poll() is not None, 60)
-        still_running = daemon.poll() is None
+        seen.wait(120)
+        text = "".join(screen)
+        assert monitor.poll() is None, f"monitor ended by itself (exit {monitor.returncode}):\n{text[-3000:]}"
+        assert "status: online" in text, text[-3000:]
+        assert "reader connected" in text, text[-3000:]
+        [program] = _programs_in_root(root, "monitor")
+        os.kill(program, signal.SIGINT)  # Ctrl-C: the terminal signals the program in front
+        assert monitor.wait(timeout=60) == 0, "".join(screen)[-3000:]
+    finally:
+        if monitor.poll() is None:
+            os.killpg(monitor.pid, signal.SIGKILL)
+            monitor.wait(timeout=30)
+        reader.join(timeout=30)
+    return text
+
+
+def _programs_in_root(root: Path, subcommand: str) -> list[int]:
+    """Host pids of the ``baccarat-edge SUBCOMMAND`` processes running inside ``root`` (not the
+    ``sudo`` that started one: a terminal's Ctrl-C reaches the program, sudo does not relay it
+    a second time)."""
+    found: list[int] = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            in_root = os.readlink(proc / "root") == str(root)
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # ended meanwhile
+        words = [w.decode(errors="replace") for w in argv]
+        if (
+            in_root
+            and words[0] != "sudo"
+            and subcommand in words
+            and any("baccarat-edge" in w for w in words)
+        ):
+            found.append(int(proc.name))
+    return found
+
+
+def _enable_start_and_monitor(
+    root: Path, step: Step, env: dict[str, str], broker: MosquittoBroker, pki: Path
+) -> list[str]:
+    """Step 5 line by line: ``systemctl enable --now`` as written (a root has no running
+    systemd, so the test starts the daemon as the unit does), the monitor line as written, the
+    lines only a booted systemd can run skipped (NOT_IN_A_ROOT); then SIGTERM, as
+    ``systemctl stop`` sends it. The statuses the table published."""
+    [block] = step.blocks
+    lines = [line for line in block if line.strip() and not line.startswith("#")]
+    client = _observer(broker, pki)
+    statuses, changed = _statuses(client)
+    daemon: subprocess.Popen[str] | None = None
+    skipped: list[str] = []
+    try:
+        for line in lines:
+            command = line.split("#", 1)[0].strip()
+            if command in NOT_IN_A_ROOT:
+                skipped.append(command)
+            elif command == "sudo systemctl enable --now baccarat-edge":
+                # enable works offline; --now needs a running systemd, which a root has not
+                enabled = run_in_root(root, ["bash", "-c", line], user=TECHNICIAN, env=env)
+                assert enabled.returncode == 0 or (
+                    enabled.returncode == 1
+                    and "System has not been booted with systemd as init system" in enabled.stderr
+                ), enabled.stdout + enabled.stderr
+                wants = root / "etc/systemd/system/multi-user.target.wants"
+                assert (wants / "baccarat-edge.service").is_symlink()
+                daemon = _start_as_the_unit(root, statuses, changed)
+            elif "baccarat-edge monitor" in command:
+                assert daemon is not None, "the guide runs the monitor before the daemon is started"
+                _monitor_shows_the_table_online(root, line, env)
+            else:
+                _run_block(root, (line,), env)
+        assert sorted(skipped) == sorted(NOT_IN_A_ROOT), skipped
+        assert daemon is not None, "step 5 no longer starts the daemon"
         daemon.terminate()
         log, _ = daemon.communicate(timeout=60)
-        assert online, f"the daemon published no status within 60 s:\n{log[-4000:]}"
-        assert still_running, f"the daemon exited by itself:\n{log[-4000:]}"
         assert daemon.returncode == 0, log[-4000:]
         with changed:
             changed.wait_for(lambda: statuses[-1:] == ["offline"], 30)
     finally:
-        if daemon.poll() is None:
+        if daemon is not None and daemon.poll() is None:
             daemon.kill()
             daemon.communicate(timeout=30)
         client.loop_stop()
         client.disconnect()
     return statuses
+
+
+def _start_as_the_unit(
+    root: Path, statuses: list[str], changed: threading.Condition
+) -> subprocess.Popen[str]:
+    """What ``systemctl start`` does in a booted system: the unit's command line, user and
+    environment; returns once the daemon published ``online``."""
+    daemon = subprocess.Popen(
+        root_argv(root, _unit_argv(root), own_pids=False),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    with changed:
+        changed.wait_for(lambda: "online" in statuses or daemon.poll() is not None, 90)
+    if "online" not in statuses or daemon.poll() is not None:
+        if daemon.poll() is None:
+            daemon.terminate()
+        log, _ = daemon.communicate(timeout=60)
+        raise AssertionError(f"the daemon did not go online (exit {daemon.returncode}):\n{log[-4000:]}")
+    return daemon
 
 
 @pytest.fixture
@@ -186,18 +426,22 @@ def debian12_root(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.mark.mosquitto
-def test_fresh_debian12_root_installs_checks_removes_and_purges(
-    deb: Path, debian12_root: Path, mosquitto: MosquittoBroker, tcp_reader: int
+def test_fresh_debian12_root_follows_the_guide_to_an_online_table_then_removes_and_purges(
+    deb: Path, debian12_root: Path, tls_broker: MosquittoBroker, pki: Path, tcp_reader: int
 ) -> None:
     root = debian12_root
-    (root / "tmp" / deb.name).write_bytes(deb.read_bytes())
+    steps = install_steps()
+    assert [step.number for step in steps] == [1, 2, 3, 4, 5], [s.title for s in steps]
+    install, hardware, config, check, enable = steps
+    assert hardware.title == HARDWARE_STEP
+    env = _technician(root, pki, deb, tls_broker.port, tcp_reader)
 
-    # The one command of the install guide.
-    installed = run_in_root(root, ["apt-get", "install", "-y", "--no-install-recommends", f"/tmp/{deb.name}"])
+    # 1. The one command of the install guide (the technician answers apt's question).
+    [block] = install.blocks
+    assert block == (f"sudo apt install ./{deb.name}",), "the guide names another package file"
+    out = _run_block(root, block, env, typed="y\n")
     keep_apt_archives(root)
-    out = _ok(installed)
     assert "baccarat-edge: not enabled. Next: write /etc/baccarat-edge/table.yaml" in out
-    (root / "tmp" / deb.name).unlink()
 
     # The program runs on Debian's interpreter, as the daemon's user.
     version = _ok(run_in_root(root, ["baccarat-edge", "--version"], user=USER))
@@ -227,33 +471,28 @@ def test_fresh_debian12_root_installs_checks_removes_and_purges(
     verified = run_in_root(root, ["systemd-analyze", "verify", "/lib/systemd/system/baccarat-edge.service"])
     assert (verified.returncode, verified.stdout, verified.stderr) == (0, "", "")
 
-    # The technician's steps: the config, a secret, check-config as the daemon's user.
-    (root / "etc/baccarat-edge/table.yaml").write_text(_table_config(mosquitto.port, tcp_reader))
-    secret = _ok(
-        run_in_root(
-            root,
-            [
-                "sh",
-                "-c",
-                "head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \\n' | "
-                f"install -m 0640 -g {USER} /dev/stdin /etc/baccarat-edge/secrets/events.key",
-            ],
-        )
-    )
-    assert secret == ""
-    checked = run_in_root(
-        root,
-        ["baccarat-edge", "check-config", "--allow-insecure", "/etc/baccarat-edge/table.yaml"],
-        user=USER,
-        timeout=120,
-    )
-    report = _ok(checked)
-    assert "/etc/baccarat-edge/table.yaml: valid — table T07" in report
-    assert "everything it points at was found" in report
+    # 3. The config, copied and edited; the table's files from the technician's folder; the
+    # password typed in.
+    first, second = config.blocks
+    _run_block(root, first, env)
+    _run_block(root, second, env, typed=PASSWORD + "\n")
+    assert "socket://127.0.0.1:" in (root / "etc/baccarat-edge/table.yaml").read_text()
+    for name in ("T07.key", "events.key", "mqtt-password", "gs-main.key"):
+        st = (root / "etc/baccarat-edge/secrets" / name).stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (0, gid, 0o640), name
 
-    # And the daemon runs from the install as the unit runs it: online on the broker, then a
-    # clean stop on SIGTERM that publishes offline.
-    statuses = _daemon_goes_online_and_offline(root, mosquitto.port)
+    # 4. check-config as the daemon's user, no --allow-insecure: TLS, client certificate, login.
+    [block] = check.blocks
+    report = _run_block(root, block, env)
+    assert "/etc/baccarat-edge/table.yaml: valid — table T07" in report
+    assert "[ok] broker MQTT: mqtts://127.0.0.1:" in report or "connection accepted" in report, report
+    assert "everything it points at was found" in report
+    # Root reads the same secrets (as check-config, monitor and fleet run with sudo do).
+    as_root = run_in_root(root, ["baccarat-edge", "check-config", "/etc/baccarat-edge/table.yaml"])
+    assert "everything it points at was found" in _ok(as_root)
+
+    # 5. Enabled, started as the unit starts it, online; the monitor shows it; stopped.
+    statuses = _enable_start_and_monitor(root, enable, env, tls_broker, pki)
     assert (statuses[:1], statuses[-1:]) == (["online"], ["offline"]), statuses
 
     # Remove: the program goes, the table's config and journal directory stay.
@@ -271,12 +510,7 @@ def test_fresh_debian12_root_installs_checks_removes_and_purges(
     status = run_in_root(root, ["dpkg-query", "-W", "-f", "${db:Status-Status}", "baccarat-edge"])
     assert status.returncode != 0 or status.stdout == "not-installed", status.stdout
     owned_or_named = ["(", "-name", "*baccarat*", "-o", "-uid", str(uid), "-o", "-gid", str(gid), ")"]
-    leftovers = _ok(
-        run_in_root(
-            root,
-            ["find", "/", "-xdev", *owned_or_named],
-        )
-    )
+    leftovers = _ok(run_in_root(root, ["find", "/", "-xdev", "-not", "-path", f"{HOME}/*", *owned_or_named]))
     assert leftovers == "", leftovers
     for path in listed:
         if path != "/." and (root / path.lstrip("/")).exists():

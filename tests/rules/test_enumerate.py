@@ -154,6 +154,7 @@ def test_small_shoes_against_brute_force(codes: str) -> None:
 pool = st.sampled_from(["9c", "9h", "Kc", "Qc", "Ks", "4d", "5d", "3s", "6h", "2c", "Ac", "7h"])
 
 
+@pytest.mark.slow
 @settings(max_examples=8)
 @given(st.lists(pool, min_size=6, max_size=7))
 def test_random_small_shoes_against_brute_force(codes: list[str]) -> None:

@@ -84,6 +84,7 @@ def test_dragon_tiger_tie_refund(eight: Enumeration) -> None:
     assert seed["Dragon Tiger Tie"].p_win == tie_probability
 
 
+@pytest.mark.slow
 def test_every_shipped_bet_has_consistent_odds(eight: Enumeration) -> None:
     for name in shipped_variant_names():
         variant = load_variant_by_name(name)

@@ -207,6 +207,7 @@ bet_keys = st.sampled_from(
 kinds = st.sampled_from(["banker", "player", "pair", "tie_on_total", "first_card", "natural", "nope"])
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(
     st.dictionaries(st.sampled_from(["name", "bets", "super_round", "description"]), json_like, max_size=4),

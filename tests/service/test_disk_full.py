@@ -26,7 +26,7 @@ from common.cards import ALL_CARDS
 from common.inputs import CardRead, SupervisorCommand, Tick
 from daemon.engine.events import Event
 from daemon.engine.table import Engine
-from daemon.journal import DeliveryEvent, Journal, JournalSettings
+from daemon.journal import DeliveryEvent, Journal, JournalSettings, appending
 from daemon.journal.compaction import truncate_wal
 from daemon.journal.integrity import verify_journal
 from daemon.journal.reserve import free_bytes
@@ -157,7 +157,7 @@ def test_stopping_with_a_failing_journal_logs_every_input_it_could_not_store(
 
 @pytest.mark.mosquitto
 def test_a_journal_outage_is_reported_in_the_event_stream_once_it_is_over(
-    tmp_path: Path, mosquitto: MosquittoBroker
+    tmp_path: Path, mosquitto: MosquittoBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """While the journal fails nothing can be journaled, so the stream cannot say so; once it
     works again one ``journal_recovered`` alert tells the server and the auditors how long it
@@ -178,14 +178,14 @@ def test_a_journal_outage_is_reported_in_the_event_stream_once_it_is_over(
         journal = daemon.journal
         seq_before = journal.last_seq()
         failing = threading.Event()
-        append_rows = journal._append_rows
+        write_rows = appending.write_rows
 
-        def full_disk(*args: Any) -> None:
+        def full_disk(*args: Any, **kwargs: Any) -> str:
             if failing.is_set():
                 raise sqlite3.OperationalError("database or disk is full")
-            append_rows(*args)
+            return write_rows(*args, **kwargs)
 
-        journal._append_rows = full_disk  # type: ignore[method-assign,assignment]
+        monkeypatch.setattr(appending, "write_rows", full_disk)
         failing.set()
         for index in range(cards):
             daemon.submit(CardRead(ALL_CARDS[(index * 7) % 52], time.time()))
