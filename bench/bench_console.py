@@ -171,6 +171,11 @@ class FloorPublisher:
                 + (["B3"] if rng.random() < 0.4 else [])
             )
             for slot in slots:
+                if stop.is_set():
+                    # the phase ends: stop mid-round. Dealing on would publish every table's
+                    # remaining cards at the same instant, a burst no floor ever makes (it
+                    # was the whole p95 tail of card to stream: queued behind ~100 cards)
+                    return
                 card = rng.choice(RANKS) + rng.choice(SUITS)
                 with self.lock:
                     self.published.setdefault(f"{table}|{hand}|{slot}|{card}", time.time())
@@ -228,7 +233,24 @@ def _console(tmp: Path, broker_port: int) -> tuple[subprocess.Popen[bytes], int]
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    _wait_listening(port, process)
     return process, port
+
+
+def _wait_listening(port: int, process: subprocess.Popen[bytes], timeout: float = 120.0) -> None:
+    """Until the console accepts connections (a loaded machine starts it slowly)."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the console exited ({process.returncode}) before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the console did not listen on {port} within {timeout:g} s")
 
 
 def _pages(driver: Any, base: str, tables: list[str], pages: int) -> list[str]:

@@ -36,6 +36,12 @@ class Floor:
         self.refused_unknown = 0
         """Refused messages on table ids the floor does not show (no entry is made for them)."""
         self._unverified = 0
+        # Each table's floor line and view model as last built, with the table's ``changes``
+        # then: a stream rebuilds only what changed, and every stream shares one build. Built
+        # under ``_changed``, which the MQTT thread needs for every message: rebuilding the
+        # whole floor (every table's roads) there held each card back behind it.
+        self._rows: dict[str, tuple[int, dict[str, Any]]] = {}
+        self._models: dict[str, tuple[int, dict[str, Any]]] = {}
 
     def apply(self, topic: str, payload: bytes) -> None:
         """One MQTT message of ``baccarat/v1/{table}/{suffix}``; anything else is ignored."""
@@ -113,16 +119,27 @@ class Floor:
             self._changed.notify_all()
 
     def floor_model(self) -> dict[str, Any]:
-        """Every table's floor line, worst first, then by id."""
+        """Every table's floor line, worst first, then by id (the lines are shared: read only)."""
         with self._changed:
-            rows = [t.floor_row() for t in self._tables.values()]
+            rows = []
+            for table_id, table in self._tables.items():
+                built = self._rows.get(table_id)
+                if built is None or built[0] != table.changes:
+                    built = self._rows[table_id] = (table.changes, table.floor_row())
+                rows.append(built[1])
         rows.sort(key=lambda r: (-r["severity"], r["table_id"]))
         return {"tables": rows, "refused_unknown": self.refused_unknown}
 
     def table_model(self, table_id: str) -> dict[str, Any] | None:
+        """The table's view model (shared by every stream: read only), None when not shown."""
         with self._changed:
             table = self._tables.get(table_id)
-            return table.table_model() if table is not None else None
+            if table is None:
+                return None
+            built = self._models.get(table_id)
+            if built is None or built[0] != table.changes:
+                built = self._models[table_id] = (table.changes, table.table_model())
+            return built[1]
 
     def stamp(self, table_id: str) -> int:
         """How many times ``table_id``'s model changed (-1: not on the floor): a stream

@@ -302,11 +302,11 @@ class ConsoleHandler(BaseHTTPRequestHandler):
         if model is None:
             model = {"table_id": table_id, "missing": True}
         limits = self.app.settings.limits
+        # the floor's lines and a table's model are shared by every stream: copied, not changed
         if kind == "floor":
-            for row in model["tables"]:
-                row["limits"] = limits.get(row["table_id"])
+            model["tables"] = [{**row, "limits": limits.get(row["table_id"])} for row in model["tables"]]
         else:
-            model["limits"] = limits.get(table_id)
+            model = {**model, "limits": limits.get(table_id)}
         model["broker_connected"] = self.app.feed.connected.is_set()
         return model
 

@@ -66,7 +66,8 @@ class ConsoleTable:
     dealer: dict[str, Any] | None = None
     """The dealer on the table now (its last ``dealer_changed``), None when never told."""
     pace: PaceTracker = field(default_factory=PaceTracker)
-    """Dealers' pace from the events this console has seen (since it started)."""
+    """Dealers' pace from the events this console has seen (since it started): shown only for a
+    table whose health carries no ``pace`` of its own (:meth:`pace_report`)."""
     refused: int = 0
     changes: int = 0
     """Messages taken or refused: a view model only changes when this moves."""
@@ -94,7 +95,23 @@ class ConsoleTable:
         self.refused += 1
         self.last_refused = {"ts": time.time(), "topic": suffix, "reason": reason[:200]}
 
+    def pace_report(self) -> dict[str, Any]:
+        """The table's pace: its health's ``pace`` (computed by the table from its journal, so
+        a console restart loses nothing; schema-checked), else what this console counted."""
+        reported = self._reported_pace()
+        return reported if reported is not None else self.pace.report()
+
+    def _reported_pace(self) -> dict[str, Any] | None:
+        health = self.view.health
+        reported = health.get("pace") if isinstance(health, dict) else None
+        return reported if isinstance(reported, dict) else None
+
     def _take_state(self, snapshot: dict[str, Any]) -> None:
+        dealer = snapshot.get("dealer")
+        if isinstance(dealer, dict):
+            # the table's own record (schema-checked): known at once after a console restart
+            self.dealer = {"dealer_id": dealer.get("dealer_id"), "name": dealer.get("name"),
+                           "since": dealer.get("since")}  # fmt: skip
         held = snapshot.get("held_rounds")
         if isinstance(held, list):
             self.held = {r["hand"]: r for r in held if isinstance(r, dict) and isinstance(r.get("hand"), int)}
@@ -232,7 +249,7 @@ class ConsoleTable:
             "variant": self.variant(),
             "dealer": self.dealer,
             "critical": any(_critical(a) for a in self.view.open_alerts.values()),
-            "rounds_per_hour": self.pace.report()["table"]["rounds_per_hour"],
+            "rounds_per_hour": self.pace_report()["table"]["rounds_per_hour"],
             "table_id": self.table_id,
             "valid_id": self.valid_id,
             "status": self.view.status or "unknown",
@@ -303,7 +320,8 @@ class ConsoleTable:
             "backlog": self.backlog,
             "stream": {"events": view.events_seen, "gaps": len(view.gaps), "malformed": view.malformed},
             "trust": self.trust.value,
-            "pace": self.pace.report(),
+            "pace": self.pace_report(),
+            "pace_source": "table" if self._reported_pace() is not None else "console",
             "mistake_names": DEALING_MISTAKES,
             "refused": {"count": self.refused, "last": self.last_refused},
         }

@@ -42,6 +42,9 @@ ACTIONS: dict[str, str] = {
     "(optional: the announced close time, seconds since the Unix epoch)",
     "close_betting": "betting closes: the next cards are that round's; args: round_id (the open round's)",
     "cut_card": "the cut card came out (for a reader that cannot signal it): marks the last round; no args",
+    "dealer_changed": "a dealer took the table (the rounds from the next one are theirs); args: dealer_id "
+    "(1-64 of A-Z a-z 0-9 . _ : -, starting alphanumeric), name (optional: 1-64 letters, digits, spaces, "
+    "_ . ' -, starting with a letter or digit)",
 }
 """Every supervisor action the engine accepts, with its arguments."""
 
@@ -56,6 +59,10 @@ a decimal number (the round's sequence number); what precedes it is the id's pre
 round's id has the same prefix and the next number (``T01-1042`` after ``T01-1041``)."""
 
 _SHOE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+_DEALER_ID = _SHOE_ID
+_DEALER_NAME = re.compile(r"[^\W_][\w .'-]{0,63}")
+"""A dealer's name (matched whole): 1-64 letters, digits, spaces, ``_ . ' -`` of any script, starting
+with a letter or digit: no control, format or bidirectional characters, nothing read as markup."""
 
 
 Effect = Callable[[], None]
@@ -117,6 +124,29 @@ def opt_shoe_id(args: Mapping[str, object]) -> str | None:
     if value is not None and not _SHOE_ID.match(value):
         raise ArgError("argument 'shoe_id' must be 1-64 of A-Z a-z 0-9 . _ : - (starting alphanumeric)")
     return value
+
+
+def req_dealer(args: Mapping[str, object]) -> tuple[str, str | None]:
+    """The ``dealer_changed`` arguments: the required ``dealer_id`` and the optional ``name``."""
+    dealer_id = args.get("dealer_id")
+    if not isinstance(dealer_id, str) or not _DEALER_ID.fullmatch(dealer_id):
+        raise ArgError(
+            "argument 'dealer_id' is required: 1-64 of A-Z a-z 0-9 . _ : - (starting alphanumeric), "
+            f"got {_shown(dealer_id)}"
+        )
+    name = args.get("name")
+    if name is not None and (not isinstance(name, str) or not _DEALER_NAME.fullmatch(name)):
+        raise ArgError(
+            "argument 'name' must be 1-64 letters, digits, spaces or _ . ' -, starting with a letter or "
+            f"digit, got {_shown(name)}"
+        )
+    return dealer_id, name
+
+
+def _shown(value: object) -> str:
+    """A refused argument as the reason quotes it: its repr, cut short."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def req_card(args: Mapping[str, object], key: str) -> Card:

@@ -48,8 +48,9 @@ class EventKind(StrEnum):
     BETTING_OPENED = "betting_opened"
     BETTING_CLOSED = "betting_closed"
     SHOE_SIGNAL = "shoe_signal"
-    # the dealer on the table (``data.dealer_id``, ``name``): read by the console's pace fold; the
-    # engine's fold keeps nothing of it, and no engine input emits it yet
+    # the dealer on the table (``data.dealer_id``, ``name``, ``actor``): the supervisor command
+    # ``dealer_changed``; the fold keeps it as ``TableState.dealer``, the pace reading attributes
+    # each round to the dealer on the table when it starts
     DEALER_CHANGED = "dealer_changed"
 
 

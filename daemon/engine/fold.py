@@ -436,6 +436,10 @@ def _reader_status(st: TableState, e: Event) -> None:
         st.lock_request = None  # answered (confirmed, or refused: alerted)
 
 
+def _dealer_changed(st: TableState, e: Event) -> None:
+    st.dealer = {"dealer_id": e.data["dealer_id"], "name": e.data.get("name"), "since": e.at}
+
+
 def _with_refused(alert: AlertData, refused: int) -> AlertData:
     """A fresh copy of ``alert`` whose details count ``refused`` cards: the raised event's own data
     stays as it was published."""
@@ -472,4 +476,5 @@ APPLY: dict[str, Callable[[TableState, Event], None]] = {
     EventKind.SHOE_SIGNAL: _shoe_signal,
     EventKind.READER_COMMAND_REQUESTED: _reader_command_requested,
     EventKind.READER_STATUS: _reader_status,
+    EventKind.DEALER_CHANGED: _dealer_changed,
 }

@@ -49,6 +49,14 @@ class AlertData(TypedDict):
     read: NotRequired[ReadFields]
 
 
+class DealerOnTable(TypedDict):
+    """The dealer on the table (the last ``dealer_changed``): who, and since when."""
+
+    dealer_id: str
+    name: str | None
+    since: float
+
+
 class LockRequest(TypedDict):
     """The shoe lock/unlock the engine asked for with the betting window, until the shoe answers."""
 

@@ -48,6 +48,7 @@ def snapshot(
             "last_round_id": st.last_round_id,
             "burn_signalled": st.burn_signalled,
         },
+        "dealer": None if st.dealer is None else dict(st.dealer),
         "results": [
             {
                 "hand": r["hand"],

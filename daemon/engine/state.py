@@ -16,6 +16,7 @@ from daemon.engine.fold import APPLY, note_read
 from daemon.engine.payloads import (
     AlertData,
     CameraFill,
+    DealerOnTable,
     DecidedRound,
     LockRequest,
     LooseCard,
@@ -102,6 +103,8 @@ class TableState:
     # the shoe's counted cards in no round (unneeded burns, cards drawn outside the game): a
     # correction putting one into a round moves it, never counts it again
     loose_cards: list[LooseCard] = field(default_factory=list)
+    # the dealer on the table (the last ``dealer_changed``; kept across shoes), None until told
+    dealer: DealerOnTable | None = None
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:

@@ -47,6 +47,7 @@ class SupervisorCommands:
             "open_betting": flow.open_betting,
             "close_betting": flow.close_betting,
             "cut_card": flow.cut_card,
+            "dealer_changed": self.dealer_changed,
         }
 
     def on_command(self, cmd: SupervisorCommand) -> None:
@@ -71,6 +72,21 @@ class SupervisorCommands:
             return
         self._answer(cmd, None)
         outcome()
+
+    def dealer_changed(self, cmd: SupervisorCommand) -> Outcome:
+        """A dealer took the table: ``dealer_changed`` (the fold keeps them as the table's dealer;
+        the rounds started from now on are theirs). The dealer already on the table is refused."""
+        args_.check_keys(cmd.args, {"dealer_id", "name"})
+        dealer_id, name = args_.req_dealer(cmd.args)
+        current = self.emitter.state.dealer
+        if current is not None and current["dealer_id"] == dealer_id and current["name"] == name:
+            return Refused(f"dealer {dealer_id!r} is already on the table")
+        data = {"dealer_id": dealer_id, "name": name, "actor": cmd.actor}
+
+        def effect() -> None:
+            self.emitter.emit(EventKind.DEALER_CHANGED, cmd.at, Source.SUPERVISOR, data)
+
+        return effect
 
     def _answer(self, cmd: SupervisorCommand, refused: str | None) -> None:
         """The command's one reply: ``command_refused`` with its reason, else ``command_accepted``."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from daemon.fleet.pace_metrics import pace_exposition
 from daemon.fleet.tables import TableSummary
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -121,4 +122,6 @@ def exposition(summaries: list[TableSummary], messages: int, connected: bool, in
     fleet[2].add(messages)
     fleet[3].add(invalid_topics)
     families = [*f.values(), *fleet]
-    return "\n".join(fam.text() for fam in families) + "\n"
+    body = "\n".join(fam.text() for fam in families) + "\n"
+    paces = {s.table_id: s.pace for s in summaries if s.pace is not None}
+    return body + pace_exposition(paces) if paces else body

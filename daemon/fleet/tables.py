@@ -118,6 +118,8 @@ class TableSummary:
     """Topic kind -> why its retained payload was refused."""
     missing: tuple[str, ...]
     ignored_fields: dict[str, tuple[str, ...]]
+    pace: dict[str, Any] | None = None
+    """``health.pace``: the table's pace per dealer and in all (None from tables older than it)."""
 
     def sort_key(self) -> tuple[int, int, int, float, str]:
         """Worst first: level, then critical alerts, backlog, ack lag, then table id."""
@@ -223,6 +225,7 @@ def summarize(record: TableRecord, now: float, limits: Thresholds | None = None)
         invalid=invalid,
         missing=missing,
         ignored_fields={k: s.ignored for k, s in record.slots.items() if s.ignored},
+        pace=None if health is None else health.get("pace"),
     )
 
 

@@ -72,7 +72,7 @@ from daemon.mqtt.resend_command import ResendCommands
 from daemon.mqtt.roles import PUBLISHER_ACTIONS
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.settings import BrokerSettings
-from daemon.mqtt.status import HealthExtraFn, HealthReporter, SnapshotFn, StatePublisher
+from daemon.mqtt.status import HealthExtraFn, HealthPaceFn, HealthReporter, SnapshotFn, StatePublisher
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +92,7 @@ class Publisher:
         *,
         snapshot: SnapshotFn | None = None,
         health_extra: HealthExtraFn | None = None,
+        health_pace: HealthPaceFn | None = None,
         clock: Callable[[], float] = time.time,
         identity: Mapping[str, str] | None = None,
     ) -> None:
@@ -152,6 +153,7 @@ class Publisher:
             events_key=events_key,
             clock=clock,
             health_extra=health_extra,
+            health_pace=health_pace,
         )
         self.subscribed = self.connection.subscribed
         """Set once the broker acknowledged the ``cmd`` subscription (SUBACK) on the current

@@ -10,7 +10,8 @@ every role.
   betting window: ``open_betting``/``close_betting``), and ``resend`` (a gap fill: not an
   engine action, the publisher serves it).
 - ``supervisor``: corrections and voids: what changes a recorded result or closes an alert; and
-  ``cut_card`` (it decides which round is the shoe's last: seen on the floor, not by a device).
+  ``cut_card`` (it decides which round is the shoe's last: seen on the floor, not by a device), and
+  ``dealer_changed`` (who deals from the next round: the pit's record of its dealers).
 - ``technician``: the reader itself: lock/unlock and closing a rescan-needed alert.
 """
 
@@ -40,6 +41,7 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
             "acknowledge_alert",
             "resolve_hold",
             "cut_card",
+            "dealer_changed",
         }
     ),
     Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),

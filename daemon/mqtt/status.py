@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 SnapshotFn = Callable[[], dict[str, Any] | None]
 HealthExtraFn = Callable[[], dict[str, Any]]
+HealthPaceFn = Callable[[], dict[str, Any]]
+"""The table's pace (``health.pace``): a cheap read of figures kept up to date elsewhere."""
 
 
 class StatePublisher:
@@ -121,6 +123,7 @@ class HealthReporter:
         events_key: Secret | None,
         clock: Callable[[], float],
         health_extra: HealthExtraFn | None,
+        health_pace: HealthPaceFn | None = None,
     ) -> None:
         self._connection = connection
         self._journal = journal
@@ -129,6 +132,7 @@ class HealthReporter:
         self._events_key = events_key
         self._clock = clock
         self._health_extra = health_extra
+        self._health_pace = health_pace
         self._interval = connection.settings.delivery.health_interval_s
         self._next_at = 0.0
 
@@ -174,4 +178,9 @@ class HealthReporter:
                 report["devices"] = self._health_extra()
             except Exception as exc:  # a broken provider must not stop health reports
                 report["devices"] = {"error": f"health provider failed: {exc}"}
+        if self._health_pace is not None:
+            try:
+                report["pace"] = self._health_pace()
+            except Exception:  # the pace is informational: a broken provider leaves it out
+                log.exception("pace provider failed")
         return report

@@ -87,6 +87,7 @@ from daemon.service.health import (
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, LoggedJournal
 from daemon.service.logging import configure_logging
+from daemon.service.pace_health import TablePace
 from daemon.service.probes import insecure_settings
 from daemon.service.reader_commands import ReaderCommandWorker
 from daemon.service.sdnotify import SystemdNotifier
@@ -195,6 +196,8 @@ class Daemon:
         self._housekeeping: JournalHousekeeping | None = None
         self.engine_done = threading.Event()
         self.journal: Journal | None = None
+        self.pace = TablePace()
+        """The table's pace (health ``pace``): read from the journal at start, then per event."""
         self._publisher: Publisher | None = None
         self.drivers: dict[str, Device] = {}
         self.snapshot = StateSnapshot(self.config.broker.delivery.state_interval_s)
@@ -238,6 +241,7 @@ class Daemon:
             progress=self._folding,
         ).engine
         self.snapshot.reset(engine)
+        self.pace = TablePace.from_journal(journal)
         self._warn_if_insecure(cfg.broker)
         self.tls_dates = TlsDateWatch(
             cfg.broker.tls,
@@ -266,7 +270,7 @@ class Daemon:
             clock=self.clock,
             tick_interval_s=cfg.service.tick_interval_s,
             done=self.engine_done,
-            on_events=self.on_events,
+            on_events=self._after_events,
         )
         self.engine_loop.start(self.watchdog.heartbeat("engine"))
         self.reader_commands.start()
@@ -304,6 +308,7 @@ class Daemon:
             on_command=self.submit_command,
             snapshot=self.snapshot.get,
             health_extra=self._devices_health,
+            health_pace=self.pace.report,
             clock=self.clock,
             identity={"version": __version__, "config_digest": self._config_digest(settings)},
         )
@@ -353,6 +358,12 @@ class Daemon:
         reached = threading.Event()
         self.queue.put(Barrier(reached))
         return reached.wait(timeout)
+
+    def _after_events(self, events: list[JournaledEvent]) -> None:
+        """Engine thread, after each store: the pace takes the events, then the test hook."""
+        self.pace.observe(events)
+        if self.on_events is not None:
+            self.on_events(events)
 
     # ------------------------------------------------------------------ health
     def _devices_health(self) -> dict[str, DeviceHealth | HealthError | EngineHealth]:

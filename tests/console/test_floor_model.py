@@ -147,3 +147,25 @@ def test_a_huge_hand_number_costs_no_memory() -> None:
     assert model is not None
     assert model["shoe"]["player_pairs"] == 0
     json.dumps(model)
+
+
+def test_a_model_is_built_once_per_change_and_shared_by_every_stream() -> None:
+    """The floor rebuilt every table's line (roads included) under the lock the MQTT thread
+    takes for every message; now a line or model is rebuilt only after its table changed."""
+    floor = Floor()
+    for table in ("T1", "T2"):
+        floor.apply(f"baccarat/v1/{table}/status", _status(table, "online"))
+        floor.apply(f"baccarat/v1/{table}/events", _event("round_opened", {"hand": 1}, 1, 1))
+    first_rows = {r["table_id"]: r for r in floor.floor_model()["tables"]}
+    model = floor.table_model("T1")
+    assert floor.table_model("T1") is model  # nothing changed: the same build for a second stream
+    card = _event("card_dealt", {"slot": "P1", "card": "9s", "round": 1}, 2, 1)
+    floor.apply("baccarat/v1/T1/events", card)
+    rows = {r["table_id"]: r for r in floor.floor_model()["tables"]}
+    assert rows["T2"] is first_rows["T2"]  # unchanged table: its line is not rebuilt
+    assert rows["T1"] is not first_rows["T1"]
+    fresh = floor.table_model("T1")
+    assert fresh is not None
+    assert fresh["round"]["cards"] == {"P1": "9s"}  # the card is in the model at once
+    assert model is not None
+    assert model["round"]["cards"] == {}  # a model already handed out is never changed

@@ -136,3 +136,46 @@ def test_made_up_dealer_ids_cannot_grow_the_tracker_without_end() -> None:
     assert len(report["dealers"]) == MAX_DEALERS + 1
     assert report["dealers"][OTHERS]["rounds"] == 50
     assert report["table"]["rounds"] == MAX_DEALERS + 50
+
+
+def _health_with(pace: dict[str, Any] | None) -> bytes:
+    """A retained health report as a table sends it, with ``pace`` when given."""
+    import json
+
+    from tests.fleet.synthetic import SyntheticTable
+
+    body = json.loads(SyntheticTable("T1").health(T0))
+    if pace is not None:
+        body["pace"] = pace
+    return json.dumps(body).encode()
+
+
+def test_the_console_shows_the_tables_own_pace_from_the_first_health_after_a_restart(tmp_path: Path) -> None:
+    """A console counted only the rounds it saw since it started; the table's health carries
+    the pace from its journal, so a console started mid-shift shows the whole shift at once."""
+    from daemon.console.table_model import ConsoleTable
+
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(JournalSettings(path=path), "T1")
+    journal.append([], _shoe())
+    journal.close()
+    journal_pace = pace_from_journal(path).report()
+    console = ConsoleTable("T1")  # just started: it has seen no event of the shift
+    assert console.table_model()["pace"]["table"]["rounds"] == 0
+    assert console.table_model()["pace_source"] == "console"
+    console.apply("health", _health_with(journal_pace))
+    assert console.table_model()["pace"] == journal_pace
+    assert console.table_model()["pace_source"] == "table"
+    assert console.table_model()["pace"]["dealers"]["D-A"]["rounds"] == 3
+    assert console.floor_row()["rounds_per_hour"] == journal_pace["table"]["rounds_per_hour"]
+
+
+def test_a_health_pace_outside_the_contract_is_never_shown() -> None:
+    from daemon.console.table_model import ConsoleTable
+
+    hostile = pace_from_events([]).report()
+    hostile["dealers"] = {"X" * 3000: hostile["table"]}  # a dealer id longer than the contract allows
+    console = ConsoleTable("T1")
+    console.apply("health", _health_with(hostile))
+    assert console.view.health is None  # refused by the schema
+    assert console.table_model()["pace"] == pace_from_events([]).report()

@@ -159,6 +159,7 @@ class Rig:
     client: mqtt.Client
     tables: dict[str, Table]
     commands: list[dict[str, Any]] = field(default_factory=list)
+    anna_key: Path | None = None
 
 
 def _users(tmp: Path) -> Path:
@@ -205,7 +206,7 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     client.loop_start()
     assert connected.wait(10)
     tables = {t: Table(t, client) for t in ("T1", "T2", "T3", "T4", "T5", "T6", LONG_ID, HUGE_ID)}
-    rig = Rig(broker, console, None, client, tables)
+    rig = Rig(broker, console, None, client, tables, anna_key=tmp / "sup-anna.key")
     client.on_message = lambda _c, _u, msg: _answer(rig, msg)
     driver = None
     try:
@@ -263,6 +264,11 @@ def _reply(rig: Rig, table_id: str, command: dict[str, Any], reply: dict[str, An
                 "actor": actor,
                 "command_id": command.get("command_id"),
             },
+        )
+    if command.get("action") == "dealer_changed":
+        args = command.get("args", {})
+        table.event(
+            "dealer_changed", {"dealer_id": args.get("dealer_id"), "name": args.get("name"), "actor": actor}
         )
     table.publish("cmd/reply", encode(signed_message(reply, EVENTS_KEY)))
 
@@ -649,6 +655,49 @@ def test_the_dealer_on_record_and_their_pace_per_dealer(rig: Rig) -> None:
     assert rig.driver.find_element(By.CSS_SELECTOR, "dd[data-figure='Dealer']").text == "Mia Chen"
     table_row = rig.driver.find_element(By.CSS_SELECTOR, "#pace tr[data-dealer='Table']")
     assert table_row.find_elements(By.TAG_NAME, "td")[1].text == "7"  # 5 before the dealer was named
+
+
+def test_a_dealer_change_from_the_table_view_is_signed_with_the_persons_key(rig: Rig) -> None:
+    from selenium.webdriver.common.by import By
+
+    from daemon.mqtt.secrets import SigningKeySource
+    from daemon.mqtt.signing import verify
+
+    rig.driver.get(rig.console.url + "/table/T4")
+    button = "#dealer-change button[data-action='dealer_changed']"
+    _until(rig, lambda d: d.find_element(By.CSS_SELECTOR, button).is_enabled(), "the dealer change button")
+    sent = len(rig.commands)
+    for dealer_id, name in (("D-7", "  "), ("D-8", "Ola Berg")):
+        rig.driver.find_element(By.CSS_SELECTOR, button).click()
+        _until(
+            rig, lambda d: d.find_element(By.ID, "confirm").get_attribute("open") is not None, "the dialog"
+        )
+        rig.driver.find_element(By.ID, "field-dealer_id").send_keys(dealer_id)
+        rig.driver.find_element(By.ID, "field-name").send_keys(name)
+        rig.driver.find_element(By.ID, "confirm-send").click()
+        reply = _until(
+            rig,
+            lambda d, i=dealer_id: (
+                len(rig.commands) > sent and i in json.dumps(rig.commands[-1])
+                and d.find_element(By.CSS_SELECTOR, "#reply[data-status='accepted']").text
+            ),
+            "the reply",
+        )  # fmt: skip
+        assert "dealer_changed: accepted" in reply
+    first, second = rig.commands[sent:]
+    assert (first["action"], first["args"]) == ("dealer_changed", {"dealer_id": "D-7"})  # empty name left out
+    assert second["args"] == {"dealer_id": "D-8", "name": "Ola Berg"}
+    assert rig.anna_key is not None
+    key = SigningKeySource(file=rig.anna_key).load()
+    for command in (first, second):
+        assert command["key_id"] == "sup-anna"
+        assert verify(command, key)
+    shown = _until(
+        rig,
+        lambda d: (t := d.find_element(By.CSS_SELECTOR, "dd[data-figure='Dealer']").text) == "Ola Berg" and t,
+        "the new dealer",
+    )
+    assert shown == "Ola Berg"
 
 
 def test_a_table_online_but_without_a_card_for_five_minutes_reads_silent(rig: Rig) -> None:

@@ -438,11 +438,14 @@
   }
 
   // Pace and accuracy per dealer and for the table (rounds per hour, the split of a round,
-  // dealing mistakes per 100 rounds), from the events this console has seen.
+  // dealing mistakes per 100 rounds): the table's own, from its journal (its health), else
+  // what this console saw of a table that does not report it.
   function pace(model) {
     const wrap = el("section", "pace");
     wrap.id = "pace";
-    wrap.appendChild(el("h2", null, "Dealers' pace (since the console started)"));
+    wrap.dataset.source = model.pace_source;
+    wrap.appendChild(el("h2", null, model.pace_source === "table"
+      ? "Dealers' pace (from the table's journal)" : "Dealers' pace (since the console started)"));
     const table = el("table");
     const head = el("tr");
     for (const h of ["Dealer", "Rounds", "Per hour", "Bet s", "Deal s", "Settle s", "Mistakes /100"]) head.appendChild(el("th", null, h));
@@ -500,6 +503,17 @@
     return box;
   }
 
+  // A dealer takes the table: the supervisor's dealer_changed (the table refuses an id or name
+  // outside its safe characters; the name is optional and left out when empty).
+  function dealerChange(model) {
+    const box = el("div", "dealer-change");
+    box.id = "dealer-change";
+    box.appendChild(actionButton("Dealer change", "dealer_changed", {},
+      [{ name: "dealer_id", label: "Dealer id" }, { name: "name", label: "Name (optional)", optional: true }],
+      model, "table"));
+    return box;
+  }
+
   function renderTable(model) {
     const wrap = el("div", "table-view");
     const title = line("h1", null, ["Table ", bidi(model.table_id)]);
@@ -513,6 +527,7 @@
     const left = el("div", "col-main");
     left.appendChild(layout(model, false));
     left.appendChild(shoeFigures(model));
+    left.appendChild(dealerChange(model));
     left.appendChild(roads(model));
     const right = el("div", "col-side");
     right.appendChild(replyPanel());
@@ -623,7 +638,11 @@
         out.cards = Object.assign({}, out.cards || {});
         if (inputs.card.value) out.cards[inputs.slot.value] = inputs.card.value.trim();
       } else {
-        for (const name of Object.keys(inputs)) out[name] = inputs[name].value;
+        for (const f of fields) {
+          const value = inputs[f.name].value;
+          if (!f.optional) out[f.name] = value;
+          else if (value.trim()) out[f.name] = value.trim();
+        }
       }
       return out;
     };
