@@ -2,7 +2,8 @@
 
 A user of the product has only this repository: no file may send a reader to the design
 folder or the rule-page seeds kept outside it, and every relative Markdown link must lead to
-a file (or folder) that is in the repository.
+a file (or folder) that is in the repository. Nor may the product cite the project's issue
+tracker: its users have none.
 """
 
 from __future__ import annotations
@@ -132,3 +133,27 @@ def test_link_finder_reads_links_and_skips_code() -> None:
     assert _resolves(readme, "#every-key")
     assert not _resolves(readme, "missing.md")
     assert not _resolves(readme, "../../outside.md")
+
+
+# "issue 12", "issues #11 and #13": the project's tracker, which no user of the product has.
+TRACKER_REFERENCE = re.compile(r"\b[Ii]ssues? #?\d+")
+PRODUCT_FOLDERS = ("common/", "daemon/", "drivers/", "config/", "systemd/")
+
+
+def test_the_product_cites_no_tracker_issue() -> None:
+    offenders = [
+        f"{path}:{number}"
+        for path in _text_files(TEXT_SUFFIXES + (".sh", ".conf", ".js", ".css", ".1"))
+        if str(path).startswith(PRODUCT_FOLDERS) or str(path) == "README.md"
+        for number, line in enumerate(_lines(path), start=1)
+        if TRACKER_REFERENCE.search(line)
+    ]
+    assert not offenders, f"say what the thing is instead of citing a tracker issue: {offenders}"
+
+
+def test_tracker_reference_pattern_finds_what_it_should() -> None:
+    assert TRACKER_REFERENCE.search("the camera arbitration of issue 7")
+    assert TRACKER_REFERENCE.search("(issue #13; see the README)")
+    assert TRACKER_REFERENCE.search("Issues 11 and 13")
+    assert not TRACKER_REFERENCE.search("a reissue of the card")
+    assert not TRACKER_REFERENCE.search("the issuer's key")

@@ -34,7 +34,7 @@ class EventKind(StrEnum):
     CARD_CONFIRMED = "card_confirmed"
     CARD_OUTSIDE_GAME = "card_outside_game"
     CARD_REFUSED = "card_refused"
-    CARDS_REFUSED = "cards_refused"  # issue 16: a summary of absorbed refused cards
+    CARDS_REFUSED = "cards_refused"  # a summary of absorbed refused cards
     STORAGE_STATE = "storage_state"
     READ_HELD = "read_held"
     PULL_RELEASED = "pull_released"
@@ -44,7 +44,7 @@ class EventKind(StrEnum):
     SUPER_ROUND_DIE = "super_round_die"
     COMMAND_ACCEPTED = "command_accepted"
     COMMAND_REFUSED = "command_refused"
-    # game flow (issue #12): the betting window and shoe procedure marks of slotless readers
+    # game flow: the betting window and shoe procedure marks of slotless readers
     BETTING_OPENED = "betting_opened"
     BETTING_CLOSED = "betting_closed"
     SHOE_SIGNAL = "shoe_signal"

@@ -1,4 +1,4 @@
-"""The game flow (issue #12): the betting window and the server's round ids, the shoe lock that
+"""The game flow: the betting window and the server's round ids, the shoe lock that
 goes with it, the shoe procedure marks of readers that name no slot, the ``cut_card`` command,
 and the check of a reader's frames across a restart (``README.md``, "Game flow").
 

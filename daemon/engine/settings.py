@@ -42,7 +42,7 @@ class BurnSettings(BaseModel):
 
 
 class CameraArbitration(BaseModel):
-    """How camera reads are weighed against the reader (issue 7)."""
+    """How camera reads are weighed against the reader."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

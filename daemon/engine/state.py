@@ -87,7 +87,7 @@ class TableState:
     storage_refused: int = 0  # cards refused under the open journal-full alert
     # the shoe for which a restart under other decks/variant was alerted (once per shoe)
     settings_notice_shoe: str | None = None
-    # game flow (``game_flow: betting_window``, issue #12): where the betting window is (a
+    # game flow (``game_flow: betting_window``): where the betting window is (a
     # ``FlowPhase``), the round id it is for, the last round id opened (kept across shoes: the
     # server's sequence), each of this shoe's rounds' round id, the engine's pending shoe lock
     flow_phase: str = "waiting"

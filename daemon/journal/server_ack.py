@@ -1,4 +1,4 @@
-"""The game server's acknowledgement as the journal keeps it (issue #13).
+"""The game server's acknowledgement as the journal keeps it.
 
 Three ``meta`` rows:
 

@@ -6,7 +6,7 @@ betting (``open_betting`` with its round id), closes it, and only then are the r
 drawn. The plan is a :class:`drivers.simulate.ShoePlan` (the server's commands are its
 ``supervisor`` actions), so :func:`drivers.simulate.encode_plan` turns it into any protocol's
 bytes; :class:`FlowGame` keeps what physically happened, for checks: each round id's cards,
-and the faults injected with the round each one touches (issue #12):
+and the faults injected with the round each one touches:
 
 - ``late_unneeded``: after a round is decided, one unneeded card ``delay`` seconds later (0.1 s
   to 60 s), before betting for the next round opens (RULES.md mistake 1: it is burned);

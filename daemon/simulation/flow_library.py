@@ -1,4 +1,4 @@
-"""The committed game-flow fixtures (issue #12): tables run with ``table.game_flow: betting_window``.
+"""The committed game-flow fixtures: tables run with ``table.game_flow: betting_window``.
 
 Each is a shoe dealt by :func:`daemon.simulation.flow_dealer.plan_flow_game` (the dealer and the
 game server together, with one injected fault), encoded for one protocol, with the betting window
