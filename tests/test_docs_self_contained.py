@@ -143,7 +143,7 @@ PRODUCT_FOLDERS = ("common/", "daemon/", "drivers/", "config/", "systemd/")
 def test_the_product_cites_no_tracker_issue() -> None:
     offenders = [
         f"{path}:{number}"
-        for path in _text_files(TEXT_SUFFIXES + (".sh", ".conf", ".js", ".css", ".1"))
+        for path in _text_files((*TEXT_SUFFIXES, ".sh", ".conf", ".js", ".css", ".1"))
         if str(path).startswith(PRODUCT_FOLDERS) or str(path) == "README.md"
         for number, line in enumerate(_lines(path), start=1)
         if TRACKER_REFERENCE.search(line)
