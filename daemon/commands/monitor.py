@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     from daemon.commands._mqtt_client import ClientFailure, resolve_or_fail, subscribed
     from daemon.mqtt.topics import TableTopics
-    from daemon.service.table_view import TableView, render
+    from daemon.service.table_text import render
+    from daemon.service.table_view import TableView
 
     try:
         conn = resolve_or_fail(args)
@@ -69,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _show_live(view: Any, lock: threading.Lock, changed: threading.Event, *, colour: bool) -> None:
     """Redraw the table on each change until Ctrl-C."""
-    from daemon.service.table_view import render
+    from daemon.service.table_text import render
 
     while True:
         changed.wait(1.0)

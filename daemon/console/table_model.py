@@ -13,6 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from common.slots import BANKER_SLOTS, PLAYER_SLOTS
 from daemon.console.roads import DERIVED_OFFSETS, all_roads, big_road_cells, derived_road
 from daemon.console.tableau_hint import next_card
 from daemon.console.verification import Trust
@@ -27,7 +28,7 @@ LAST_ROUNDS = 8
 FLOOR_ROAD_COLUMNS = 12
 """Big-road columns a floor tile shows (the newest)."""
 _HISTORY_KINDS = ("command_accepted", "command_refused")
-_SIDE_SLOTS = {"player": ("P1", "P2", "P3"), "banker": ("B1", "B2", "B3")}
+_SIDE_SLOTS = {"player": PLAYER_SLOTS, "banker": BANKER_SLOTS}
 
 
 @dataclass(slots=True)
@@ -74,7 +75,7 @@ class ConsoleTable:
     last_refused: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
-        self.view = TableView(self.table_id, schema_checked=True)
+        self.view = TableView(self.table_id)
         try:
             validate_table_id(self.table_id)
             self.valid_id = True

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from common.cards import Card, CardParseError, hand_total
+from common.slots import OPENING_SLOTS, Slot
 from daemon.rules.tableau import banker_draws, player_draws
 
 
@@ -17,11 +18,8 @@ from daemon.rules.tableau import banker_draws, player_draws
 class NextCard:
     """``slot`` to deal next (None when the round's cards are complete) and what to tell."""
 
-    slot: str | None
+    slot: Slot | None
     text: str
-
-
-_OPENING = ("P1", "B1", "P2", "B2")
 
 
 def next_card(cards: Mapping[str, str]) -> NextCard:
@@ -30,24 +28,24 @@ def next_card(cards: Mapping[str, str]) -> NextCard:
         parsed = {slot: Card.parse(code) for slot, code in cards.items()}
     except CardParseError as exc:
         return NextCard(None, f"unreadable card: {exc}")
-    for slot in _OPENING:
+    for slot in OPENING_SLOTS:
         if slot not in parsed:
-            side = "Player" if slot.startswith("P") else "Banker"
+            side = "Player" if slot.is_player else "Banker"
             return NextCard(slot, f"Deal {side} card {slot[1]} ({slot})")
-    player = hand_total([parsed["P1"], parsed["P2"]])
-    banker = hand_total([parsed["B1"], parsed["B2"]])
+    player = hand_total([parsed[Slot.P1], parsed[Slot.P2]])
+    banker = hand_total([parsed[Slot.B1], parsed[Slot.B2]])
     if player >= 8 or banker >= 8:
         return NextCard(None, "Natural: both stand")
     if player_draws(player, banker):
-        if "P3" not in parsed:
-            return NextCard("P3", "Player draws")
-        third: int | None = parsed["P3"].points
+        if Slot.P3 not in parsed:
+            return NextCard(Slot.P3, "Player draws")
+        third: int | None = parsed[Slot.P3].points
         said = "Player drew"
     else:
         third = None
         said = "Player stands"
     if banker_draws(player, banker, third):
-        if "B3" not in parsed:
-            return NextCard("B3", f"{said}; Banker draws")
+        if Slot.B3 not in parsed:
+            return NextCard(Slot.B3, f"{said}; Banker draws")
         return NextCard(None, f"{said}; Banker drew")
     return NextCard(None, f"{said}; Banker stands")

@@ -37,6 +37,7 @@ from typing import Any, TextIO
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
+from common.slots import BANKER_SLOTS, PLAYER_SLOTS
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.supervisor_commands import CommandSender
 from daemon.mqtt.topics import TableTopics
@@ -44,7 +45,8 @@ from daemon.service.config import LoadedConfig, load_config
 from daemon.service.demo_broker import EmbeddedBroker
 from daemon.service.logging import configure_logging, reset_logging
 from daemon.service.runner import Daemon
-from daemon.service.table_view import TableView, render
+from daemon.service.table_text import render
+from daemon.service.table_view import TableView
 from drivers.base import ReaderDriver
 
 EVENTS_KEY_ENV = "BACCARAT_EDGE_DEMO_EVENTS_KEY"
@@ -332,8 +334,8 @@ class DemoRun:
         rounds = list(view.last_rounds)
         new = len(view.results) - self._printed_rounds
         for rnd in reversed(rounds[: max(0, new)]):
-            player = " ".join(rnd.cards[s] for s in ("P1", "P2", "P3") if s in rnd.cards)
-            banker = " ".join(rnd.cards[s] for s in ("B1", "B2", "B3") if s in rnd.cards)
+            player = " ".join(rnd.cards[s] for s in PLAYER_SLOTS if s in rnd.cards)
+            banker = " ".join(rnd.cards[s] for s in BANKER_SLOTS if s in rnd.cards)
             self._say(
                 f"hand {rnd.hand:>3}: {rnd.winner.upper():<6} player {rnd.player_total} [{player}]"
                 f"  banker {rnd.banker_total} [{banker}]  ({view.events_seen} events received)"

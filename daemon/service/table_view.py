@@ -1,9 +1,10 @@
-"""A live model of one table built from its MQTT topics, and its plain-ANSI rendering.
+"""A live model of one table built from its MQTT topics (drawn as text by ``table_text``).
 
-Fed every message of ``baccarat/v1/{table_id}/#``; tolerant of anything: a payload
-that is not JSON or lacks a field is counted and shown as such, never a crash.
-Duplicates (same ``event_id``, at-least-once delivery) are ignored and gaps in
-``seq`` are reported, like the reference consumer does.
+Fed every message of ``baccarat/v1/{table_id}/#``. The retained ``status``, ``health`` and
+``state`` are taken only when valid by the contract's schemas (the fleet view's parser, one for
+the whole product); a payload that is not, or an event that is not JSON or lacks a field, is
+counted and named as a problem, never a crash. Duplicates (same ``event_id``, at-least-once
+delivery) are ignored and gaps in ``seq`` are reported, like the reference consumer does.
 """
 
 from __future__ import annotations
@@ -14,16 +15,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.cards import Card, CardParseError, hand_total
+from common.slots import BANKER_SLOTS, PLAYER_SLOTS, SLOT_NAMED
 from daemon.fleet.payloads import KINDS as RETAINED_KINDS
 from daemon.fleet.payloads import check as check_retained
-from daemon.rules.roads import bead_plate, big_road, big_road_grid
 
-ROUND_SLOTS = ("P1", "B1", "P2", "B2", "P3", "B3")
 SEEN_IDS = 4096
 """Event ids remembered to drop duplicates: at-least-once delivery repeats an event soon after
 the original (a reconnect's resend), so the newest few thousand suffice, and a table-day of
 events costs no memory that is never given back."""
-_SUIT_SYMBOL = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
 
 
 @dataclass(slots=True)
@@ -67,9 +66,6 @@ class TableView:
     betting_phase: str | None = None  # waiting / betting / dealing (betting_window); None: never seen
     betting_round_id: str | None = None
     betting_source: str | None = None
-    schema_checked: bool = False
-    """Retained ``status``/``health``/``state`` must be valid by the contract's schemas (the
-    console); else anything is taken that has the fields read (the technician's monitor)."""
     _seen_ids: set[str] = field(default_factory=set)
     _seen_order: deque[str] = field(default_factory=deque)  # ``_seen_ids`` oldest first
     _result_hands: list[int | None] = field(default_factory=list)  # hand of each entry of ``results``
@@ -83,33 +79,22 @@ class TableView:
     def apply(self, topic: str, payload: bytes) -> None:
         """Fold one MQTT message into the view."""
         suffix = topic.split(f"/{self.table_id}/", 1)[-1] if f"/{self.table_id}/" in topic else topic
-        if self.schema_checked and suffix in RETAINED_KINDS:
+        if suffix in RETAINED_KINDS:
             self._apply_checked(suffix, payload)
-            return
-        if suffix == "status":
-            self.status = payload.decode("utf-8", "replace").strip() or None
-            if self.status and self.status.startswith("{"):
-                body = self._json(topic, payload)
-                if isinstance(body, dict):
-                    self.status = str(body.get("status", body.get("state", self.status)))
             return
         body = self._json(topic, payload)
         if body is None:
             return
         if not isinstance(body, dict):
             self._problem(topic, "payload is not a JSON object")
-            return
-        if suffix == "health":
-            self.health = body
-        elif suffix == "state":
-            self._apply_state(body)
         elif suffix == "events":
             self._apply_event(body)
         # alerts are also in events; cmd/reply are not shown
 
     def _apply_checked(self, kind: str, payload: bytes) -> None:
         """A retained ``status``, ``health`` or ``state`` checked against the contract's schema
-        (the fleet view's parser): used only when valid, else counted as malformed with why."""
+        (the fleet view's parser): used only when valid, else counted as malformed with why, as
+        ``"state: shoe: 'decks' is a required property"``."""
         checked = check_retained(kind, self.table_id, payload)
         if checked.message is None:
             self._problem(kind, checked.problem or "not valid")
@@ -120,7 +105,7 @@ class TableView:
         elif kind == "health":
             self.health = message
         else:
-            self._apply_state(message)
+            self._apply_state(message["state"])
 
     def _json(self, topic: str, payload: bytes) -> Any:
         try:
@@ -133,73 +118,49 @@ class TableView:
         self.malformed += 1
         self.last_problem = f"{topic}: {text}"
 
-    def _apply_state(self, body: dict[str, Any]) -> None:
-        snapshot = body.get("state", body.get("data", body))
-        if not isinstance(snapshot, dict):
-            self._problem("state", "snapshot is not an object")
-            return
+    def _apply_state(self, snapshot: dict[str, Any]) -> None:
+        """The engine's snapshot from a schema-valid retained ``state``: every member read is
+        there with its contract shape."""
         self.state = snapshot
-        nested = snapshot.get("shoe")
-        shoe: dict[str, Any] = nested if isinstance(nested, dict) else snapshot
-        same_shoe = shoe.get("shoe_id") == self.shoe_id
-        self.shoe_id = _str_or(shoe.get("shoe_id"), self.shoe_id)
-        cards_out = shoe.get("cards_out")
-        if isinstance(cards_out, int):
-            self.cards_in_shoe = cards_out
-        if shoe.get("phase") == "over" and isinstance(shoe.get("end_reason"), str):
+        shoe: dict[str, Any] = snapshot["shoe"]
+        same_shoe = shoe["shoe_id"] == self.shoe_id
+        self.shoe_id = _str_or(shoe["shoe_id"], self.shoe_id)
+        self.cards_in_shoe = shoe["cards_out"]
+        if shoe["phase"] == "over" and shoe["end_reason"] is not None:
             self.shoe_ended = shoe["end_reason"]
-        hand = snapshot.get("hand")
-        if isinstance(hand, int):
-            self.hand = hand
-        rnd = snapshot.get("round")
-        if isinstance(rnd, dict):
-            cards = rnd.get("cards")
-            self.round_open = True
-            if isinstance(cards, dict):
-                self.round_cards = {str(k): str(v) for k, v in cards.items()}
-                self.round_hand = rnd.get("hand") if isinstance(rnd.get("hand"), int) else self.round_hand
-        elif rnd is None and "round" in snapshot:
-            self.round_open = False
-        bets = snapshot.get("offered_bets")
-        if isinstance(bets, dict):
-            bets = bets.get("bets")
-        if isinstance(bets, list):
-            self.offered_bets = [str(b) for b in bets]
-        alerts = snapshot.get("alerts", snapshot.get("open_alerts"))
-        if isinstance(alerts, dict):
-            self.open_alerts = {str(k): v for k, v in alerts.items() if isinstance(v, dict)}
-        elif isinstance(alerts, list):
-            self.open_alerts = {
-                str(a.get("alert_id", i)): a for i, a in enumerate(alerts) if isinstance(a, dict)
-            }
-        flow = snapshot.get("game_flow")
-        if isinstance(flow, dict) and flow.get("phase") in _PHASES:
-            if flow["phase"] != "waiting" or self.betting_phase is not None:
-                self.betting_phase = str(flow["phase"])
-            self.betting_round_id = _str_or(flow.get("round_id"), None)
-        history = _snapshot_results(snapshot.get("results"))
-        if history is not None:
-            self._take_results(history, same_shoe)
-        elif "results" in snapshot:
-            self._problem("state", "results is not a list of rounds with a winner")
+        self.hand = snapshot["hand"]
+        rnd = snapshot["round"]
+        self.round_open = rnd is not None
+        if rnd is not None:
+            self.round_cards = dict(rnd["cards"])
+            self.round_hand = rnd["hand"]
+        self.offered_bets = list(snapshot["offered_bets"]["bets"])
+        self.open_alerts = {alert["alert_id"]: alert for alert in snapshot["alerts"]}
+        flow = snapshot["game_flow"]
+        if flow["phase"] != "waiting" or self.betting_phase is not None:
+            self.betting_phase = flow["phase"]
+        self.betting_round_id = flow["round_id"]
+        history = [(line["hand"], line["winner"], line) for line in snapshot["results"]]
+        self._take_results(history, same_shoe)
 
-    def _take_results(self, history: list[tuple[int | None, str, dict[str, Any]]], same_shoe: bool) -> None:
+    def _take_results(self, history: list[tuple[int, str, dict[str, Any]]], same_shoe: bool) -> None:
         """The snapshot's results (the engine's history of the shoe) replace what this view pieced
         together from events, keeping only rounds of the same shoe completed after the snapshot."""
-        newest = max((h for h, _, _ in history if h is not None), default=0)
+        newest = max((h for h, _, _ in history), default=0)
         later = [
             (h, w)
             for h, w in zip(self._result_hands, self.results, strict=True)
             if same_shoe and h is not None and h > newest
         ]
-        pairs = [(h, w) for h, w, _ in history] + later
+        pairs: list[tuple[int | None, str]] = [(h, w) for h, w, _ in history]
+        pairs += later
         self._result_hands = [h for h, _ in pairs]
         self.results = [w for _, w in pairs]
         if not self.last_rounds:  # after a monitor restart: the last rounds, without their cards
             for hand, winner, line in history[-(self.last_rounds.maxlen or 8) :]:
                 self.last_rounds.appendleft(
                     RoundLine(
-                        hand=hand or 0,
+                        hand=hand,
                         winner=winner,
                         player_total=_side(line.get("totals"), 0),
                         banker_total=_side(line.get("totals"), 1),
@@ -282,8 +243,8 @@ class TableView:
 
     def _card_dealt(self, env: dict[str, Any], data: dict[str, Any]) -> None:
         self.cards_in_shoe += 1
-        slot = data.get("slot")
-        if slot in ROUND_SLOTS:
+        slot = SLOT_NAMED.get(str(data.get("slot")))
+        if slot is not None:
             if data.get("round") is not None and data.get("round") != self.round_hand:
                 self.round_hand = data["round"]
                 self.round_cards = {}
@@ -302,8 +263,8 @@ class TableView:
         if isinstance(banker, dict):
             banker = banker.get("cards")
         if isinstance(player, list) and isinstance(banker, list):
-            cards = {f"P{i + 1}": str(c) for i, c in enumerate(player)}
-            cards |= {f"B{i + 1}": str(c) for i, c in enumerate(banker)}
+            cards = {slot: str(c) for slot, c in zip(PLAYER_SLOTS, player, strict=False)}
+            cards |= {slot: str(c) for slot, c in zip(BANKER_SLOTS, banker, strict=False)}
         line = RoundLine(
             hand=int(data.get("hand", env.get("hand") or 0)),
             winner=winner,
@@ -347,8 +308,6 @@ class TableView:
         self.shoe_ended = str(data.get("reason", "ended"))
 
 
-_PHASES = ("waiting", "betting", "dealing")
-
 _EVENT_HANDLERS = {
     "betting_opened": TableView._betting_opened,
     "betting_closed": TableView._betting_closed,
@@ -364,21 +323,6 @@ _EVENT_HANDLERS = {
     "alert_cleared": TableView._alert_cleared,
     "shoe_ended": TableView._shoe_ended,
 }
-
-
-def _snapshot_results(history: Any) -> list[tuple[int | None, str, dict[str, Any]]] | None:
-    """(hand, winner, line) of each round in a snapshot's ``results``: the engine's compact
-    lines (``{"hand", "winner", ...}``) or bare winners; None when it is neither."""
-    if not isinstance(history, list):
-        return None
-    out: list[tuple[int | None, str, dict[str, Any]]] = []
-    for item in history:
-        line: dict[str, Any] = item if isinstance(item, dict) else {"winner": item}
-        winner, hand = line.get("winner"), line.get("hand")
-        if winner not in ("player", "banker", "tie"):
-            return None
-        out.append((hand if isinstance(hand, int) else None, str(winner), line))
-    return out
 
 
 def _side(pair: Any, index: int) -> int | None:
@@ -399,136 +343,9 @@ def _total(outcome: dict[str, Any], side: str, cards: dict[str, str]) -> int | N
             return value
         if isinstance(value, dict) and isinstance(value.get(side), int):
             return int(value[side])
-    prefix = "P" if side == "player" else "B"
+    slots = PLAYER_SLOTS if side == "player" else BANKER_SLOTS
     try:
-        parsed = [Card.parse(code) for slot, code in sorted(cards.items()) if slot.startswith(prefix)]
+        parsed = [Card.parse(cards[slot]) for slot in slots if slot in cards]
     except CardParseError:
         return None
     return hand_total(parsed) if parsed else None
-
-
-# ---------------------------------------------------------------------- rendering
-_RESET, _BOLD, _DIM = "\x1b[0m", "\x1b[1m", "\x1b[2m"
-_COLOURS = {"P": "\x1b[34m", "B": "\x1b[31m", "T": "\x1b[32m", "alert": "\x1b[33m"}
-
-
-def _card_text(code: str) -> str:
-    if len(code) >= 2:
-        return code[:-1] + _SUIT_SYMBOL.get(code[-1], code[-1])
-    return code
-
-
-def render(view: TableView, colour: bool = True, road_columns: int = 30) -> str:
-    """The whole screen as text (ANSI colours when ``colour``)."""
-
-    def paint(key: str, text: str) -> str:
-        return f"{_COLOURS[key]}{text}{_RESET}" if colour and key in _COLOURS else text
-
-    def bold(text: str) -> str:
-        return f"{_BOLD}{text}{_RESET}" if colour else text
-
-    lines: list[str] = []
-    status = view.status or "unknown"
-    hand = view.hand if view.hand is not None else "-"
-    lines.append(
-        bold(f"Table {view.table_id}")
-        + f"  status: {status}  shoe: {view.shoe_id or '-'}  hand: {hand}"
-        + f"  cards out: {view.cards_in_shoe}"
-        + (f"  shoe ended ({view.shoe_ended})" if view.shoe_ended else "")
-    )
-    player = [view.round_cards[s] for s in ("P1", "P2", "P3") if s in view.round_cards]
-    banker = [view.round_cards[s] for s in ("B1", "B2", "B3") if s in view.round_cards]
-    round_state = "in progress" if view.round_open else "decided, waiting for the next round"
-    if view.round_hand is None:
-        round_state = "waiting for the first round"
-    lines.append(
-        bold(f"Round {view.round_hand if view.round_hand is not None else '-'}") + f"  {round_state}"
-    )
-    lines.append(bold("Betting") + "  " + betting_line(view))
-    lines.append(
-        "  "
-        + paint("P", "Player")
-        + f"  {' '.join(_card_text(c) for c in player) or '-':<16}"
-        + f" total {_side_total(player)}"
-    )
-    lines.append(
-        "  "
-        + paint("B", "Banker")
-        + f"  {' '.join(_card_text(c) for c in banker) or '-':<16}"
-        + f" total {_side_total(banker)}"
-    )
-    lines.append(bold("Last results"))
-    if not view.last_rounds:
-        lines.append("  (none yet)")
-    for rnd in list(view.last_rounds)[:5]:
-        letter = {"player": "P", "banker": "B", "tie": "T"}.get(rnd.winner, "?")
-        p = " ".join(_card_text(rnd.cards[s]) for s in ("P1", "P2", "P3") if s in rnd.cards)
-        b = " ".join(_card_text(rnd.cards[s]) for s in ("B1", "B2", "B3") if s in rnd.cards)
-        lines.append(
-            f"  hand {rnd.hand:>3}  {paint(letter, rnd.winner.upper()):<6}  "
-            f"P {rnd.player_total if rnd.player_total is not None else '?'} [{p}]  "
-            f"B {rnd.banker_total if rnd.banker_total is not None else '?'} [{b}]"
-        )
-    lines.append(bold("Bead plate") + f"  ({len(view.results)} rounds)")
-    lines.extend("  " + _grid_row(row, road_columns, paint) for row in bead_plate(view.results))
-    lines.append(bold("Big road"))
-    lines.extend("  " + _grid_row(row, road_columns, paint) for row in big_road_grid(big_road(view.results)))
-    lines.append(bold("Offered bets") + "  " + (", ".join(view.offered_bets) or "-"))
-    lines.append(bold("Alerts") + f"  open: {len(view.open_alerts)}")
-    for alert in list(view.open_alerts.values())[:5]:
-        lines.append("  " + paint("alert", f"! {alert.get('code', 'alert')}: {alert.get('message', '')}"))
-    for text in list(view.recent_alerts)[:3]:
-        lines.append(f"  {_DIM if colour else ''}recent: {text}{_RESET if colour else ''}")
-    lines.append(bold("Health") + "  " + _health_line(view.health))
-    lines.append(
-        f"Stream: {view.events_seen} events, last seq {view.last_seq if view.last_seq is not None else '-'}, "
-        f"{view.duplicates} duplicates, {len(view.gaps)} gaps"
-        + (f", {view.malformed} malformed ({view.last_problem})" if view.malformed else "")
-    )
-    return "\n".join(lines) + "\n"
-
-
-def betting_line(view: TableView) -> str:
-    """The betting window as one line: the game phase of a ``betting_window`` table."""
-    if view.betting_phase is None:
-        return "- (no betting window seen: cards_only, or none opened yet)"
-    round_id = f" round {view.betting_round_id}" if view.betting_round_id else ""
-    source = f" (from {view.betting_source})" if view.betting_source else ""
-    text = {
-        "betting": "OPEN: bets are being placed; a card drawn now is exposed",
-        "dealing": "closed: dealing",
-        "waiting": "waiting for the next betting window",
-    }[view.betting_phase]
-    return f"{text}{round_id}{source}"
-
-
-def _side_total(codes: list[str]) -> str:
-    try:
-        return str(hand_total([Card.parse(c) for c in codes])) if codes else "-"
-    except CardParseError:
-        return "?"
-
-
-def _grid_row(row: list[str], columns: int, paint: Any) -> str:
-    visible = row[-columns:]
-    return "".join(paint(c.upper(), c) if c.strip() else "·" for c in visible)
-
-
-def _health_line(health: dict[str, Any] | None) -> str:
-    if not health:
-        return "no report yet"
-    parts: list[str] = []
-    devices = health.get("devices")
-    if isinstance(devices, dict):
-        for name, info in devices.items():
-            if isinstance(info, dict) and "connected" in info:
-                state = "connected" if info.get("connected") else "DISCONNECTED"
-                if info.get("state") == "opening":  # just started, first open attempt under way
-                    state = "opening"
-                parts.append(f"{name} {state}")
-    broker = health.get("broker", health.get("publisher", health if "connected" in health else None))
-    if isinstance(broker, dict):
-        state = "connected" if broker.get("connected") else "DISCONNECTED"
-        depth = broker.get("queue_depth", broker.get("undelivered"))
-        parts.append(f"broker {state}" + (f", {depth} undelivered" if depth is not None else ""))
-    return "; ".join(parts) or json.dumps(health)[:100]

@@ -20,7 +20,8 @@ import pytest
 from daemon.fleet.tables import Fleet, summarize
 from daemon.mqtt.envelope import encode, signed_message
 from daemon.service.health import device_health
-from daemon.service.table_view import TableView, render
+from daemon.service.table_text import render
+from daemon.service.table_view import TableView
 from drivers.device import Device, ReaderHealth
 from drivers.registry import load
 from tests.fleet.synthetic import SyntheticTable

@@ -10,10 +10,38 @@ import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt.enums import CallbackAPIVersion
 
-from daemon.service.table_view import TableView, render
+from daemon.service.table_text import render
+from daemon.service.table_view import TableView
+from tests.fleet.synthetic import SyntheticTable
 from tests.support.broker import MosquittoBroker
 
 BASE = "baccarat/v1/T9"
+T9 = SyntheticTable("T9", shoe_id="shoe-7", hand=12)
+
+
+def _state(**snapshot: object) -> bytes:
+    """A schema-valid retained state of table T9 with these snapshot members changed."""
+    body = json.loads(T9.state(1.0))
+    body["state"] |= snapshot
+    return json.dumps(body).encode()
+
+
+def _round(hand: int, cards: dict[str, str]) -> dict[str, object]:
+    """A round in progress as the engine's snapshot carries it."""
+    return {
+        "hand": hand,
+        "opened_at": 1.0,
+        "cards": cards,
+        "sources": dict.fromkeys(cards, "reader"),
+        "holds": [],
+        "awaiting_verdict": False,
+        "super_round_die": None,
+        "corrected": False,
+        "player_total": 0,
+        "banker_total": 0,
+        "next_slot": "P2",
+        "blocked_by": [],
+    }
 
 
 def _event(seq: int, kind: str, data: dict[str, object], hand: int | None = None) -> bytes:
@@ -46,7 +74,7 @@ def _round_messages(start_seq: int, hand: int, cards: dict[str, str], winner: st
 
 def test_view_follows_rounds_dedups_and_reports_gaps() -> None:
     view = TableView("T9")
-    view.apply(f"{BASE}/status", b"online")
+    view.apply(f"{BASE}/status", T9.status(1.0))
     view.apply(f"{BASE}/events", _event(1, "shoe_started", {}))
     messages = _round_messages(2, 1, {"P1": "9s", "B1": "2h", "P2": "Kd", "B2": "3c"}, "player")
     for payload in messages:
@@ -96,13 +124,15 @@ def test_view_shows_the_betting_window_phase() -> None:
     for payload in _round_messages(4, 1, {"P1": "9s", "B1": "2h", "P2": "Kd", "B2": "3c"}, "player"):
         view.apply(f"{BASE}/events", payload)
     assert view.betting_phase == "waiting"
-    state = {"game_flow": {"phase": "betting", "round_id": "T9-1002", "closes_at": None,
-                           "last_round_id": "T9-1002", "burn_signalled": False}}  # fmt: skip
-    view.apply(f"{BASE}/state", json.dumps({"state": state}).encode())
+    flow = {"phase": "betting", "round_id": "T9-1002", "closes_at": None,
+            "last_round_id": "T9-1002", "burn_signalled": False}  # fmt: skip
+    view.apply(f"{BASE}/state", _state(game_flow=flow))
+    assert view.malformed == 0, view.last_problem
     assert (view.betting_phase, view.betting_round_id) == ("betting", "T9-1002")
     # A cards_only table's state says "waiting" forever: no window is shown until one opens.
     quiet = TableView("T9")
-    quiet.apply(f"{BASE}/state", json.dumps({"state": {"game_flow": {"phase": "waiting"}}}).encode())
+    quiet.apply(f"{BASE}/state", T9.state(1.0))
+    assert quiet.malformed == 0, quiet.last_problem
     assert quiet.betting_phase is None
 
 
@@ -110,10 +140,32 @@ def test_view_survives_garbage() -> None:
     view = TableView("T9")
     view.apply(f"{BASE}/events", b"\xff\xfe not json")
     view.apply(f"{BASE}/state", b"[1, 2]")
+    assert view.last_problem == "state: not a JSON object but list"
     view.apply(f"{BASE}/events", json.dumps({"kind": "card_dealt", "data": {"slot": "P1"}}).encode())
     view.apply(f"{BASE}/health", b"{}")
-    assert view.malformed == 3
-    assert "malformed" in render(view, colour=False)
+    assert view.last_problem == "health: schema_version None is not 1"
+    assert view.malformed == 4
+    assert (view.state, view.health) == (None, None)
+    assert "4 malformed (health: schema_version None is not 1)" in render(view, colour=False)
+
+
+def test_a_retained_payload_the_schema_refuses_is_a_named_problem_not_taken() -> None:
+    """The monitor reads retained status, health and state by the contract's schemas, as the
+    console and the fleet view do: what a schema refuses is named and leaves the view as it was."""
+    view = TableView("T9")
+    view.apply(f"{BASE}/state", _state(round=_round(12, {"P1": "8s"})))
+    view.apply(f"{BASE}/status", T9.status(1.0))
+    assert (view.status, view.round_cards, view.malformed) == ("online", {"P1": "8s"}, 0)
+    view.apply(f"{BASE}/state", _state(round=_round(13, {"P1": "8s", "X9": "Qh"})))
+    assert view.last_problem is not None
+    assert view.last_problem.startswith("state: state/round/cards: 'X9' is not one of ['P1', 'B1',")
+    view.apply(f"{BASE}/status", json.dumps({"schema_version": 1, "table_id": "T9", "status": "up"}).encode())
+    assert view.last_problem.startswith("status: (top level): 'ts' is a required property")
+    other = json.loads(T9.status(1.0)) | {"table_id": "T8"}
+    view.apply(f"{BASE}/status", json.dumps(other).encode())
+    assert view.last_problem == "status: table_id 'T8' on the topic of table 'T9'"
+    assert (view.status, view.round_hand, view.round_cards, view.malformed) == ("online", 12, {"P1": "8s"}, 3)
+    assert "3 malformed (status: table_id 'T8'" in render(view, colour=False)
 
 
 @pytest.mark.mosquitto
@@ -122,31 +174,19 @@ def test_monitor_once_prints_the_table_from_retained_and_live_topics(mosquitto: 
     publisher.connect("127.0.0.1", mosquitto.port)
     publisher.loop_start()
     try:
-        status = {"table_id": "T9", "status": "online", "ts": 1.0}
-        publisher.publish(f"{BASE}/status", json.dumps(status).encode(), qos=1, retain=True).wait_for_publish(
-            5
-        )
+        publisher.publish(f"{BASE}/status", T9.status(1.0), qos=1, retain=True).wait_for_publish(5)
         # the shape the publisher retains: its envelope around the engine's snapshot
-        state = {
-            "table_id": "T9",
-            "last_seq": 40,
-            "state": {
-                "shoe": {"shoe_id": "shoe-7", "cards_out": 9, "phase": "round"},
-                "hand": 12,
-                "offered_bets": {"hand": 12, "bets": ["player", "banker", "tie"]},
-                "round": {"hand": 12, "cards": {"P1": "8s", "B1": "Th"}},
-                "alerts": [{"alert_id": "a-3", "code": "rescan_needed", "message": "rescan the card"}],
-            },
-        }
-        publisher.publish(f"{BASE}/state", json.dumps(state).encode(), qos=1, retain=True).wait_for_publish(5)
-        health = {
-            "connected": True,
-            "queue_depth": 0,
-            "devices": {"reader": {"connected": True}, "engine": {}},
-        }
-        publisher.publish(f"{BASE}/health", json.dumps(health).encode(), qos=1, retain=True).wait_for_publish(
-            5
+        shoe = json.loads(T9.state(1.0))["state"]["shoe"] | {"cards_out": 9, "phase": "round"}
+        alert = {"alert_id": "a-3", "code": "rescan_needed", "message": "rescan the card", "hand": 12,
+                 "holds": 12, "device": None, "details": {}}  # fmt: skip
+        state = _state(
+            shoe=shoe,
+            offered_bets={"hand": 12, "bets": ["player", "banker", "tie"]},
+            round=_round(12, {"P1": "8s", "B1": "Th"}),
+            alerts=[alert],
         )
+        publisher.publish(f"{BASE}/state", state, qos=1, retain=True).wait_for_publish(5)
+        publisher.publish(f"{BASE}/health", T9.health(1.0), qos=1, retain=True).wait_for_publish(5)
         result = subprocess.run(
             [
                 sys.executable,

@@ -12,7 +12,8 @@ from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.roads import bead_plate
 from daemon.rules.variants import load_variant_by_name
-from daemon.service.table_view import TableView, render
+from daemon.service.table_text import render
+from daemon.service.table_view import TableView
 
 BASE = "baccarat/v1/T9"
 ROUNDS = (
@@ -131,13 +132,15 @@ def test_a_counted_card_drawn_outside_the_game_is_a_card_out_of_the_shoe() -> No
     assert [a["code"] for a in view.open_alerts.values()] == ["card_outside_game"]
 
 
-def test_malformed_results_in_a_snapshot_are_reported_not_used() -> None:
+def test_malformed_results_in_a_snapshot_are_named_and_the_snapshot_not_used() -> None:
+    table = _started()
+    table.deal(ROUNDS[0], 100)
+    body = json.loads(table.state())
     view = TableView("T9")
-    bad_winner = {"state": {"results": [{"hand": 1, "winner": "dragon"}]}}
-    view.apply(f"{BASE}/state", json.dumps(bad_winner).encode())
-    view.apply(f"{BASE}/state", json.dumps({"state": {"results": "PBT"}}).encode())
-    assert view.results == []
-    assert view.malformed == 2
-    assert "results" in (view.last_problem or "")
-    view.apply(f"{BASE}/state", json.dumps({"state": {"results": ["player", "tie"]}}).encode())
-    assert view.results == ["player", "tie"]
+    for results in ([{"hand": 1, "winner": "dragon"}], "PBT", ["player", "tie"]):
+        body["state"]["results"] = results
+        view.apply(f"{BASE}/state", json.dumps(body).encode())
+    assert (view.results, view.state, view.malformed) == ([], None, 3)
+    assert (view.last_problem or "").startswith("state: state/results/0: 'player' is not of type 'object'")
+    view.apply(f"{BASE}/state", table.state())
+    assert (view.results, view.malformed) == (["player"], 3)
