@@ -30,11 +30,13 @@ from common.inputs import (
 from common.slots import Slot
 from daemon.alerts import AlertCode
 from daemon.engine import commands as args_
+from daemon.engine.clock_gate import ClockGate
 from daemon.engine.commands import Outcome, Refused
 from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.payloads import AlertData, ReadFields
+from daemon.engine.flow_timing import LateClose, judge_close
+from daemon.engine.payloads import AlertData, ExposedRead, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.settings import GameFlow
 from daemon.engine.shoe import ShoeSetup
@@ -109,6 +111,7 @@ class BettingWindow:
     emitter: Emitter
     dealing: Dealing
     signals: DeviceSignals
+    clock: ClockGate
 
     def __init__(
         self,
@@ -118,12 +121,14 @@ class BettingWindow:
         emitter: Emitter,
         dealing: Dealing,
         signals: DeviceSignals,
+        clock: ClockGate,
     ) -> None:
         self.state = state
         self.shoe = shoe
         self.emitter = emitter
         self.dealing = dealing
         self.signals = signals
+        self.clock = clock
 
     # ------------------------------------------------------------------ checks
     def _flow_problem(
@@ -187,6 +192,9 @@ class BettingWindow:
         problem = self._flow_problem(_OPEN, GameFlowSource.SERVER, round_id)
         if problem is not None:
             return self._refused(problem, cmd, round_id)
+        gate = self.clock.refusal(cmd, round_id)
+        if gate is not None:
+            return gate
         sequence = round_id_sequence(self.state.last_round_id, round_id)
         if not sequence.accepted:
             reason = (
@@ -204,7 +212,10 @@ class BettingWindow:
         if problem is not None:
             return self._refused(problem, cmd, round_id)
         closing = BettingClosed(cmd.at, GameFlowSource.SERVER, round_id, "server", cmd.command_id)
-        return lambda: self._close(closing, cmd.actor)
+        late = None
+        if cmd.issued_at is not None:
+            late = judge_close(self.state, self.shoe.settings.betting, cmd.issued_at, cmd.at)
+        return lambda: self._close(closing, cmd.actor, late)
 
     def _refused(self, problem: FlowProblem, cmd: SupervisorCommand, round_id: str | None) -> Refused:
         if problem.code is None:
@@ -277,27 +288,34 @@ class BettingWindow:
                 "next_hand": st.hand + 1,
             },
         )
+        self.clock.opened(inp.at)
         if sequence.reason is not None and inp.round_id is not None:
             self._sequence_alert(inp.at, inp.round_id, sequence, last)
         if self.shoe.settings.betting.lock_shoe:
             self._request_lock(LockAction.LOCK, inp.at)
 
-    def _close(self, inp: BettingClosed, actor: str | None) -> None:
+    def _close(self, inp: BettingClosed, actor: str | None, late: LateClose | None = None) -> None:
         st = self.state
-        self.emitter.emit(
-            EventKind.BETTING_CLOSED,
-            inp.at,
-            Source.SYSTEM,
-            {
-                "phase": FlowPhase.DEALING,
-                "round_id": inp.round_id,
-                "source": inp.source,
-                "device": inp.device,
-                "command_id": inp.command_id,
-                "actor": actor,
-                "next_hand": st.hand + 1,
-            },
-        )
+        data: dict[str, Any] = {
+            "phase": FlowPhase.DEALING,
+            "round_id": inp.round_id,
+            "source": inp.source,
+            "device": inp.device,
+            "command_id": inp.command_id,
+            "actor": actor,
+            "next_hand": st.hand + 1,
+        }
+        if late is not None:  # the server's own time: how the close was judged (README "Judged by time")
+            data.update(
+                issued_at=late.issued_at,
+                skew_s=late.skew_s,
+                within_skew=late.honoured,
+                claimed=[c["card"] for c in late.claimed],
+            )
+        self.emitter.emit(EventKind.BETTING_CLOSED, inp.at, Source.SYSTEM, data)
+        if late is not None:
+            for exposed in late.claimed:
+                self._claim(exposed, inp.at, late.issued_at)
         if self.shoe.settings.betting.lock_shoe:
             pending = st.lock_request
             if pending is not None and pending["action"] == LockAction.LOCK:
@@ -310,6 +328,23 @@ class BettingWindow:
                     reason="the shoe did not confirm the lock before betting closed",
                 )
             self._request_lock(LockAction.UNLOCK, inp.at)
+
+    def _claim(self, exposed: ExposedRead, at: float, issued_at: float) -> None:
+        """A card read as exposed, made the round's by a close issued before it was read: its
+        exposed alert is cleared and it is dealt where the draw order puts it (counted once)."""
+        st = self.state
+        code = exposed["card"]
+        source = exposed["read"]["source"]
+        for alert_id in st.open_alert_ids(AlertCode.CARD_EXPOSED_DURING_BETTING):
+            details = st.alerts[alert_id]["details"]
+            if details.get("card") == code and details.get("round_id") == st.flow_round_id:
+                reason = (
+                    f"betting had closed: the close was issued at {issued_at:.3f}, before this card was read"
+                )
+                self.emitter.clear_alert(alert_id, at, source, reason)
+                break
+        plan = self.dealing.plan(exposed["read_at"])
+        self.dealing.place(plan, code, at, source, read=exposed["read"], from_outside_game=True)
 
     def _sequence_alert(self, at: float, round_id: str, sequence: Sequence, last: str | None = None) -> None:
         self.emitter.alert(
