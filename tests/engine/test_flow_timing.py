@@ -6,14 +6,18 @@ unsynchronised or the server's command time is too far off."""
 
 from __future__ import annotations
 
+import random
+from collections import Counter
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.cards import ALL_CARDS, Card
 from common.inputs import ClockStatus, SupervisorCommand
 from daemon.engine.events import Event
 from daemon.engine.table import Engine
+from daemon.rules.outcome import next_slot
 from tests.engine.support import (
     alerts,
     assert_legal,
@@ -303,4 +307,76 @@ def test_clock_status_outside_a_shoe_is_recorded_and_kept_across_a_restore() -> 
     assert of_kind(out, "clock_status")
     assert alerts(out, "clock_unsynchronised")
     assert eng.state.clock_synchronised is False
+    assert_restores(eng, out)
+
+
+# ------------------------------------------------------------------ the property over a shoe
+
+
+def _deal_round(shoe: list[Card]) -> list[str]:
+    player: list[Card] = []
+    banker: list[Card] = []
+    cards: list[str] = []
+    while (slot := next_slot(player, banker)) is not None:
+        card = shoe.pop()
+        (player if slot.value.startswith("P") else banker).append(card)
+        cards.append(card.code)
+    return cards
+
+
+_ROUND = st.tuples(
+    st.floats(0.1, 1.0),  # the first card, after the close was issued
+    st.floats(0.0, 2.0),  # the close's lag: received this long after it was issued
+    st.one_of(st.none(), st.floats(0.1, 1.4)),  # an unneeded card this long after the decision
+    st.floats(0.3, 2.0),  # betting reopens this long after the decision
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), rounds=st.lists(_ROUND, min_size=1, max_size=6))
+def test_late_closes_and_quick_reopens_never_settle_other_than_the_physical_cards(
+    seed: int, rounds: list[tuple[float, float, float | None, float]]
+) -> None:
+    """Any lag of the close (within the bound or not) and any quick reopen with a late unneeded card:
+    a completed round has exactly its physical cards; a close within the bound and unneeded cards
+    within the window complete every round; every card is counted once."""
+    rng = random.Random(seed)
+    shoe = [card for card in ALL_CARDS for _ in range(8)]
+    rng.shuffle(shoe)
+    eng = window(betting={"max_skew_s": 1.0, "unneeded_window_s": 1.5})
+    out = start_shoe(eng)
+    physical_out = Counter(["2c", "Kd", "Kh"])
+    physical: dict[str, list[str]] = {}
+    inputs: list[tuple[float, int, Any]] = []
+    t = 10.0
+    for n, (first, lag, unneeded, reopen) in enumerate(rounds, start=1):
+        round_id = str(n)
+        if n == 1:
+            inputs.append((t, len(inputs), server("open_betting", t, t, round_id)))
+        closed = t + 5
+        inputs.append((closed + lag, len(inputs), server("close_betting", closed + lag, closed, round_id)))
+        cards = _deal_round(shoe)
+        physical[round_id] = cards
+        physical_out.update(cards)
+        times = [closed + first + 0.8 * k for k in range(len(cards))]
+        inputs += [(at, len(inputs), read(code, at)) for code, at in zip(cards, times, strict=True)]
+        decided = times[-1]
+        if unneeded is not None:
+            burned = shoe.pop().code
+            physical_out[burned] += 1
+            inputs.append((decided + unneeded, len(inputs), read(burned, decided + unneeded)))
+        next_open = decided + reopen
+        inputs.append((next_open, len(inputs), server("open_betting", next_open, next_open, str(n + 1))))
+        t = next_open
+    for _at, _k, inp in sorted(inputs, key=lambda item: (item[0], item[1])):
+        out += feed(eng, [inp])
+    completed = of_kind(out, "round_completed")
+    for e in completed:
+        assert list(e.data["cards"].values()) == physical[e.data["round_id"]], e.data["round_id"]
+    if all(lag <= 1.0 for _first, lag, _u, _r in rounds):
+        assert [e.data["round_id"] for e in completed] == list(physical)
+        assert not eng.state.open_alert_ids("card_exposed_during_betting")  # raised, then claimed
+        assert not of_kind(out, "round_held")
+    assert Counter({c: k for c, k in eng.state.counts.items() if k}) == physical_out
+    assert_legal(out, 8)
     assert_restores(eng, out)
