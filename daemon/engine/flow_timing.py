@@ -16,10 +16,16 @@ Two rules, both pure functions of the state, the settings and the times given:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from daemon.alerts import AlertCode
+from daemon.engine.emitter import Emitter
 from daemon.engine.payloads import ExposedRead
 from daemon.engine.settings import BettingSettings
 from daemon.engine.state import TableState
+
+if TYPE_CHECKING:  # (dealing.py uses this module's rule: imported for the type only)
+    from daemon.engine.dealing import Dealing
 
 
 def unneeded_in_time(st: TableState, betting: BettingSettings, at: float) -> bool:
@@ -55,3 +61,22 @@ def judge_close(st: TableState, betting: BettingSettings, issued_at: float, at: 
         # window's exposed cards, which are in read order.
         claimed = tuple(c for c in st.flow_exposed if c["read_at"] >= issued_at and c["counted"])
     return LateClose(issued_at, round(skew, 3), honoured, claimed)
+
+
+def claim_late_cards(
+    late: LateClose, at: float, *, state: TableState, emitter: Emitter, dealing: Dealing
+) -> None:
+    """After ``betting_closed`` at ``at``: each card the late close claims has its exposed alert
+    cleared and is dealt where the draw order puts it, counted once (it was counted when drawn)."""
+    for exposed in late.claimed:
+        code = exposed["card"]
+        source = exposed["read"]["source"]
+        for alert_id in state.open_alert_ids(AlertCode.CARD_EXPOSED_DURING_BETTING):
+            details = state.alerts[alert_id]["details"]
+            if details.get("card") == code and details.get("round_id") == state.flow_round_id:
+                issued = f"{late.issued_at:.3f}"
+                reason = f"betting had closed: the close was issued at {issued}, before this card was read"
+                emitter.clear_alert(alert_id, at, source, reason)
+                break
+        plan = dealing.plan(exposed["read_at"])
+        dealing.place(plan, code, at, source, read=exposed["read"], from_outside_game=True)

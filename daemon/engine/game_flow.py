@@ -35,8 +35,8 @@ from daemon.engine.commands import Outcome, Refused
 from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.flow_timing import LateClose, judge_close
-from daemon.engine.payloads import AlertData, ExposedRead, ReadFields
+from daemon.engine.flow_timing import LateClose, claim_late_cards, judge_close
+from daemon.engine.payloads import AlertData, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.settings import GameFlow
 from daemon.engine.shoe import ShoeSetup
@@ -314,8 +314,7 @@ class BettingWindow:
             )
         self.emitter.emit(EventKind.BETTING_CLOSED, inp.at, Source.SYSTEM, data)
         if late is not None:
-            for exposed in late.claimed:
-                self._claim(exposed, inp.at, late.issued_at)
+            claim_late_cards(late, inp.at, state=st, emitter=self.emitter, dealing=self.dealing)
         if self.shoe.settings.betting.lock_shoe:
             pending = st.lock_request
             if pending is not None and pending["action"] == LockAction.LOCK:
@@ -328,23 +327,6 @@ class BettingWindow:
                     reason="the shoe did not confirm the lock before betting closed",
                 )
             self._request_lock(LockAction.UNLOCK, inp.at)
-
-    def _claim(self, exposed: ExposedRead, at: float, issued_at: float) -> None:
-        """A card read as exposed, made the round's by a close issued before it was read: its
-        exposed alert is cleared and it is dealt where the draw order puts it (counted once)."""
-        st = self.state
-        code = exposed["card"]
-        source = exposed["read"]["source"]
-        for alert_id in st.open_alert_ids(AlertCode.CARD_EXPOSED_DURING_BETTING):
-            details = st.alerts[alert_id]["details"]
-            if details.get("card") == code and details.get("round_id") == st.flow_round_id:
-                reason = (
-                    f"betting had closed: the close was issued at {issued_at:.3f}, before this card was read"
-                )
-                self.emitter.clear_alert(alert_id, at, source, reason)
-                break
-        plan = self.dealing.plan(exposed["read_at"])
-        self.dealing.place(plan, code, at, source, read=exposed["read"], from_outside_game=True)
 
     def _sequence_alert(self, at: float, round_id: str, sequence: Sequence, last: str | None = None) -> None:
         self.emitter.alert(
