@@ -342,19 +342,24 @@ def _hand(value: Any, fallback: Any) -> int | None:
 
 # ---------------------------------------------------------------------- from a journal file
 def recall_from_journal(path: Path, last: int = DEFAULT_LAST) -> list[dict[str, Any]]:
-    """The last ``last`` rounds a journal file holds, oldest first (opened read-only: the daemon
-    may run). Only the tail is read: from the round opened before the oldest one recalled (an
-    alert holding the next round is raised before that round opens). Raises
-    :class:`JournalError` when the file is missing or cannot be read as a journal."""
+    """The last ``last`` rounds a journal file holds, oldest first (:func:`load_recall`)."""
+    return load_recall(path, last).rounds()
+
+
+def load_recall(path: Path, keep: int = DEFAULT_LAST) -> RoundRecall:
+    """A recall fed the tail of a journal file (opened read-only: the daemon may run), ready to
+    take the events journaled after it. Only the tail is read: from the round opened before the
+    oldest one kept (an alert holding the next round is raised before that round opens).
+    Raises :class:`JournalError` when the file is missing or cannot be read as a journal."""
     from daemon.journal.export import open_read_only
 
-    recall = RoundRecall(last)
+    recall = RoundRecall(keep)
     db = open_read_only(path)
     try:
         opened = db.execute(
-            "SELECT seq FROM events WHERE kind = 'round_opened' ORDER BY seq DESC LIMIT ?", (last + 1,)
+            "SELECT seq FROM events WHERE kind = 'round_opened' ORDER BY seq DESC LIMIT ?", (keep + 1,)
         ).fetchall()
-        start = int(opened[-1][0]) if len(opened) > last else 0
+        start = int(opened[-1][0]) if len(opened) > keep else 0
         for (body,) in db.execute("SELECT body FROM events WHERE seq >= ? ORDER BY seq", (start,)):
             try:
                 record = json.loads(body)
@@ -366,4 +371,4 @@ def recall_from_journal(path: Path, last: int = DEFAULT_LAST) -> list[dict[str, 
         raise JournalError(f"journal {path} cannot be read: {exc}") from None
     finally:
         db.close()
-    return recall.rounds()
+    return recall
