@@ -5,6 +5,7 @@ it (hypothesis) and every record keeps the contract's shape (``state.json``'s re
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +15,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from daemon.engine.events import Event
+from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.journal.errors import JournalError
 from daemon.journal.recall import MAX_LAST, ROUND_KINDS, RoundRecall, recall_from_journal
 from daemon.journal.settings import JournalSettings
 from daemon.journal.store import Journal
 from daemon.mqtt.contract import load_schema
-from tests.engine.support import alerts, cmd, engine, feed, read, start_shoe
+from tests.engine.reference import deal_shoe, shuffled_shoe
+from tests.engine.support import alerts, cmd, engine, feed, read, start_shoe, variant
+from tests.engine.test_properties import FAULTS, _inject
 
 NATURAL = ("9s", "2h", "Kc", "3d")  # P 9 against B 5
 BANKER_DRAWS = ("3c", "2d", "4h", "2s", "5h")  # P 7 stands, B 4 draws 5h: B 9
@@ -243,3 +247,49 @@ def test_any_events_give_records_of_the_contracts_shape_and_keep_only_cuts_the_o
     assert rounds == big.rounds()[-keep:] if rounds else big.rounds() == []
     for record in rounds:
         _RECORD.validate(json.loads(json.dumps(record, allow_nan=False)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32),
+    faults=st.lists(st.sampled_from(FAULTS), min_size=1, max_size=25),
+    await_verdict=st.booleans(),
+)
+def test_the_recall_agrees_with_the_engine_on_every_round_it_keeps(
+    seed: int, faults: list[str], await_verdict: bool
+) -> None:
+    """A dealt shoe with injected faults and random supervisor commands: every round the recall
+    keeps says what the engine's own state says of it (the round in progress, the held rounds
+    and what holds them, the completed results)."""
+    cfg = TableSettings(decks=8, await_device_verdict=await_verdict)
+    rng = random.Random(seed)
+    cards = shuffled_shoe(8, rng)
+    clean = deal_shoe(cfg, variant("standard"), cards, rng.randint(len(cards) - 40, len(cards) - 22)).inputs
+    inputs, _lost = _inject(clean, rng, faults)
+    eng = Engine(cfg, variant("standard"))
+    events = [event for inp in inputs for event in eng.handle(inp)]
+    kept = {(r["shoe_id"], r["hand"]): r for r in _recall(events, keep=MAX_LAST)}  # the newest per hand
+    snap, shoe_id = eng.snapshot(), eng.state.shoe_id
+    if snap["round"] is not None:
+        rnd = kept[(shoe_id, snap["round"]["hand"])]
+        assert (rnd["status"], rnd["cards"]) == ("in_progress", snap["round"]["cards"])
+    for held in snap["held_rounds"]:
+        rnd = kept[(shoe_id, held["hand"])]
+        assert (rnd["status"], rnd["cards"]) == ("held", held["cards"])
+        blocking = {b for b in held["blocked_by"] if b.startswith("alert ")}
+        assert blocking <= {h["reason"] for h in rnd["holds"] if h["resolution"] is None}
+    for line in snap["results"]:
+        rnd = kept.get((shoe_id, line["hand"]))
+        if rnd is not None:  # the newest hundred rounds
+            assert rnd["status"] == "completed"
+            outcome = rnd["outcome"]
+            assert outcome is not None
+            assert (outcome["winner"], [outcome["player_total"], outcome["banker_total"]]) == (
+                line["winner"],
+                line["totals"],
+            )
+    open_alerts = {a["alert_id"] for a in snap["alerts"]}
+    for rnd in kept.values():
+        for hold in rnd["holds"]:
+            if hold["alert_id"] is not None and hold["resolution"] is None and rnd["status"] != "voided":
+                assert hold["alert_id"] in open_alerts, (rnd["hand"], hold)
