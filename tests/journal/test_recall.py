@@ -279,10 +279,10 @@ def test_the_recall_agrees_with_the_engine_on_every_round_it_keeps(
         blocking = {b for b in held["blocked_by"] if b.startswith("alert ")}
         assert blocking <= {h["reason"] for h in rnd["holds"] if h["resolution"] is None}
     for line in snap["results"]:
-        rnd = kept.get((shoe_id, line["hand"]))
-        if rnd is not None:  # the newest hundred rounds
-            assert rnd["status"] == "completed"
-            outcome = rnd["outcome"]
+        result = kept.get((shoe_id, line["hand"]))
+        if result is not None:  # the newest hundred rounds
+            assert result["status"] == "completed"
+            outcome = result["outcome"]
             assert outcome is not None
             assert (outcome["winner"], [outcome["player_total"], outcome["banker_total"]]) == (
                 line["winner"],
