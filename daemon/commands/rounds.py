@@ -120,6 +120,8 @@ def round_lines(rnd: dict[str, Any]) -> list[str]:
     void = rnd["void"]
     if void is not None:
         completed = " (after it completed)" if void["was_completed"] else ""
+        if void["opening_burn"]:
+            completed = " (its cards were the forgotten opening burn: the hand is dealt afresh)"
         lines.append(f"  voided{completed}: {void['reason'] or '-'} by {_who(void)} at {_when(void['at'])}")
     return lines
 

@@ -17,7 +17,8 @@ stores and what the engine emits) and keeps the newest ``keep`` rounds, oldest f
   null while it still holds;
 - ``corrections``: each supervisor correction (``action``, ``before``, ``after``, ``actor``,
   ``command_id``, ``at``); ``void``: the voiding (``reason``, ``actor``, ``command_id``,
-  ``was_completed``, ``at``) or null.
+  ``was_completed``, ``opening_burn``: its cards were the forgotten opening burn and the hand is
+  dealt afresh as a new record, ``at``) or null.
 
 A round starts at its ``round_opened`` (a betting window with no card yet is no round). Events
 arrive from anywhere (a damaged journal, an old daemon), so every field is checked and a value
@@ -257,7 +258,12 @@ def _round_voided(record: RoundRecord, at: float, data: Mapping[str, Any]) -> No
     void = _by(data, at, how="round voided")
     record.resolve_open_holds(void)
     del void["how"]
-    record.void = {"reason": _text(data.get("reason")), "was_completed": was_completed is True, **void}
+    record.void = {
+        "reason": _text(data.get("reason")),
+        "was_completed": was_completed is True,
+        "opening_burn": data.get("opening_burn") is True,
+        **void,
+    }
 
 
 _FOLD = {

@@ -109,7 +109,7 @@ def test_every_round_is_recalled_with_its_holds_corrections_and_void() -> None:
     assert three["outcome"]["winner"] == "banker"
     assert three["holds"] == []
     assert four["void"] == {
-        "reason": "card exposed", "was_completed": True,
+        "reason": "card exposed", "was_completed": True, "opening_burn": False,
         "actor": "floor-1", "command_id": "void-4", "at": 310,
     }  # fmt: skip
     assert four["outcome"] is not None  # what it was before the void
@@ -151,6 +151,20 @@ def test_rounds_keep_the_servers_round_id() -> None:
         )
         events += _deal(eng, NATURAL, at + 20)
     assert [(r["hand"], r["round_id"]) for r in _recall(events)] == [(1, "T9-1001"), (2, "T9-1002")]
+
+
+def test_a_forgotten_opening_burn_voids_hand_1_which_is_dealt_afresh_as_a_new_record() -> None:
+    eng = engine()
+    events = feed(eng, [cmd("new_shoe", 0, "n", shoe_id="S1"), read("2c", 1)])
+    events += _deal(eng, ("9s", "2h", "Kc", "3d"), 10)  # the first two were taken as the burn
+    events += eng.handle(cmd("void_round", 20, "b", opening_burn=True, reason="opening burn forgotten"))
+    events += _deal(eng, ("9h", "2s", "Kd", "3c"), 40)
+    first, again = _recall(events)
+    assert (first["hand"], first["status"], first["cards"]) == (1, "voided", {"P1": "Kc", "B1": "3d"})
+    assert first["void"] is not None
+    assert (first["void"]["opening_burn"], first["void"]["reason"]) == (True, "opening burn forgotten")
+    assert (again["hand"], again["status"], again["void"]) == (1, "completed", None)
+    assert again["cards"] == {"P1": "9h", "B1": "2s", "P2": "Kd", "B2": "3c"}
 
 
 def test_only_the_newest_rounds_are_kept_oldest_first() -> None:
