@@ -186,7 +186,8 @@ class RoundRecall:
             del self._alert_codes[next(iter(self._alert_codes))]
         holds = data.get("holds")
         if holds == "next_round":
-            self._next_round[alert_id] = code
+            if len(self._next_round) < _ALERTS_KEPT:  # a journal's junk cannot grow it without end
+                self._next_round[alert_id] = code
             return
         hand = _hand(holds, None)
         record = None if hand is None else self._find(shoe_id, hand)
