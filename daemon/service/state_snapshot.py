@@ -67,11 +67,15 @@ class StateSnapshot:
             self.recall = RoundRecall()
 
     def observe(self, events: Iterable[JournaledEvent]) -> None:
-        """Journaled events (the engine thread, after each store, before the snapshot is rebuilt)."""
-        for event in events:
-            if event.kind in ROUND_KINDS:
-                body = {"kind": event.kind, "at": event.at, "shoe_id": event.shoe_id, "hand": event.hand}
-                self.recall.add({**body, "data": event.data})
+        """Journaled events (the engine thread, after each store, before the snapshot is rebuilt).
+        A recall that fails (a bug) is logged: the retained rounds may lag, dealing goes on."""
+        try:
+            for event in events:
+                if event.kind in ROUND_KINDS:
+                    body = {"kind": event.kind, "at": event.at, "shoe_id": event.shoe_id, "hand": event.hand}
+                    self.recall.add({**body, "data": event.data})
+        except Exception:
+            log.exception("recent_rounds_failed")
 
     def mark_stale(self) -> None:
         """The engine produced events: the snapshot is out of date."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from daemon.engine.events import Event
 from daemon.journal.records import JournaledEvent
@@ -64,4 +65,17 @@ def test_a_journal_that_cannot_be_read_leaves_the_recall_empty(tmp_path: Path) -
     snapshots = StateSnapshot(interval_s=0.0)
     snapshots.seed_rounds(junk)
     snapshots.reset(engine())
+    assert snapshots.get()["recent_rounds"] == []
+
+
+def test_a_failing_recall_never_stops_the_engine_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    snapshots = StateSnapshot(interval_s=0.0)
+
+    def broken(_event: object) -> None:
+        raise RuntimeError("recall bug")
+
+    monkeypatch.setattr(snapshots.recall, "add", broken)
+    table = engine()
+    snapshots.observe(_journaled(start_shoe(table) + feed(table, [read("9s", 100)])))  # must not raise
+    snapshots.reset(table)
     assert snapshots.get()["recent_rounds"] == []
