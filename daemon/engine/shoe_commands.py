@@ -49,6 +49,15 @@ class ShoeCommands:
         args_.check_keys(cmd.args, {"shoe_id"})
         shoe_id = args_.opt_shoe_id(cmd.args)
         st = self.state
+        if st.phase == Phase.ROUND and st.last_hand is not None and st.hand >= st.last_hand:
+            # the shoe's last round never got its last card (misread, never scanned): the shoe ends
+            return Refused(
+                f"round {st.hand}, the shoe's last, was cut short and held; the shoe ended: resolve or "
+                "void it, then new_shoe",
+                alert=lambda: self.dealing.cut_short(
+                    cmd.at, Source.SUPERVISOR, next_round_id=None, betting_source="new_shoe"
+                ),
+            )
         if st.phase == Phase.ROUND:
             return Refused(f"round {st.hand} is in progress: finish or void it first")
         if st.held:
