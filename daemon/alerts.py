@@ -421,8 +421,8 @@ ALERTS: dict[AlertCode, AlertSpec] = {
     ),
     AlertCode.ROUND_CUT_SHORT: AlertSpec(
         Severity.CRITICAL,
-        "betting opened for the next round (or new_shoe came during the shoe's last round) while this round "
-        "still needed cards: the round is over on the table, so it is held with the cards read so far and never completed with later cards (a card the "
+        "betting opened for the next round while this round still needed cards: the round is over on the "
+        "table, so it is held with the cards read so far and never completed with later cards (a card the "
         "reader never saw, or cards dealt while it was out)",
         "supply the missing cards (assign_card/rearrange with hand), then resolve_hold; void_round",
         holds=True,

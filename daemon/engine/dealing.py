@@ -301,7 +301,8 @@ class Dealing:
     def _open_round(self, at: float, source: str) -> None:
         st = self.state
         next_hand = st.hand + 1
-        opened: dict[str, Any] = {"hand": next_hand, "bets": self.shoe.settler.offered(next_hand)}
+        bets = self.shoe.settler.offered(next_hand + st.rounds_lost)  # the physical round number
+        opened: dict[str, Any] = {"hand": next_hand, "bets": bets}
         if st.flow_round_id is not None and st.flow_phase == _FLOW_DEALING:
             opened["round_id"] = st.flow_round_id
         self.emitter.emit(_ROUND_OPENED, at, source, opened, hand=next_hand)
@@ -367,9 +368,9 @@ class Dealing:
                     self.try_complete_held(rnd, at, source)
 
     def offer(self, hand: int, at: float, source: str) -> None:
-        self.emitter.emit(
-            _BETS_OFFERED, at, source, {"hand": hand, "bets": self.shoe.settler.offered(hand)}, hand=hand
-        )
+        """The bets offered on ``hand``: by its physical round number (lost rounds counted)."""
+        bets = self.shoe.settler.offered(hand + self.state.rounds_lost)
+        self.emitter.emit(_BETS_OFFERED, at, source, {"hand": hand, "bets": bets}, hand=hand)
 
     def decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
         """The round in progress is decided: complete it, or hold it while something blocks it."""
@@ -449,7 +450,7 @@ class Dealing:
         )
 
     def _complete(self, rnd: RoundState, at: float, source: str, decided_at: float | None) -> None:
-        outcome, bets = self.shoe.settler.settle(*rnd.codes(), rnd.hand, rnd.die)
+        outcome, bets = self.shoe.settler.settle(*rnd.codes(), rnd.physical, rnd.die)
         self.emitter.emit(
             _ROUND_COMPLETED,
             at,

@@ -269,6 +269,8 @@ class DeviceSignals:
             return
         if device in self.shoe.settings.camera.devices or any(d == device for d, _tid, _card in st.recent):
             return  # a camera, or a reader whose frames carry marks and slots (Angel Eye)
+        if any(src == Source.CAMERA for src in rnd.sources.values()):
+            return  # a camera filled in the round's cards while the reader was away: it sees the layout
         if any(
             st.alerts[a]["code"] == AlertCode.READER_GAP and st.alerts[a]["device"] == device
             for a in rnd.holds

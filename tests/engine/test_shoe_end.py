@@ -57,7 +57,8 @@ def test_new_shoe_ends_a_shoe_whose_last_card_was_misread_and_never_rescanned() 
     (held,) = of_kind(out, "round_held")
     assert held.data["cards"] == {"P1": "2c", "B1": "3d", "P2": "4h"}
     assert _ended(out).data["reason"] == "cut_card"
-    assert eng.state.phase == "over" and 2 in eng.state.held
+    assert eng.state.phase == "over"
+    assert 2 in eng.state.held
     # the held round is the supervisor's (it is never dropped): voided, the next shoe starts
     out += feed(eng, [cmd("void_round", 301, "void", hand=2, reason="last card lost")])
     out += feed(eng, [cmd("new_shoe", 302, "again", shoe_id="S2")])
@@ -73,7 +74,8 @@ def test_new_shoe_before_the_last_round_is_still_refused_and_ends_nothing() -> N
     out += feed(eng, [cmd("new_shoe", 30, "next", shoe_id="S2")])
     (refused,) = of_kind(out, "command_refused")
     assert "in progress" in refused.data["reason"]
-    assert of_kind(out, "shoe_ended") == [] and not alerts(out, "round_cut_short")
+    assert of_kind(out, "shoe_ended") == []
+    assert not alerts(out, "round_cut_short")
 
 
 def test_the_last_round_held_ends_the_shoe_when_it_is_decided() -> None:
@@ -86,7 +88,8 @@ def test_the_last_round_held_ends_the_shoe_when_it_is_decided() -> None:
     (held,) = of_kind(out, "round_held")
     assert held.data["hand"] == 2
     assert _ended(out).data["reason"] == "cut_card"
-    assert eng.state.phase == "over" and 2 in eng.state.held
+    assert eng.state.phase == "over"
+    assert 2 in eng.state.held
     assert_restores(eng, out)
 
 
@@ -104,7 +107,9 @@ def test_the_last_round_voided_while_dealt_ends_the_shoe() -> None:
 def test_a_betting_window_last_round_cut_short_ends_the_shoe_without_a_new_window() -> None:
     eng = engine(game_flow="betting_window")
     out = start_shoe(eng)
-    out += feed(eng, [cmd("open_betting", 10, "o1", round_id="1"), cmd("close_betting", 15, "c1", round_id="1")])
+    out += feed(
+        eng, [cmd("open_betting", 10, "o1", round_id="1"), cmd("close_betting", 15, "c1", round_id="1")]
+    )
     out += feed(eng, [read(c, 20 + k) for k, c in enumerate(SHORT)])
     out += feed(eng, [cmd("cut_card", 23, "cut")])
     out += feed(eng, [cmd("open_betting", 40, "o2", round_id="2")])  # its last card never read
@@ -120,13 +125,18 @@ def test_a_last_round_lost_entirely_ends_the_shoe_on_new_shoe() -> None:
     dealt (no card of it is read): ``new_shoe`` ends the shoe and starts the next one."""
     eng = engine(game_flow="betting_window")
     out = start_shoe(eng)
-    out += feed(eng, [cmd("open_betting", 10, "o1", round_id="1"), cmd("close_betting", 15, "c1", round_id="1")])
+    out += feed(
+        eng, [cmd("open_betting", 10, "o1", round_id="1"), cmd("close_betting", 15, "c1", round_id="1")]
+    )
     out += feed(eng, [read(c, 20 + k) for k, c in enumerate(NATURAL)])
     out += feed(eng, [cmd("cut_card", 25, "cut")])
-    out += feed(eng, [cmd("open_betting", 30, "o2", round_id="2"), cmd("close_betting", 35, "c2", round_id="2")])
+    out += feed(
+        eng, [cmd("open_betting", 30, "o2", round_id="2"), cmd("close_betting", 35, "c2", round_id="2")]
+    )
     out += feed(eng, [cmd("new_shoe", 400, "next", shoe_id="S2")])
     ended = _ended(out)
-    assert ended.data["reason"] == "replaced" and ended.data["hands"] == 1
+    assert ended.data["reason"] == "replaced"
+    assert ended.data["hands"] == 1
     assert of_kind(out, "shoe_started")[-1].data["shoe_id"] == "S2"
     assert_legal(out, 8)
     assert_restores(eng, out)
