@@ -24,7 +24,16 @@ and the faults injected with the round each one touches:
 - ``empty_window``: betting closes and no card comes for ``delay`` seconds (the service's idle
   tick comes meanwhile); then the round is dealt;
 - ``outage``: the edge is down while ``rounds_missed`` rounds are dealt after the round
-  (:attr:`FlowGame.outages`: the time spans the caller must not feed).
+  (:attr:`FlowGame.outages`: the time spans the caller must not feed);
+- ``late_close``: the server's ``close_betting`` reaches the table 0.3 s after the round's first
+  card (network lag), though the server issued it 0.2 s before that card
+  (:attr:`FlowGame.issued_at`: its own time, the command's signed ``ts``);
+- ``quick_reopen``: the server opens the next round's betting 0.8 s after the round is decided,
+  and an unneeded card of the decided round is drawn 0.4 s later, while betting is open (RULES.md
+  mistake 1: that round's burn, whatever the window says);
+- ``last_card_misread``: the cut card comes out during the round (it is the last) and the reader
+  cannot read the round's last card, never rescanned; 30 s later the server starts the next shoe
+  (``new_shoe``): the shoe must end on it.
 """
 
 from __future__ import annotations
@@ -45,6 +54,10 @@ FLOW_FAULTS = (
     "outage",
     "unscanned",
     "unplug_mid_round",
+    "empty_window",
+    "late_close",
+    "quick_reopen",
+    "last_card_misread",
 )
 """The faults :func:`plan_flow_game` can inject (module docstring)."""
 
@@ -74,6 +87,8 @@ class FlowGame:
     outages: list[tuple[float, float]] = field(default_factory=list)  # the edge is down from, until
     reader_outages: list[tuple[float, float]] = field(default_factory=list)  # the reader is unplugged
     last_round_id: str | None = None  # the round the cut card made the last
+    # when the server issued a command that reached the table late ("close:<round id>" -> its time)
+    issued_at: dict[str, float] = field(default_factory=dict)
 
 
 def round_id_of(round_no: int, prefix: str = "T9-") -> str:
@@ -125,6 +140,8 @@ def plan_flow_game(
             game.touched.append(("outage", round_id))
             outage_from = None
         server(t, "open_betting", {"round_id": round_id})
+        if round_no > 1 and by_round.get(round_no - 1, _NO_FAULT).kind == "quick_reopen":
+            game.touched.append(("quick_reopen", round_id))
         if fault is not None and fault.kind == "exposed":
             card = next(taken)
             acts.append(
@@ -132,7 +149,13 @@ def plan_flow_game(
             )
             game.touched.append(("exposed", round_id))
         t += 5.0
-        server(t, "close_betting", {"round_id": round_id})
+        late_close = fault is not None and fault.kind == "late_close"
+        if late_close:  # reaches the table after the first card (below), issued before it
+            game.issued_at[f"close:{round_id}"] = t + 0.6
+            server(t + 0.8 + 0.3, "close_betting", {"round_id": round_id})
+            game.touched.append(("late_close", round_id))
+        else:
+            server(t, "close_betting", {"round_id": round_id})
         t = _empty_window(fault, acts, t, game=game, round_id=round_id)
         player: list[Card] = []
         banker: list[Card] = []
@@ -144,13 +167,14 @@ def plan_flow_game(
             card = next(taken)
             (player if slot.value.startswith("P") else banker).append(card)
             cards[slot.value] = card.code
-            if fault is not None and fault.kind == "misread_deal_on" and k == fault.card_index:
+            misread = fault is not None and fault.kind == "misread_deal_on" and k == fault.card_index
+            if misread or (_last_card_misread(fault) and next_slot(player, banker) is None):
                 acts.append(Action(t, "misread"))
-                game.touched.append(("misread_deal_on", round_id))
+                game.touched.append(("misread_deal_on" if misread else "last_card_misread", round_id))
             else:
                 draws.append(len(acts))
                 acts.append(Action(t, "draw", card=card, target=DeviceTarget(slot.value), index=1))
-            if fault is not None and fault.kind == "cut_card" and k == 1:
+            if fault is not None and fault.kind in ("cut_card", "last_card_misread") and k == 1:
                 if angel_eye:
                     acts.append(Action(t + 0.3, "cut"))
                 else:
@@ -166,6 +190,15 @@ def plan_flow_game(
             continue
         if fault.kind == "cut_card":
             break
+        if fault.kind == "last_card_misread":
+            server(decided + 30.0, "new_shoe", {"shoe_id": f"flow-{seed}-next"})
+            break
+        if fault.kind == "quick_reopen" and round_no < rounds:
+            # betting for the next round reopens 0.8 s after the decision (at the loop's top), and
+            # the decided round's unneeded card comes 0.4 s after that
+            t = decided + 0.8
+            acts.append(Action(t + 0.4, "draw", card=next(taken), target=DeviceTarget.BURN, index=1))
+            continue
         if fault.kind == "late_unneeded":
             acts.append(
                 Action(decided + fault.delay, "draw", card=next(taken), target=DeviceTarget.BURN, index=1)
@@ -180,6 +213,13 @@ def plan_flow_game(
     game.plan.hands = len(game.round_ids)
     acts.sort(key=lambda a: a.t)
     return game
+
+
+_NO_FAULT = FlowFault("", 0)
+
+
+def _last_card_misread(fault: FlowFault | None) -> bool:
+    return fault is not None and fault.kind == "last_card_misread"
 
 
 def _unread(
