@@ -154,9 +154,13 @@ class RoundCorrections:
         before the round or after it was decided, each is moved into it, never counted again."""
         loose = list(self.state.loose_cards)
         moved: dict[str, list[str]] = {"burn": [], "outside": []}
+        order = list(ordered)
+        read = [i for i, slot in enumerate(order) if slot not in supplied]  # the reader's cards, kept
+        first_read = read[0] if read else len(order)
         for slot in supplied:
+            early = order.index(slot) < first_read  # dealt before the round's first card read
             for place in ("burn", "outside"):
-                index = find_loose(loose, ordered[slot], place, rnd.hand)
+                index = find_loose(loose, ordered[slot], place, rnd.hand, early=early)
                 if index is not None:
                     del loose[index]
                     moved[place].append(slot)

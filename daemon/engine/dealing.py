@@ -15,7 +15,16 @@ from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, Ref
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.payloads import ReadFields
-from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.phases import (
+    LAST_ROUND_ENDS,
+    NEXT_ROUND,
+    OUTSIDE_SHOE,
+    BurnKind,
+    CardPlace,
+    FlowPhase,
+    Phase,
+    ShoeEnd,
+)
 from daemon.engine.rounds import RoundState
 from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
@@ -104,7 +113,7 @@ class Dealing:
 
     def refuse_outside_shoe(self, at: float, source: str, fields: ReadFields) -> None:
         st = self.state
-        after_last = st.phase == Phase.OVER and st.shoe_end_reason == ShoeEnd.CUT_CARD
+        after_last = st.phase == Phase.OVER and st.shoe_end_reason in LAST_ROUND_ENDS
         code = AlertCode.CARD_AFTER_LAST_ROUND if after_last else AlertCode.NO_SHOE
         episode = st.open_alert_ids(code, fields["device"])  # one open alert per episode
         reason = AFTER_LAST_ROUND if after_last else NO_SHOE
@@ -434,9 +443,13 @@ class Dealing:
         self.after_round(rnd.hand, at, source)
 
     def after_round(self, hand: int, at: float, source: str) -> None:
+        """Round ``hand`` was decided, voided or cut short: the shoe's end, or the next round's bets."""
         st = self.state
+        limit = self.shoe.settings.max_rounds_per_shoe
         if st.last_hand is not None and hand >= st.last_hand:
             self.end_shoe(at, source, ShoeEnd.CUT_CARD)
+        elif limit is not None and hand + st.rounds_lost >= limit:
+            self.end_shoe(at, source, ShoeEnd.ROUND_LIMIT)
         else:
             self.offer(hand + 1, at, source)
 

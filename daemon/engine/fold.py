@@ -15,7 +15,15 @@ from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ReadFields
-from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.phases import (
+    GAME_FLOW_ACTOR,
+    LAST_ROUND_ENDS,
+    NEXT_ROUND,
+    BurnKind,
+    CardPlace,
+    FlowPhase,
+    Phase,
+)
 from daemon.engine.rounds import RoundState, find_loose, result_line, rounds_skipped
 
 if TYPE_CHECKING:
@@ -324,7 +332,7 @@ def _shoe_ended(st: TableState, e: Event) -> None:
     st.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
     _flow_waiting(st)
     st.burn_signalled = False
-    if e.data["reason"] != ShoeEnd.CUT_CARD:
+    if e.data["reason"] not in LAST_ROUND_ENDS:  # (after its last round: held rounds stay)
         st.round = None
         st.held = {}
 

@@ -39,12 +39,16 @@ def side_codes(cards: dict[str, str]) -> tuple[list[str], list[str]]:
     return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
 
 
-def find_loose(loose: list[LooseCard], code: str, place: str, hand: int) -> int | None:
+def find_loose(loose: list[LooseCard], code: str, place: str, hand: int, *, early: bool = True) -> int | None:
     """Where the first counted card ``code`` in no round (at ``place``) that a correction of round
     ``hand`` may move is in ``loose``: drawn while round ``hand - 1`` or ``hand`` was the last one
-    opened (just before the round, or after it was decided); None if there is none."""
+    opened (just before the round, or after it was decided); None if there is none. A card drawn
+    before the round opened can only be one of its first cards, dealt before any card the reader
+    read for it (``early``: the slot comes before them): never a later slot of the round."""
     for index, entry in enumerate(loose):
-        if entry["card"] == code and entry["place"] == place and hand - 1 <= entry["hand"] <= hand:
+        if entry["card"] != code or entry["place"] != place:
+            continue
+        if entry["hand"] == hand or (early and entry["hand"] == hand - 1):
             return index
     return None
 

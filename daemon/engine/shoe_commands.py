@@ -16,7 +16,7 @@ from daemon.engine.corrections import RoundCorrections
 from daemon.engine.dealing import Dealing
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.phases import OUTSIDE_SHOE, Phase, ShoeEnd
+from daemon.engine.phases import LAST_ROUND_ENDS, OUTSIDE_SHOE, Phase, ShoeEnd
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
 
@@ -185,7 +185,7 @@ class ShoeCommands:
         reason = args_.opt_text(cmd.args, "reason") or ""
         st = self.state
         if st.shoe_id is None or (
-            st.phase == Phase.OVER and not st.held and st.shoe_end_reason != ShoeEnd.CUT_CARD
+            st.phase == Phase.OVER and not st.held and st.shoe_end_reason not in LAST_ROUND_ENDS
         ):
             return Refused("no shoe to void")
 

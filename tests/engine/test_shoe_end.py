@@ -140,3 +140,37 @@ def test_a_last_round_lost_entirely_ends_the_shoe_on_new_shoe() -> None:
     assert of_kind(out, "shoe_started")[-1].data["shoe_id"] == "S2"
     assert_legal(out, 8)
     assert_restores(eng, out)
+
+
+def test_the_configured_round_limit_ends_the_shoe_even_when_its_last_round_is_held() -> None:
+    """``max_rounds_per_shoe``: the shoe ends when that round is decided (here held for a reader
+    gap), the rounds lost while the edge was down counted (server round ids skipped)."""
+    eng = engine(game_flow="betting_window", max_rounds_per_shoe=3)
+    out = start_shoe(eng)
+    out += feed(eng, [cmd("open_betting", 10, "o1", round_id="T-1")])
+    out += feed(eng, [cmd("close_betting", 15, "c1", round_id="T-1")])
+    out += feed(eng, [read(c, 20 + k) for k, c in enumerate(NATURAL)])
+    out += feed(eng, [cmd("open_betting", 100, "o3", round_id="T-3")])  # T-2 dealt while the edge was down
+    out += feed(eng, [cmd("close_betting", 105, "c3", round_id="T-3")])
+    out += feed(eng, [read(c, 110 + k) for k, c in enumerate(NATURAL)])  # hand 2 = physical round 3
+    ended = _ended(out)
+    assert (ended.data["reason"], ended.data["hands"]) == ("round_limit", 2)
+    assert eng.state.phase == "over"
+    assert 2 in eng.state.held  # held by the skipped round id: kept for the supervisor
+    out += feed(eng, [read("5c", 130)])
+    assert alerts(out, "card_after_last_round")
+    out += feed(eng, [cmd("resolve_hold", 140, "ok", hand=2)])
+    assert [e.data["hand"] for e in of_kind(out, "round_completed")] == [1, 2]
+    assert_legal(out, 8)
+    assert_restores(eng, out)
+
+
+def test_the_round_limit_ends_a_cards_only_shoe_at_a_voided_last_round() -> None:
+    eng = engine(max_rounds_per_shoe=2)
+    out = start_shoe(eng)
+    out += feed(eng, [read(c, 20 + k) for k, c in enumerate(NATURAL)])
+    out += feed(eng, [read(c, 40 + k) for k, c in enumerate(SHORT[:2])])
+    out += feed(eng, [cmd("void_round", 45, "void", reason="card dropped")])
+    assert _ended(out).data["reason"] == "round_limit"
+    out += feed(eng, [cmd("new_shoe", 50, "next", shoe_id="S2")])
+    assert of_kind(out, "shoe_started")[-1].data["shoe_id"] == "S2"
