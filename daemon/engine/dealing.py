@@ -444,14 +444,22 @@ class Dealing:
 
     def after_round(self, hand: int, at: float, source: str) -> None:
         """Round ``hand`` was decided, voided or cut short: the shoe's end, or the next round's bets."""
+        ends = self.last_round_end(hand)
+        if ends is not None:
+            self.end_shoe(at, source, ends)
+        else:
+            self.offer(hand + 1, at, source)
+
+    def last_round_end(self, hand: int) -> ShoeEnd | None:
+        """Why round ``hand`` is the shoe's last (the cut card's, or the configured limit counting
+        the rounds lost before it), or None when another round follows it."""
         st = self.state
         limit = self.shoe.settings.max_rounds_per_shoe
         if st.last_hand is not None and hand >= st.last_hand:
-            self.end_shoe(at, source, ShoeEnd.CUT_CARD)
-        elif limit is not None and hand + st.rounds_lost >= limit:
-            self.end_shoe(at, source, ShoeEnd.ROUND_LIMIT)
-        else:
-            self.offer(hand + 1, at, source)
+            return ShoeEnd.CUT_CARD
+        if limit is not None and hand + st.rounds_lost >= limit:
+            return ShoeEnd.ROUND_LIMIT
+        return None
 
     def end_shoe(self, at: float, source: str, reason: ShoeEnd) -> None:
         st = self.state

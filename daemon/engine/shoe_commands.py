@@ -49,7 +49,7 @@ class ShoeCommands:
         args_.check_keys(cmd.args, {"shoe_id"})
         shoe_id = args_.opt_shoe_id(cmd.args)
         st = self.state
-        if st.phase == Phase.ROUND and st.last_hand is not None and st.hand >= st.last_hand:
+        if st.phase == Phase.ROUND and self.dealing.last_round_end(st.hand) is not None:
             # the shoe's last round never got its last card (misread, never scanned): the shoe ends
             return Refused(
                 f"round {st.hand}, the shoe's last, was cut short and held; the shoe ended: resolve or "

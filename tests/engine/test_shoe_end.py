@@ -174,3 +174,15 @@ def test_the_round_limit_ends_a_cards_only_shoe_at_a_voided_last_round() -> None
     assert _ended(out).data["reason"] == "round_limit"
     out += feed(eng, [cmd("new_shoe", 50, "next", shoe_id="S2")])
     assert of_kind(out, "shoe_started")[-1].data["shoe_id"] == "S2"
+
+
+def test_new_shoe_ends_a_shoe_whose_limit_round_waits_for_a_card() -> None:
+    eng = engine(max_rounds_per_shoe=2)
+    out = start_shoe(eng)
+    out += feed(eng, [read(c, 20 + k) for k, c in enumerate(NATURAL)])
+    out += feed(eng, [read(SHORT[0], 40), read(SHORT[1], 41), ReadFailed(42)])
+    out += feed(eng, [cmd("new_shoe", 300, "next", shoe_id="S2")])
+    (short,) = alerts(out, "round_cut_short")
+    assert short.data["details"]["missing"] == ["P2", "B2"]
+    assert _ended(out).data["reason"] == "round_limit"
+    assert 2 in eng.state.held
