@@ -39,6 +39,7 @@ and the faults injected with the round each one touches:
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from common.cards import ALL_CARDS, Card
@@ -117,7 +118,7 @@ def plan_flow_game(
     angel_eye = protocol == "angel_eye"
 
     def server(t: float, action: str, args: dict[str, object]) -> None:
-        acts.append(Action(t, "supervisor", supervisor={"action": action, "args": args}))
+        _server(acts, t, action, args)
 
     t = 0.0
     server(t, "new_shoe", {"shoe_id": f"flow-{seed}"})
@@ -139,53 +140,11 @@ def plan_flow_game(
             game.outages.append((outage_from, t - 0.5))
             game.touched.append(("outage", round_id))
             outage_from = None
-        server(t, "open_betting", {"round_id": round_id})
         if round_no > 1 and by_round.get(round_no - 1, _NO_FAULT).kind == "quick_reopen":
             game.touched.append(("quick_reopen", round_id))
-        if fault is not None and fault.kind == "exposed":
-            card = next(taken)
-            acts.append(
-                Action(t + 2.0, "outside" if angel_eye else "draw", card=card, target=DeviceTarget.P1)
-            )
-            game.touched.append(("exposed", round_id))
-        t += 5.0
-        late_close = fault is not None and fault.kind == "late_close"
-        if late_close:  # reaches the table after the first card (below), issued before it
-            game.issued_at[f"close:{round_id}"] = t + 0.6
-            server(t + 0.8 + 0.3, "close_betting", {"round_id": round_id})
-            game.touched.append(("late_close", round_id))
-        else:
-            server(t, "close_betting", {"round_id": round_id})
-        t = _empty_window(fault, acts, t, game=game, round_id=round_id)
-        player: list[Card] = []
-        banker: list[Card] = []
-        cards: dict[str, str] = {}
-        k = 0
-        draws: list[int] = []  # where this round's draws are in ``acts``
-        while (slot := next_slot(player, banker)) is not None:
-            t += 0.8
-            card = next(taken)
-            (player if slot.value.startswith("P") else banker).append(card)
-            cards[slot.value] = card.code
-            misread = fault is not None and fault.kind == "misread_deal_on" and k == fault.card_index
-            if misread or (_last_card_misread(fault) and next_slot(player, banker) is None):
-                acts.append(Action(t, "misread"))
-                game.touched.append(("misread_deal_on" if misread else "last_card_misread", round_id))
-            else:
-                draws.append(len(acts))
-                acts.append(Action(t, "draw", card=card, target=DeviceTarget(slot.value), index=1))
-            if fault is not None and fault.kind in ("cut_card", "last_card_misread") and k == 1:
-                if angel_eye:
-                    acts.append(Action(t + 0.3, "cut"))
-                else:
-                    server(t + 0.3, "cut_card", {})
-                game.last_round_id = round_id
-            k += 1
-        _unread(fault, acts, draws, game=game, round_id=round_id)
-        game.rounds[round_id] = cards
-        game.round_ids.append(round_id)
-        decided = t
-        t += 2.0  # the server learns the result and opens the next round
+        t = _betting(fault, acts, t, game=game, round_id=round_id, taken=taken, angel_eye=angel_eye)
+        decided = _deal(fault, acts, t, game=game, round_id=round_id, taken=taken, angel_eye=angel_eye)
+        t = decided + 2.0  # the server learns the result and opens the next round
         if fault is None:
             continue
         if fault.kind == "cut_card":
@@ -198,8 +157,7 @@ def plan_flow_game(
             # the decided round's unneeded card comes 0.4 s after that
             t = decided + 0.8
             acts.append(Action(t + 0.4, "draw", card=next(taken), target=DeviceTarget.BURN, index=1))
-            continue
-        if fault.kind == "late_unneeded":
+        elif fault.kind == "late_unneeded":
             acts.append(
                 Action(decided + fault.delay, "draw", card=next(taken), target=DeviceTarget.BURN, index=1)
             )
@@ -216,6 +174,81 @@ def plan_flow_game(
 
 
 _NO_FAULT = FlowFault("", 0)
+
+
+def _server(acts: list[Action], t: float, action: str, args: dict[str, object]) -> None:
+    """A game server's command at ``t`` (a supervisor step of the plan)."""
+    acts.append(Action(t, "supervisor", supervisor={"action": action, "args": args}))
+
+
+def _betting(
+    fault: FlowFault | None,
+    acts: list[Action],
+    t: float,
+    *,
+    game: FlowGame,
+    round_id: str,
+    taken: Iterator[Card],
+    angel_eye: bool,
+) -> float:
+    """The round's betting window from ``t``: open, a card exposed meanwhile, the close (late: it
+    reaches the table after the first card, issued before it), an empty window; when the round's
+    cards may start."""
+    _server(acts, t, "open_betting", {"round_id": round_id})
+    if fault is not None and fault.kind == "exposed":
+        card = next(taken)
+        acts.append(Action(t + 2.0, "outside" if angel_eye else "draw", card=card, target=DeviceTarget.P1))
+        game.touched.append(("exposed", round_id))
+    t += 5.0
+    if fault is not None and fault.kind == "late_close":  # the first card comes at t + 0.8
+        game.issued_at[f"close:{round_id}"] = t + 0.6
+        _server(acts, t + 0.8 + 0.3, "close_betting", {"round_id": round_id})
+        game.touched.append(("late_close", round_id))
+    else:
+        _server(acts, t, "close_betting", {"round_id": round_id})
+    return _empty_window(fault, acts, t, game=game, round_id=round_id)
+
+
+def _deal(
+    fault: FlowFault | None,
+    acts: list[Action],
+    t: float,
+    *,
+    game: FlowGame,
+    round_id: str,
+    taken: Iterator[Card],
+    angel_eye: bool,
+) -> float:
+    """The round's cards by the rules from ``t`` (misread, cut card, unread cards as the fault says),
+    recorded in ``game``; when the round is decided."""
+    player: list[Card] = []
+    banker: list[Card] = []
+    cards: dict[str, str] = {}
+    draws: list[int] = []  # where this round's draws are in ``acts``
+    k = 0
+    while (slot := next_slot(player, banker)) is not None:
+        t += 0.8
+        card = next(taken)
+        (player if slot.value.startswith("P") else banker).append(card)
+        cards[slot.value] = card.code
+        misread = fault is not None and fault.kind == "misread_deal_on" and k == fault.card_index
+        if misread or (_last_card_misread(fault) and next_slot(player, banker) is None):
+            acts.append(Action(t, "misread"))
+            game.touched.append(("misread_deal_on" if misread else "last_card_misread", round_id))
+        else:
+            draws.append(len(acts))
+            acts.append(Action(t, "draw", card=card, target=DeviceTarget(slot.value), index=1))
+        if fault is not None and fault.kind in ("cut_card", "last_card_misread") and k == 1:
+            if angel_eye:
+                acts.append(Action(t + 0.3, "cut"))
+            else:
+                _server(acts, t + 0.3, "cut_card", {})
+            game.last_round_id = round_id
+        k += 1
+    _unread(fault, acts, draws, game=game, round_id=round_id)
+    game.rounds[round_id] = cards
+    game.round_ids.append(round_id)
+    return t
 
 
 def _last_card_misread(fault: FlowFault | None) -> bool:
