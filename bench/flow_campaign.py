@@ -36,6 +36,7 @@ from daemon.engine.table import Engine
 from daemon.rules.variants import load_variant_by_name
 from daemon.simulation.flow_dealer import FlowFault, FlowGame, plan_flow_game
 from daemon.simulation.flow_library import with_reader_outages
+from drivers.fixtures import SupervisorStep
 from drivers.protocols import make_decoder
 from drivers.simulate import encode_plan
 
@@ -53,13 +54,10 @@ FAULTS = (
 COLUMNS = ("identical", "held_then_corrected", "held_uncorrected", "lost_alerted", "lost_silent", "WRONG")
 
 
-def _command(sup: object, t: float, game: FlowGame) -> SupervisorCommand:
-    action, args = sup.action, sup.args  # type: ignore[attr-defined]
-    command = SupervisorCommand(action, t, "gs", sup.command_id or "c", args)  # type: ignore[attr-defined]
-    issued = game.issued_at.get(f"{action.split('_')[0]}:{args.get('round_id')}")
-    if issued is not None and "issued_at" in SupervisorCommand._fields:
-        command = command._replace(issued_at=issued)  # type: ignore[call-arg]
-    return command
+def _command(sup: SupervisorStep, t: float, game: FlowGame) -> SupervisorCommand:
+    """The server's command as the table receives it: a late one with the time it was issued."""
+    issued = game.issued_at.get(f"{sup.action.split('_')[0]}:{sup.args.get('round_id')}")
+    return SupervisorCommand(sup.action, t, "gs", sup.command_id or "c", sup.args, issued_at=issued)
 
 
 def _restored(events: list[Event]) -> Engine:

@@ -63,11 +63,11 @@ FAULT_ALERTS = {
     "unscanned": {"round_cut_short", "device_disagreement"},
     "unplug_mid_round": {"reader_gap", "device_disagreement", "round_cut_short"},
     "empty_window": {"empty_betting_window"},
-    # the first card, read before the late close arrived, is exposed (until the engine judges a
-    # close by the time the server issued it, when it is claimed back: the alert is still raised)
+    # the first card, read before the late close arrived, is exposed until the close (issued before
+    # it, within the skew bound) claims it back for the round
     "late_close": {"card_exposed_during_betting"},
-    # the decided round's unneeded card while the next betting is open: exposed today (holding the
-    # next round), the decided round's burn once unneeded cards are judged by time after a round
+    # the decided round's unneeded card while the next betting is open: within the unneeded window
+    # it is that round's burn (mistake 1); later it would be exposed (mistake 7)
     "quick_reopen": {"card_exposed_during_betting", "card_before_betting_closed", "unneeded_card"},
     "last_card_misread": {"rescan_needed", "round_cut_short"},
 }
@@ -126,12 +126,10 @@ def run_engine(game: FlowGame, protocol: str) -> tuple[Engine, list[Event]]:
 
 
 def with_issue_time(command: SupervisorCommand, game: FlowGame) -> SupervisorCommand:
-    """A command that reached the table late, with the time the server issued it, where commands
-    carry one (``issued_at``: the signed ``ts``, once the engine judges late commands by it)."""
+    """A command that reached the table late, with the time the server issued it (``issued_at``:
+    its signed ``ts``)."""
     issued = game.issued_at.get(f"{command.action.split('_')[0]}:{command.args.get('round_id')}")
-    if issued is None or "issued_at" not in SupervisorCommand._fields:
-        return command
-    return command._replace(issued_at=issued)  # type: ignore[call-arg]
+    return command if issued is None else command._replace(issued_at=issued)
 
 
 def reached(game: FlowGame, protocol: str) -> Counter[str]:
