@@ -368,7 +368,8 @@ def _alert_raised(st: TableState, e: Event) -> None:
     if code == AlertCode.JOURNAL_FULL_CARD_REFUSED:
         st.storage_alert = alert_id
         st.storage_refused = 0
-    if code == AlertCode.ROUND_ID_OUT_OF_SEQUENCE and d["details"].get("reason") == "skipped":
+    if code == AlertCode.ROUND_ID_OUT_OF_SEQUENCE and d["details"].get("reason") == "skipped" and st.hand:
+        # (a skip before the shoe's first round may be the last shoe's rounds: not counted)
         st.rounds_lost += rounds_skipped(d["details"].get("last_round_id"), d["details"].get("round_id"))
     holds = d.get("holds")
     if holds == NEXT_ROUND:

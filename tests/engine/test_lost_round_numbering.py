@@ -78,3 +78,16 @@ def test_without_lost_rounds_the_limit_counts_the_edge_hands_and_a_new_shoe_star
     assert skip.data["holds"] == "next_round"
     out2 += feed(eng2, [cmd("new_shoe", 300, "next", shoe_id="S2")])
     assert eng2.state.rounds_lost == 0
+
+
+def test_a_skip_before_the_shoes_first_round_is_not_counted() -> None:
+    """The server's ids run on across shoes: ids skipped before a shoe's first round may be the last
+    shoe's rounds, so they do not end this shoe's offers early."""
+    eng = Engine(SETTINGS, LIMITED)
+    out = start_shoe(eng)
+    out += _round(eng, "T-1", 10)
+    out += feed(eng, [cmd("new_shoe", 50, "S2", shoe_id="S2")])
+    out += feed(eng, [read(c, 51 + k) for k, c in enumerate(("2c", "Kd", "Kh"))])  # indicator, burns
+    out += _round(eng, "T-9", 100)
+    assert eng.state.rounds_lost == 0
+    assert _opened(out)[-1] == (1, "T-9", True)
