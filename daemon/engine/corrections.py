@@ -18,7 +18,7 @@ from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.phases import OUTSIDE_SHOE, CardPlace
-from daemon.engine.rounds import RoundState, find_loose
+from daemon.engine.rounds import RoundState, find_loose, oldest_loose_hand
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
 from daemon.rules.outcome import next_slot
@@ -154,14 +154,10 @@ class RoundCorrections:
         before the round or after it was decided, each is moved into it, never counted again."""
         loose = list(self.state.loose_cards)
         moved: dict[str, list[str]] = {"burn": [], "outside": []}
-        # The slots dealt before the cards the reader read for the round: a supplied code found
-        # there may be a card drawn just before the round opened, never one found only after them.
-        codes = list(ordered.values())
-        early_codes = set(codes[: _read_from(codes, list(rnd.cards.values()))])
         for slot in supplied:
-            early = ordered[slot] in early_codes
             for place in ("burn", "outside"):
-                index = find_loose(loose, ordered[slot], place, rnd.hand, early=early)
+                oldest = oldest_loose_hand(place, slot, rnd.hand)
+                index = find_loose(loose, ordered[slot], place, rnd.hand, oldest_hand=oldest)
                 if index is not None:
                     del loose[index]
                     moved[place].append(slot)
@@ -252,14 +248,3 @@ class RoundCorrections:
             self.emitter.clear_alert(alert_id, cmd.at, source, reason, cmd=cmd)
         for rnd in held:
             self.dealing.try_complete_held(rnd, cmd.at, source)
-
-
-def _read_from(codes: list[str], read: list[str]) -> int:
-    """The last position in ``codes`` (a corrected round, in draw order) from which the cards the
-    reader read for the round (``read``, in order) still all follow; ``len(codes)`` when they do
-    not follow in order from anywhere (a correction that reorders them: no card is ruled early)."""
-    for start in range(len(codes), -1, -1):
-        rest = iter(codes[start:])
-        if all(code in rest for code in read):
-            return start
-    return len(codes)

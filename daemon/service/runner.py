@@ -186,6 +186,7 @@ class Daemon:
             self.loaded.variant,
             progress=self._folding,
         ).engine
+        self.snapshot.seed_rounds(cfg.journal.path)
         self.snapshot.reset(engine)
         self.pace = TablePace.from_journal(journal)
         self._warn_if_insecure(cfg.broker)
