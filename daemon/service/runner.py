@@ -56,6 +56,7 @@ from daemon.mqtt.open_alerts import open_episode_alerts
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.tls_dates import TlsDateWatch
+from daemon.service.attestation import ATTEST_ACTION, Attestation
 from daemon.service.config import (
     RELOADABLE,
     LoadedConfig,
@@ -89,6 +90,7 @@ from daemon.service.pace_health import TablePace
 from daemon.service.probes import insecure_settings
 from daemon.service.reader_commands import ReaderCommandWorker
 from daemon.service.sdnotify import SystemdNotifier
+from daemon.service.startup_checks import PublishGate
 from daemon.service.state_snapshot import StateSnapshot
 from daemon.service.stats import RunnerStats
 from daemon.service.wakeup import Wakeup, WakingEvent
@@ -142,6 +144,9 @@ class Daemon:
         """What check-config would flag as insecure in the broker settings in use (health, log)."""
         self.tls_dates: TlsDateWatch | None = None
         """The ``tls_certificate_dates`` alert (a certificate outside its dates is no reason to stop)."""
+        self.gate = PublishGate()
+        """The start-up self-checks and what the publisher may send (startup_checks.py)."""
+        self.attestation: Attestation | None = None
 
     @property
     def publisher(self) -> Publisher:
@@ -162,6 +167,8 @@ class Daemon:
         """Open the journal, restore the engine, start publisher, engine thread and devices."""
         cfg = self.config
         self.stats.started_at = self.clock()
+        self.gate.passed("config")
+        self.gate.begin("journal_tail")
         cfg.state_dir.mkdir(parents=True, exist_ok=True)
         journal = LoggedJournal(cfg.journal, cfg.table_id, clock=self.clock)
         self.journal = journal
@@ -176,6 +183,10 @@ class Daemon:
             progress=self._folding,
         ).engine
         self.snapshot.reset(engine)
+        self.gate.passed("journal_tail")
+        self.attestation = Attestation(
+            cfg.attestation, journal, self.gate, clock=self.clock, notify=self._notify_publisher
+        )
         self.pace = TablePace.from_journal(journal)
         self._warn_if_insecure(cfg.broker)
         self.tls_dates = TlsDateWatch(
@@ -189,6 +200,11 @@ class Daemon:
         self._publisher = publisher
         publisher.start()
         self.watchdog.watch("publisher", publisher.last_progress)
+        self.gate.begin("attestation")
+        if self.attestation.check_at_start():
+            self.gate.passed("attestation")
+        else:
+            self.gate.fail("attestation")
         writer = JournalWriter(
             journal, self.stats, self.clock, self._notify_publisher, self.queue.inputs_queued
         )
@@ -210,7 +226,11 @@ class Daemon:
         self.engine_loop.start(self.watchdog.heartbeat("engine"))
         self.reader_commands.start()
         self.watchdog.watch("reader_commands", self.reader_commands.last_progress)
+        self.gate.begin("device_probe")
         self._start_devices()
+        self.gate.passed("device_probe")
+        self.gate.startup_done()
+        self._notify_publisher()
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
 
@@ -245,8 +265,24 @@ class Daemon:
             health_extra=self._devices_health,
             health_pace=self.pace.report,
             clock=self.clock,
-            identity={"version": __version__, "config_digest": self._config_digest(settings)},
+            identity=self._identity(settings),
+            held_after=self.gate.held_after,
+            health_sections=self._health_sections,
         )
+
+    def _identity(self, broker: BrokerSettings) -> dict[str, str]:
+        """The birth (retained ``status``) fields: version, config and manifest digests."""
+        identity = {"version": __version__, "config_digest": self._config_digest(broker)}
+        if self.attestation is not None and self.attestation.digest is not None:
+            identity["manifest_digest"] = self.attestation.digest
+        return identity
+
+    def _health_sections(self) -> dict[str, object]:
+        """Health ``startup`` and ``attestation``."""
+        sections: dict[str, object] = {"startup": self.gate.health()}
+        if self.attestation is not None:
+            sections["attestation"] = self.attestation.health()
+        return sections
 
     def _config_digest(self, broker: BrokerSettings) -> str:
         """The digest of the config running once ``broker`` is in service (see config_digest)."""
@@ -283,6 +319,8 @@ class Daemon:
 
     def submit_command(self, command: SupervisorCommand, reply: ReplyFn) -> None:
         """Called by the publisher's network thread for every verified command (lock/unlock too)."""
+        if command.action == ATTEST_ACTION and self.attestation is not None:
+            reply = self.attestation.on_command(command.actor, reply)  # the check, once journaled
         self.queue.put(Command(command, reply))
 
     def wait_until_processed(self, timeout: float) -> bool:
