@@ -4,13 +4,15 @@ The manifest is canonical JSON (sorted keys, no spaces, UTF-8)::
 
     {"format": 1, "package": "baccarat-edge", "version": "0.9.0",
      "owned_dirs": ["/opt/baccarat-edge"],
+     "unlisted": ["/opt/baccarat-edge/attestation/manifest.json", ...],
      "files": {"/opt/baccarat-edge/venv/bin/python": "symlink:/usr/bin/python3.11",
                "/usr/lib/systemd/system/baccarat-edge.service": "sha256:<64 hex>", ...}}
 
 Every installed file is listed by its absolute path with its SHA-256 (a symbolic link by
 its target: the file it points at may belong to another package). Under ``owned_dirs`` (the
 package's own folders) a file the manifest does not list is an *extra* file; elsewhere
-other packages' files live beside ours and are not looked at. Byte code (``__pycache__``)
+other packages' files live beside ours and are not looked at; ``unlisted`` names the files
+left out on purpose (the manifest itself and its signature), not extra either. Byte code (``__pycache__``)
 is compiled at install time, after the build, so it is not listed and not reported (a
 limit, documented in the install guide). Configuration files a technician edits are not
 listed either.
@@ -135,6 +137,7 @@ def build_manifest(
         "package": package,
         "version": version,
         "owned_dirs": sorted(owned_dirs),
+        "unlisted": sorted(skip),
         "files": files,
     }
     return canonical(body)
@@ -182,27 +185,29 @@ def check_signature(manifest: bytes, signature: bytes, key: Ed25519PublicKey) ->
         ) from None
 
 
-def parse_manifest(manifest: bytes) -> tuple[dict[str, str], list[str]]:
-    """The ``files`` and ``owned_dirs`` of a (signature-checked) manifest."""
+def parse_manifest(manifest: bytes) -> tuple[dict[str, str], list[str], set[str]]:
+    """The ``files``, ``owned_dirs`` and ``unlisted`` of a (signature-checked) manifest."""
     try:
         body = json.loads(manifest)
     except ValueError as exc:
         raise AttestationError(f"the manifest is not JSON ({exc})") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:
         raise AttestationError(f"the manifest is not of format {FORMAT}")
-    files, owned = body.get("files"), body.get("owned_dirs")
+    files, owned, unlisted = body.get("files"), body.get("owned_dirs"), body.get("unlisted", [])
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         raise AttestationError("the manifest's files must map each path to its entry")
     if not isinstance(owned, list) or not all(isinstance(d, str) and d.startswith("/") for d in owned):
         raise AttestationError("the manifest's owned_dirs must be absolute paths")
-    return {str(k): v for k, v in files.items()}, owned
+    if not isinstance(unlisted, list) or not all(isinstance(p, str) for p in unlisted):
+        raise AttestationError("the manifest's unlisted must be a list of paths")
+    return {str(k): v for k, v in files.items()}, owned, set(unlisted)
 
 
 def verify_installed(manifest: bytes, signature: bytes, key: Ed25519PublicKey) -> Verdict:
     """Check the signature, then every listed file, then look for extra files in the owned
     folders. Raises :class:`AttestationError` when the manifest itself cannot be trusted."""
     check_signature(manifest, signature, key)
-    files, owned = parse_manifest(manifest)
+    files, owned, unlisted = parse_manifest(manifest)
     changed: list[str] = []
     missing: list[str] = []
     for path, expected in sorted(files.items()):
@@ -220,6 +225,6 @@ def verify_installed(manifest: bytes, signature: bytes, key: Ed25519PublicKey) -
         str(p)
         for folder in owned
         for p in _walk(Path(folder))
-        if str(p) not in files and not _is_byte_code(str(p))
+        if str(p) not in files and str(p) not in unlisted and not _is_byte_code(str(p))
     )
     return Verdict(manifest_digest(manifest), changed, missing, extra, checked=len(files))

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import structlog
 
@@ -89,11 +89,15 @@ class Attestation:
     # -- the check ------------------------------------------------------------------------
 
     def check_at_start(self) -> bool:
-        """The start-up check; True when it passed (or is not configured). An alert left open
-        by an earlier run holds the events after it again, whatever this check finds."""
+        """The start-up check (the gate's ``attestation`` stage); True when it passed (or is not
+        configured). An alert left open by an earlier run holds the events after it again,
+        whatever this check finds."""
+        self._gate.begin("attestation")
         if self.alert_id is not None:
             self._hold(self._raise_seq(self.alert_id))
-        return self.check()
+        ok = self.check()
+        (self._gate.passed if ok else self._gate.fail)("attestation")
+        return ok
 
     def check(self) -> bool:
         """Check now; raise the alert on a failure (none while one is open). True: passed or
@@ -222,3 +226,18 @@ class Attestation:
                 integrity_alert=self.alert_id,
                 held_after_seq=self._held_after,
             )
+
+
+def birth_fields(attestation: Attestation | None) -> dict[str, str]:
+    """The birth (retained ``status``) message's ``manifest_digest``, when there is a manifest."""
+    if attestation is None or attestation.digest is None:
+        return {}
+    return {"manifest_digest": attestation.digest}
+
+
+def health_sections(gate: PublishGate, attestation: Attestation | None) -> dict[str, Any]:
+    """Health ``startup`` and ``attestation``."""
+    sections: dict[str, Any] = {"startup": gate.health()}
+    if attestation is not None:
+        sections["attestation"] = attestation.health()
+    return sections

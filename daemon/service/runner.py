@@ -56,7 +56,7 @@ from daemon.mqtt.open_alerts import open_episode_alerts
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.tls_dates import TlsDateWatch
-from daemon.service.attestation import ATTEST_ACTION, Attestation
+from daemon.service.attestation import ATTEST_ACTION, Attestation, birth_fields, health_sections
 from daemon.service.config import (
     RELOADABLE,
     LoadedConfig,
@@ -200,11 +200,7 @@ class Daemon:
         self._publisher = publisher
         publisher.start()
         self.watchdog.watch("publisher", publisher.last_progress)
-        self.gate.begin("attestation")
-        if self.attestation.check_at_start():
-            self.gate.passed("attestation")
-        else:
-            self.gate.fail("attestation")
+        self.attestation.check_at_start()  # before any device starts: startup_checks.py
         writer = JournalWriter(
             journal, self.stats, self.clock, self._notify_publisher, self.queue.inputs_queued
         )
@@ -265,24 +261,14 @@ class Daemon:
             health_extra=self._devices_health,
             health_pace=self.pace.report,
             clock=self.clock,
-            identity=self._identity(settings),
+            identity={
+                "version": __version__,
+                "config_digest": self._config_digest(settings),
+                **birth_fields(self.attestation),
+            },
             held_after=self.gate.held_after,
-            health_sections=self._health_sections,
+            health_sections=lambda: health_sections(self.gate, self.attestation),
         )
-
-    def _identity(self, broker: BrokerSettings) -> dict[str, str]:
-        """The birth (retained ``status``) fields: version, config and manifest digests."""
-        identity = {"version": __version__, "config_digest": self._config_digest(broker)}
-        if self.attestation is not None and self.attestation.digest is not None:
-            identity["manifest_digest"] = self.attestation.digest
-        return identity
-
-    def _health_sections(self) -> dict[str, object]:
-        """Health ``startup`` and ``attestation``."""
-        sections: dict[str, object] = {"startup": self.gate.health()}
-        if self.attestation is not None:
-            sections["attestation"] = self.attestation.health()
-        return sections
 
     def _config_digest(self, broker: BrokerSettings) -> str:
         """The digest of the config running once ``broker`` is in service (see config_digest)."""

@@ -64,7 +64,8 @@ def test_intact_files_pass(installed: Path) -> None:
     private, public = new_key()
     manifest = _manifest(installed)
     verdict = verify_installed(manifest, sign_manifest(manifest, private), load_public_key(public, "pub"))
-    assert verdict.ok and verdict.checked == 3
+    assert verdict.ok
+    assert verdict.checked == 3
     assert verdict.digest == manifest_digest(manifest)
     assert verdict.problems() == []
 
@@ -124,9 +125,9 @@ def test_a_damaged_signature_or_key_is_named(installed: Path) -> None:
     manifest = _manifest(installed)
     with pytest.raises(AttestationError, match="not base64"):
         verify_installed(manifest, b"not*base64!", load_public_key(public, "pub"))
-    with pytest.raises(AttestationError, match="key.pem: not a PEM public key"):
+    with pytest.raises(AttestationError, match=r"key\.pem: not a PEM public key"):
         load_public_key(b"hello", "key.pem")
-    with pytest.raises(AttestationError, match="key.pem: not a PEM public key"):
+    with pytest.raises(AttestationError, match=r"key\.pem: not a PEM public key"):
         load_public_key(private, "key.pem")  # the private half where the public one belongs
     with pytest.raises(AttestationError, match="not a usable PEM private key"):
         sign_manifest(manifest, public)
@@ -151,6 +152,26 @@ def test_the_build_command_signs_with_the_key_file_it_is_given(
     signature = (installed / "opt/pkg/attestation/m.json.sig").read_bytes()
     assert (tmp_path / "k.pub").read_bytes() == public
     files = json.loads(manifest)["files"]
-    assert "/opt/pkg/README" in files and "/etc/pkg/table.yaml" not in files
+    assert "/opt/pkg/README" in files
+    assert "/etc/pkg/table.yaml" not in files
     assert not any("attestation" in path for path in files)  # the manifest does not list itself
     load_public_key(public, "pub").verify(base64.b64decode(signature), manifest)
+
+
+def test_the_manifest_and_its_signature_in_an_owned_folder_are_not_extra_files(installed: Path) -> None:
+    private, public = new_key()
+    folder = installed / "opt/pkg/attestation"
+    folder.mkdir()
+    manifest = build_manifest(
+        installed,
+        package="pkg",
+        version="1.0",
+        install_root=str(installed),
+        owned_dirs=[str(installed / "opt/pkg")],
+        exclude=[str(folder / "m.json"), str(folder / "m.json.sig"), f"{installed}/etc/"],
+    )
+    (folder / "m.json").write_bytes(manifest)
+    (folder / "m.json.sig").write_bytes(sign_manifest(manifest, private))
+    (folder / "m.json.bak").write_bytes(manifest)  # anything else there is
+    verdict = verify_installed(manifest, (folder / "m.json.sig").read_bytes(), load_public_key(public, "pub"))
+    assert verdict.extra == [str(folder / "m.json.bak")]

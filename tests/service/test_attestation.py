@@ -58,13 +58,16 @@ def _health_caught_up(daemon: Daemon, subscriber: TableSubscriber, since: float 
     """A health report (of a daemon started after ``since``) published after the start-up
     checks and after the drain saw every journaled event (the drain publishes health after its
     publishing step)."""
-    assert daemon.journal is not None and daemon.wait_until_processed(10)
+    assert daemon.journal is not None
+    assert daemon.wait_until_processed(10)
     last = daemon.journal.last_seq()
     assert subscriber.wait_for(
-        lambda s: s.health is not None
-        and s.health["ts"] >= since
-        and s.health["last_seq"] >= last
-        and s.health["startup"]["stage"] == "done",
+        lambda s: (
+            s.health is not None
+            and s.health["ts"] >= since
+            and s.health["last_seq"] >= last
+            and s.health["startup"]["stage"] == "done"
+        ),
         20,
     )
     assert subscriber.health is not None
