@@ -32,6 +32,7 @@ from daemon.attestation.settings import AttestationSettings
 from daemon.journal.store import Journal
 from daemon.mqtt.alerts import alert_cleared, alert_raised
 from daemon.mqtt.command_channel import CommandAnswer, ReplyFn
+from daemon.service.probes import Finding
 from daemon.service.startup_checks import PublishGate
 
 log = structlog.get_logger("baccarat_edge.attestation")
@@ -117,20 +118,7 @@ class Attestation:
         return status, problems
 
     def _verify(self) -> tuple[str, list[str], str | None]:
-        cfg = self.settings
-        if not cfg.required and not cfg.manifest_file.exists():
-            return "not_configured", [], None
-        digest: str | None = None
-        try:
-            manifest = cfg.manifest_file.read_bytes()
-            digest = manifest_digest(manifest)
-            key = load_public_key(cfg.public_key_file.read_bytes(), str(cfg.public_key_file))
-            verdict = verify_installed(manifest, cfg.signature_file.read_bytes(), key)
-        except OSError as exc:
-            return "failed", [f"{exc.filename}: {exc.strerror}"], digest
-        except AttestationError as exc:
-            return "failed", [str(exc)], digest
-        return ("passed" if verdict.ok else "failed"), verdict.problems(), verdict.digest
+        return verify_settings(self.settings)
 
     def _raise(self, problems: list[str]) -> None:
         log.error("integrity_failed", problems=problems, manifest_digest=self.digest)
@@ -241,3 +229,32 @@ def health_sections(gate: PublishGate, attestation: Attestation | None) -> dict[
     if attestation is not None:
         sections["attestation"] = attestation.health()
     return sections
+
+
+def verify_settings(cfg: AttestationSettings) -> tuple[str, list[str], str | None]:
+    """Check the installed files as ``cfg`` says: (status, problems, manifest digest); status
+    ``not_configured``, ``passed`` or ``failed``."""
+    if not cfg.required and not cfg.manifest_file.exists():
+        return "not_configured", [], None
+    digest: str | None = None
+    try:
+        manifest = cfg.manifest_file.read_bytes()
+        digest = manifest_digest(manifest)
+        key = load_public_key(cfg.public_key_file.read_bytes(), str(cfg.public_key_file))
+        verdict = verify_installed(manifest, cfg.signature_file.read_bytes(), key)
+    except OSError as exc:
+        return "failed", [f"{exc.filename}: {exc.strerror}"], digest
+    except AttestationError as exc:
+        return "failed", [str(exc)], digest
+    return ("passed" if verdict.ok else "failed"), verdict.problems(), verdict.digest
+
+
+def attestation_finding(cfg: AttestationSettings) -> Finding:
+    """What ``check-config`` says of the installed files (the daemon's start-up check)."""
+    status, problems, digest = verify_settings(cfg)
+    if status == "not_configured":
+        return Finding("attestation", True, f"not configured: no {cfg.manifest_file} (a source or demo run)")
+    if status == "passed":
+        return Finding("attestation", True, f"the installed files match the signed manifest {digest}")
+    detail = "; ".join(problems[:5]) + " (the daemon would raise integrity_failed)"
+    return Finding("attestation", False, detail)

@@ -490,8 +490,8 @@ def _integrity_held_and_restored(
     table = _Table(client, key)
     try:
         table.wait(
-            "health after the start-up checks",
-            lambda: table.health.get("startup", {}).get("stage") == "done",
+            "the birth status and a health report after the start-up checks",
+            lambda: table.statuses and table.health.get("startup", {}).get("stage") == "done",
         )
         attestation = table.health["attestation"]
         assert (attestation["status"], attestation["required"], attestation["problems"]) == (
