@@ -430,12 +430,13 @@ def _enable_start_and_monitor(
 class _Table:
     """What a second observer sees of table T07: events (by seq), health reports, replies."""
 
-    def __init__(self, client: mqtt.Client, key: bytes) -> None:
+    def __init__(self, client: mqtt.Client, key: bytes, game_server_key: bytes) -> None:
         self.events: dict[int, dict[str, Any]] = {}
         self.health: dict[str, Any] = {}
         self.statuses: list[dict[str, Any]] = []
         self.changed = threading.Condition()
         self.sender = CommandSender(client, "T07", Secret(key, "sup-anna"), key_id="sup-anna")
+        self.game_server = CommandSender(client, "T07", Secret(game_server_key, "gs-main"), key_id="gs-main")
         client.on_message = self._on_message
         for topic in ("events", "health", "status", "cmd/reply"):
             client.subscribe(f"baccarat/v1/T07/{topic}", qos=1)
@@ -446,6 +447,7 @@ class _Table:
         with self.changed:
             if message.topic.endswith("/cmd/reply"):
                 self.sender.on_reply(bytes(message.payload))
+                self.game_server.on_reply(bytes(message.payload))
             elif message.topic.endswith("/events"):
                 self.events[body["seq"]] = body
             elif message.topic.endswith("/health"):
@@ -459,11 +461,11 @@ class _Table:
             assert self.changed.wait_for(predicate, timeout), f"{what}; health: {self.health}"
 
 
-def _deal_cards(reader: socket.socket, count: int) -> None:
-    """The shoe: ``count`` Angel Eye card frames to every connection the daemon's reader made
-    (check-config's probe connected and left before it)."""
-    _deal, _plan, steps = dealt_shoe(seed=24, max_hands=2)
-    frames = [step.data for step in steps if step.data is not None][:count]
+def _deal_cards(reader: socket.socket, table: _Table, steps: int) -> list[socket.socket]:
+    """The shoe: the first ``steps`` steps of a simulated shoe (Angel Eye frames to the daemon's
+    reader connection, ``new_shoe`` from the game server's key), 20 times slower than the
+    service tests deal. Returns the reader's connections (open until the caller closes them)."""
+    _deal, _plan, plan_steps = dealt_shoe(seed=24, max_hands=2)
     reader.settimeout(0)
     connections: list[socket.socket] = []
     while True:
@@ -472,11 +474,18 @@ def _deal_cards(reader: socket.socket, count: int) -> None:
         except BlockingIOError:
             break
     assert connections, "the daemon's reader never connected"
-    for frame in frames:
-        for connection in connections:
-            with contextlib.suppress(OSError):  # check-config's probe, gone
-                connection.sendall(frame)
-        time.sleep(0.05)  # one pull at a time, as a dealer draws them
+    at = 0.0
+    for step in plan_steps[:steps]:
+        time.sleep((step.t - at) / 20)
+        at = step.t
+        if step.supervisor is not None:
+            reply = table.game_server.send(step.supervisor.action, dict(step.supervisor.args), timeout=60)
+            assert reply["status"] == "accepted", reply
+        elif step.data is not None:
+            for connection in connections:  # check-config's probes connected first, and left
+                with contextlib.suppress(OSError):
+                    connection.sendall(step.data)
+    return connections
 
 
 def _integrity_held_and_restored(
@@ -485,9 +494,14 @@ def _integrity_held_and_restored(
     """Attestation on the installed package: it passed at start; one installed file changed and a
     supervisor's signed ``attest`` raise ``integrity_failed``; the cards dealt then are journaled
     but not published; the file restored and ``attest`` again clear it and the held events go out."""
-    key = (root / "etc/baccarat-edge/secrets/sup-anna.key").read_bytes().strip()
+    secrets_dir = root / "etc/baccarat-edge/secrets"
     client = _observer(broker, pki, client_id="observer-attest")
-    table = _Table(client, key)
+    table = _Table(
+        client,
+        (secrets_dir / "sup-anna.key").read_bytes().strip(),
+        (secrets_dir / "gs-main.key").read_bytes().strip(),
+    )
+    shoe: list[socket.socket] = []
     try:
         table.wait(
             "the birth status and a health report after the start-up checks",
@@ -519,11 +533,11 @@ def _integrity_held_and_restored(
         assert alert["data"]["severity"] == "critical"
         assert alert["data"]["problems"] == [f"changed: {installed_path}"]
 
-        _deal_cards(reader, 4)
+        shoe = _deal_cards(reader, table, 14)
         table.wait(
             "the cards journaled (health last_seq) while held",
             lambda: (
-                table.health["last_seq"] >= alert["seq"] + 2
+                table.health["last_seq"] >= alert["seq"] + 4
                 and table.health["attestation"]["held_after_seq"] == alert["seq"]
             ),
         )
@@ -532,12 +546,21 @@ def _integrity_held_and_restored(
         changed.write_bytes(original)
         reply = table.sender.send("attest", timeout=60)
         assert reply["status"] == "accepted", reply
-        last = table.health["last_seq"]
-        table.wait("the held events published", lambda: set(range(1, last + 1)) <= set(table.events))
-        kinds = [table.events[seq]["kind"] for seq in sorted(table.events) if seq > alert["seq"]]
-        assert "card_dealt" in kinds, kinds
-        assert "alert_cleared" in kinds, kinds
+
+        def kinds_after_alert() -> list[str]:
+            return [table.events[seq]["kind"] for seq in sorted(table.events) if seq > alert["seq"]]
+
+        table.wait(
+            "the held cards published, then the alert cleared",
+            lambda: {"card_dealt", "alert_cleared"} <= set(kinds_after_alert()),
+        )
+        with table.changed:
+            assert sorted(table.events) == list(range(1, max(table.events) + 1))  # in order, no gap
+            kinds = kinds_after_alert()
+        assert kinds.index("card_dealt") < kinds.index("alert_cleared"), kinds  # held, then released
     finally:
+        for connection in shoe:
+            connection.close()
         client.loop_stop()
         client.disconnect()
 
