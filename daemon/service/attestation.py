@@ -191,7 +191,8 @@ class Attestation:
                     return
                 if self.alert_id is not None:
                     self._clear(actor)
-            done = CommandAnswer(accepted=True, reason=f"attestation {status}: manifest {self.digest}")
+            what = f"manifest {self.digest}" if self.digest else f"no {self.settings.manifest_file}"
+            done = CommandAnswer(accepted=True, reason=f"attestation {status}: {what}")
             if "event_id" in answer:
                 done["event_id"] = answer["event_id"]
             if "seq" in answer:

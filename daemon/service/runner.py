@@ -18,6 +18,9 @@ Who does what:
   loop (watchdog, health log, SIGHUP) and swaps the publisher on a broker reload.
 
 * Start-up folds the journal into a fresh engine, so a restart resumes the shoe.
+* No event is published before the start-up self-checks ran (config, journal tail, the
+  installed files' attestation, devices started: :mod:`~daemon.service.startup_checks`);
+  ``integrity_failed`` holds every event after it (:mod:`~daemon.service.attestation`).
 * READY goes to systemd once devices, journal and engine are up (the broker may be
   away: the journal holds everything until it is back). WATCHDOG pings go out only
   while every worker shows progress.
