@@ -18,6 +18,7 @@ from daemon.engine.payloads import (
     CameraFill,
     DealerOnTable,
     DecidedRound,
+    ExposedRead,
     LockRequest,
     LooseCard,
     ReadFields,
@@ -105,6 +106,11 @@ class TableState:
     loose_cards: list[LooseCard] = field(default_factory=list)
     # the dealer on the table (the last ``dealer_changed``; kept across shoes), None until told
     dealer: DealerOnTable | None = None
+    # the cards exposed while the current betting window was open (a late close may claim them)
+    flow_exposed: list[ExposedRead] = field(default_factory=list)
+    # the table's clock (``clock_status``): None until the service reports it; kept across shoes
+    clock_synchronised: bool | None = None
+    clock_detail: str | None = None
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:

@@ -60,6 +60,7 @@ from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.tls_dates import TlsDateWatch
 from daemon.service.attestation import ATTEST_ACTION, Attestation, birth_fields, health_sections
+from daemon.service.clock_status import ClockWatch, clock_source
 from daemon.service.config import (
     RELOADABLE,
     LoadedConfig,
@@ -138,6 +139,16 @@ class Daemon:
         self.journal: Journal | None = None
         self.pace = TablePace()
         """The table's pace (health ``pace``): read from the journal at start, then per event."""
+        betting = self.config.table.betting
+        self.clock_watch = ClockWatch(
+            clock_source(self.config.service.clock),
+            self.submit,
+            settings=self.config.service.clock,
+            max_skew_s=betting.max_skew_s,
+            clock_gate=betting.clock_gate,
+            clock=clock,
+        )
+        """The clock status, polled by the main loop (``clock_status.py``); tests replace its source."""
         self._publisher: Publisher | None = None
         self.drivers: dict[str, Device] = {}
         self.snapshot = StateSnapshot(self.config.broker.delivery.state_interval_s)
@@ -308,6 +319,7 @@ class Daemon:
 
     def submit_command(self, command: SupervisorCommand, reply: ReplyFn) -> None:
         """Called by the publisher's network thread for every verified command (lock/unlock too)."""
+        self.clock_watch.note_command(command)
         if command.action == ATTEST_ACTION and self.attestation is not None:
             reply = self.attestation.on_command(command.actor, reply)  # the check, once journaled
         self.queue.put(Command(command, reply))
@@ -335,7 +347,7 @@ class Daemon:
         return report
 
     def _engine_health(self) -> EngineHealth:
-        return engine_health(
+        report = engine_health(
             self.stats,
             self.queue,
             self.engine_loop,
@@ -344,6 +356,8 @@ class Daemon:
             self.reader_commands.health(),
             self.insecure_broker_settings,
         )
+        report["clock"] = self.clock_watch.health()
+        return report
 
     def health(self) -> DaemonHealth:
         """Every worker's health plus the runner's counters (logged as ``health``)."""
@@ -369,6 +383,7 @@ class Daemon:
                 log.error("engine_thread_died")
                 raise RuntimeError("the engine thread stopped unexpectedly")
             self.watchdog.turn()
+            self.clock_watch.poll(time.monotonic())
             if self.tls_dates is not None:
                 self.tls_dates.check()
             if self.reload_requested.is_set():
