@@ -183,6 +183,9 @@ class Attestation:
         try:
             with self._checking:
                 status, problems = self._check_and_keep(actor)
+                if status == "not_configured" and self.alert_id is not None:
+                    # a manifest that was there when the alert was raised: its removal never clears it
+                    status, problems = "failed", [f"missing: {self.settings.manifest_file}"]
                 if status == "failed":
                     if self.alert_id is None:
                         self._raise(problems)
