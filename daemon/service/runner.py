@@ -196,6 +196,7 @@ class Daemon:
             self.loaded.variant,
             progress=self._folding,
         ).engine
+        self.snapshot.seed_rounds(cfg.journal.path)
         self.snapshot.reset(engine)
         self.gate.passed("journal_tail")
         self.attestation = Attestation(
