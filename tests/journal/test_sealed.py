@@ -8,7 +8,7 @@ import json
 import re
 from pathlib import Path
 
-from common.inputs import CardRead
+from common.inputs import CardRead, EngineInput
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.squeeze import SEALED
@@ -34,7 +34,7 @@ def nonce(n: int) -> str:
 def squeeze_shoe(journal: Journal) -> Engine:
     """A shoe whose first round is dealt and half revealed, journaled input by input."""
     eng = Engine(SETTINGS, variant(), table_id=TABLE)
-    inputs = [cmd("new_shoe", 1, "n", shoe_id="S1")]
+    inputs: list[EngineInput] = [cmd("new_shoe", 1, "n", shoe_id="S1")]
     inputs += [
         read(c, 2 + k, nonce=nonce(k)) for k, c in enumerate(["2c", "Kd", "Kh", "2s", "3d", "Ah", "4c"])
     ]
