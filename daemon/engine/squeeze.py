@@ -34,6 +34,7 @@ NONCE = re.compile(r"^[0-9a-f]{32}$")
 
 _CARD_KEYS = ("card", "read", "reads", "cards", "codes", "held", "released", "verdict", "needed_slot")
 """The ``data`` members that can name a card (an event's own, and an alert's ``details``)."""
+_CARD_CODE = re.compile(r"^[A2-9TJQK][cdhs]$")
 _PUBLIC_KINDS = frozenset({EventKind.CARD_REVEALED, EventKind.ROUND_COMPLETED})
 """Kinds whose cards are public by the time they are emitted (a round completes once revealed)."""
 
@@ -80,20 +81,32 @@ def seal(kind: EventKind, data: dict[str, Any], revealed: dict[str, str | None] 
     hidden: dict[str, Any] = {}
     public: dict[str, Any] = {}
     for key, value in data.items():
-        if key in _CARD_KEYS and value is not None:
-            hidden[key] = value
-            if key == "cards" and isinstance(value, dict) and revealed is not None:
-                public[key] = {slot: revealed.get(slot) for slot in value}
-        elif key == "details" and isinstance(value, dict):
-            inner = {k: v for k, v in value.items() if k in _CARD_KEYS and v is not None}
+        if key == "details" and isinstance(value, dict):
+            inner = {k: v for k, v in value.items() if (k in _CARD_KEYS and v is not None) or names_card(v)}
             public[key] = {k: v for k, v in value.items() if k not in inner}
             if inner:
                 hidden["details"] = inner
+        elif (key in _CARD_KEYS and value is not None) or names_card(value):
+            hidden[key] = value
+            if key == "cards" and isinstance(value, dict) and revealed is not None:
+                public[key] = {slot: revealed.get(slot) for slot in value}
         else:
             public[key] = value
     if hidden:
         public[SEALED] = hidden
     return public
+
+
+def names_card(value: object) -> bool:
+    """Whether ``value`` is, or holds anywhere inside it, a card code (``8s``): the catch-all that
+    seals a member whatever its name (``reader_card``, ``camera_card``, a list of refused cards)."""
+    if isinstance(value, str):
+        return _CARD_CODE.match(value) is not None
+    if isinstance(value, dict):
+        return any(names_card(v) or names_card(k) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(names_card(v) for v in value)
+    return False
 
 
 def sealed_card(data: dict[str, Any], table_id: str, shoe_id: str, hand: int) -> dict[str, Any]:

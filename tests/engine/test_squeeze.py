@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from common.inputs import ReadFailed, RevealSignal
+from common.inputs import CardRead, DeviceTarget, ReadFailed, RevealSignal, Source
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.squeeze import SEALED, public_data
@@ -294,3 +294,30 @@ def test_reveal_settings_are_validated() -> None:
         TableSettings.model_validate({"reveal": {"order": ["P1", "P3", "B1", "B2", "P2", "B3"]}})
     with pytest.raises(ValueError, match="mode"):
         TableSettings.model_validate({"reveal": {"mode": "peek"}})
+
+
+def test_the_camera_path_fills_a_misread_with_a_sealed_commitment_and_cross_checks_sealed() -> None:
+    eng, nonce = squeeze(), Nonces()
+    out = start(eng, nonce)
+
+    def camera(code: str, at: float, slot: str) -> CardRead:
+        return read(
+            code,
+            at,
+            source=Source.CAMERA,
+            device="camera",
+            target=DeviceTarget(slot),
+            confidence=0.99,
+            nonce=nonce(),
+        )
+
+    out += deal(eng, nonce, ["8s"], 10)
+    out += feed(eng, [camera("7h", 10.5, "P1")])  # disagrees with the reader: an alert, sealed
+    assert alerts(out, "camera_disagreement")
+    out += feed(eng, [ReadFailed(11.0)])
+    out += feed(eng, [camera("Td", 11.5, "B1")])  # fills the misread
+    filled = of_kind(out, "card_dealt")[-1]
+    assert public_data(filled.data)["fills_rescan"] is True
+    assert filled.data["commitment"] == expected_commitment("S1", 1, "B1", "Td", filled.data[SEALED]["nonce"])
+    assert_no_card_published(out)
+    assert_restores(eng, out)
