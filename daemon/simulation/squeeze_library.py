@@ -66,7 +66,8 @@ class SqueezeEntry:
         if self.button_line is not None:
             reveal["order_source"] = "button"
             text = self.button_line.decode("ascii").strip()
-            update["protocol_settings"] = {**base.header.protocol_settings, "signals": {"reveal_button": [text]}}
+            signals = {"reveal_button": [text]}
+            update["protocol_settings"] = {**base.header.protocol_settings, "signals": signals}
         update["table"] = {**base.header.table, "reveal": reveal}
         header = base.header.model_copy(update=update)
         return Fixture(header=header, steps=tuple(steps))
