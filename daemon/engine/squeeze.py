@@ -32,7 +32,10 @@ COMMITMENT_PREFIX = "baccarat-edge card commitment v1\n"
 NONCE = re.compile(r"^[0-9a-f]{32}$")
 """A nonce as the engine accepts it: 16 bytes as lowercase hex."""
 
-_CARD_KEYS = ("card", "read", "reads", "cards", "codes", "held", "released", "verdict", "needed_slot")
+_CARD_KEYS = (
+    *("card", "read", "reads", "cards", "codes", "held", "released"),
+    *("verdict", "needed_slot", "engine", "outcome", "winner", "totals"),
+)
 """The ``data`` members that can name a card (an event's own, and an alert's ``details``)."""
 _CARD_CODE = re.compile(r"^[A2-9TJQK][cdhs]$")
 _PUBLIC_KINDS = frozenset({EventKind.CARD_REVEALED, EventKind.ROUND_COMPLETED})

@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 
-from common.inputs import CardRead, DeviceTarget, ReadFailed, RevealSignal, Source
+from common.inputs import (
+    CardRead,
+    DeviceTarget,
+    ReadFailed,
+    RevealSignal,
+    ShoeVerdict,
+    Source,
+    VerdictOutcome,
+)
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.squeeze import SEALED, public_data
@@ -319,5 +327,23 @@ def test_the_camera_path_fills_a_misread_with_a_sealed_commitment_and_cross_chec
     filled = of_kind(out, "card_dealt")[-1]
     assert public_data(filled.data)["fills_rescan"] is True
     assert filled.data["commitment"] == expected_commitment("S1", 1, "B1", "Td", filled.data[SEALED]["nonce"])
+    assert_no_card_published(out)
+    assert_restores(eng, out)
+
+
+def test_the_shoes_verdict_before_the_reveal_is_checked_sealed_and_holds_nothing() -> None:
+    eng, nonce = squeeze(), Nonces()
+    out = start(eng, nonce)
+    out += deal(eng, nonce, ["8s", "Td", "Qh", "9c"], 10)  # the Banker wins 9 to 8
+    out += feed(eng, [ShoeVerdict(VerdictOutcome.BANKER, False, False, 14.0, raw="G B")])
+    (checked,) = of_kind(out, "verdict_checked")
+    assert public_data(checked.data) == {"hand": 1, "agrees": True}  # the verdict itself sealed
+    assert not alerts(out, "missing_card")
+    out += feed(eng, [ShoeVerdict(VerdictOutcome.PLAYER, False, False, 14.5, raw="G P")])
+    (disagreement,) = alerts(out, "verdict_disagreement")
+    assert "engine" not in public_data(disagreement.data)["details"]
+    assert "verdict" not in public_data(disagreement.data)["details"]
+    out += feed(eng, [cmd("reveal", 20, "r1", slots=["P1", "P2", "B1", "B2"])])
+    assert "round_held" in kinds(out)  # the disagreement holds it, named
     assert_no_card_published(out)
     assert_restores(eng, out)
