@@ -19,6 +19,7 @@ from common.inputs import (
     Source,
     VerdictOutcome,
 )
+from daemon.engine.checkpoint import capture
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.squeeze import SEALED, public_data
@@ -347,3 +348,18 @@ def test_the_shoes_verdict_before_the_reveal_is_checked_sealed_and_holds_nothing
     assert "round_held" in kinds(out)  # the disagreement holds it, named
     assert_no_card_published(out)
     assert_restores(eng, out)
+
+
+def test_a_checkpoint_mid_squeeze_keeps_the_sealed_cards_and_nonces() -> None:
+    eng, nonce = squeeze(), Nonces()
+    out = start(eng, nonce)
+    out += deal(eng, nonce, ["8s", "Td", "Qh", "9c"], 10)
+    out += feed(eng, [cmd("reveal", 20, "r1", slots=["P1"])])
+    checkpoint = capture(eng, out[-1].at)
+    restored = Engine.restore(
+        eng.configured_settings, eng.configured_variant, [], start=checkpoint, table_id=TABLE
+    )
+    assert restored.state.comparable() == eng.state.comparable()
+    later = feed(restored, [cmd("reveal", 30, "r2", slots=["P2", "B1", "B2"])])
+    assert [e.data["card"] for e in of_kind(later, "card_revealed")] == ["Qh", "Td", "9c"]
+    assert "round_completed" in kinds(later)
