@@ -1,7 +1,10 @@
-"""Squeeze tables: what is sealed in an event, and the card commitment (``README.md``, "Squeeze").
+"""Squeeze tables: what is sealed in an event, and the card commitment (``README.md``, "Squeeze
+tables").
 
 On a squeeze table (``table.reveal.mode: squeeze``) every card identity the engine would put in an
-event is moved into the event's one sealed member, ``data["sealed"]``, until its slot is revealed.
+event (a member named for it, or any member whose value is or holds a card code), and what would
+tell a hidden face (a verdict, the slot a round needs next, an outcome), is moved into the event's
+one sealed member, ``data["sealed"]``.
 The journal keeps the whole event; :func:`public_data` (the one projection) drops the sealed member
 before anything leaves the table PC: the event chain's hash, the published envelope, the logs. The
 fold sees the event whole (:func:`unsealed`), so the engine checks the hidden cards as usual.
@@ -36,7 +39,8 @@ _CARD_KEYS = (
     *("card", "read", "reads", "cards", "codes", "held", "released"),
     *("verdict", "needed_slot", "engine", "outcome", "winner", "totals"),
 )
-"""The ``data`` members that can name a card (an event's own, and an alert's ``details``)."""
+"""The ``data`` members that can name a card or tell a hidden face (an event's own, and an alert's
+``details``); any other member holding a card code is sealed too (:func:`names_card`)."""
 _CARD_CODE = re.compile(r"^[A2-9TJQK][cdhs]$")
 _PUBLIC_KINDS = frozenset({EventKind.CARD_REVEALED, EventKind.ROUND_COMPLETED})
 """Kinds whose cards are public by the time they are emitted (a round completes once revealed)."""
