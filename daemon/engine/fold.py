@@ -17,7 +17,7 @@ from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ExposedRead, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
 from daemon.engine.reveal_fold import card_revealed, forget_round, note_commitment
-from daemon.engine.rounds import RoundState, find_loose, result_line
+from daemon.engine.rounds import RoundState, find_loose, oldest_loose_hand, result_line
 
 if TYPE_CHECKING:
     from daemon.engine.state import TableState
@@ -249,8 +249,9 @@ def _round_held(st: TableState, e: Event) -> None:
     rnd.awaiting_verdict = e.data["awaiting_verdict"]
     st.held[rnd.hand] = rnd
     _round_decided(st, rnd, e.data["decided_at"])
-    if rnd.next_slot() is not None:  # cut short (the next round's betting opened): nothing to cross-check
-        st.last_decided = None
+    if rnd.next_slot() is not None:  # cut short (the next round's betting opened): nothing to cross-check,
+        st.last_decided = None  # and it was over on the table before that opening: no card after
+        st.decided_at = None  # the opening is its unneeded card (a card drawn in betting is exposed)
 
 
 def _round_completed(st: TableState, e: Event) -> None:
@@ -302,9 +303,9 @@ def _round_corrected(st: TableState, e: Event) -> None:
         rnd.sources[slot] = "supervisor"
         if slot in from_burn or slot in from_outside:
             # moved from where it was counted (an unneeded burn, a card outside the game)
-            index = find_loose(
-                st.loose_cards, after[slot], "burn" if slot in from_burn else "outside", rnd.hand
-            )
+            place = "burn" if slot in from_burn else "outside"
+            oldest = oldest_loose_hand(place, slot, rnd.hand)
+            index = find_loose(st.loose_cards, after[slot], place, rnd.hand, oldest_hand=oldest)
             if index is not None:
                 del st.loose_cards[index]
             continue

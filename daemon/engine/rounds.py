@@ -38,14 +38,29 @@ def side_codes(cards: dict[str, str]) -> tuple[list[str], list[str]]:
     return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
 
 
-def find_loose(loose: list[LooseCard], code: str, place: str, hand: int) -> int | None:
+def find_loose(
+    loose: list[LooseCard], code: str, place: str, hand: int, *, oldest_hand: int | None = None
+) -> int | None:
     """Where the first counted card ``code`` in no round (at ``place``) that a correction of round
     ``hand`` may move is in ``loose``: drawn while round ``hand - 1`` or ``hand`` was the last one
-    opened (just before the round, or after it was decided); None if there is none."""
+    opened (just before the round, or after it was decided; ``oldest_hand`` may raise that lower
+    bound); None if there is none."""
+    lowest = hand - 1 if oldest_hand is None else max(hand - 1, oldest_hand)
     for index, entry in enumerate(loose):
-        if entry["card"] == code and entry["place"] == place and hand - 1 <= entry["hand"] <= hand:
+        if entry["card"] == code and entry["place"] == place and lowest <= entry["hand"] <= hand:
             return index
     return None
+
+
+def oldest_loose_hand(place: str, slot: str, hand: int) -> int | None:
+    """The oldest round a loose card moved into slot ``slot`` of round ``hand`` may have been drawn
+    in (:func:`find_loose`'s ``oldest_hand``; None: the default, the round before).
+
+    An unneeded card burned after the previous round goes into this round only as its Player 1
+    (dealing mistake 2: of two unneeded cards the second is the next round's Player 1, the first
+    its burn); into any other slot only a card burned during this round moves (its real last card
+    after a misread dealt on): another card of that code is a new one, counted."""
+    return hand if place == "burn" and slot != Slot.P1 else None
 
 
 @dataclass
