@@ -66,6 +66,9 @@ class AlertCode(StrEnum):
     READER_GAP = "reader_gap"
     EMPTY_BETTING_WINDOW = "empty_betting_window"
     SHOE_SILENT = "shoe_silent"
+    # the shoe's audit at its end (daemon/engine/shoe_audit.py)
+    SHOE_COUNT_MISMATCH = "shoe_count_mismatch"
+    SHOE_IRREGULAR = "shoe_irregular"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -450,6 +453,21 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "with no shoe end): nothing is held",
         "the next card (cleared by the engine), the shoe's end, acknowledge_alert",
         details=("last_card_at", "silent_s", "phase"),
+    ),
+    AlertCode.SHOE_COUNT_MISMATCH: AlertSpec(
+        Severity.CRITICAL,
+        "the remainder count does not balance the shoe: cards seen plus cards counted differ from the "
+        "shoe's decks (details name each missing and extra card); take the decks out of play and check them",
+        "acknowledge_alert",
+        details=("missing", "extra", "accounted", "expected", "seen", "remainder"),
+    ),
+    AlertCode.SHOE_IRREGULAR: AlertSpec(
+        Severity.WARNING,
+        "the shoe's order is one a fair shuffle rarely deals (a long run of one outcome, rank or suit, a "
+        "stretch repeated from a recent shoe, a deck in factory order): details give each finding with its "
+        "evidence and its probability under a fair shuffle",
+        "acknowledge_alert",
+        details=("findings", "alpha", "recent_shoes"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

@@ -160,6 +160,37 @@ class ShoeCertificate:
             "extra": [{"card": d.card.code, "copies": d.copies} for d in self.extra],
         }
 
+    @staticmethod
+    def from_dict(raw: object) -> ShoeCertificate:
+        """Rebuild a certificate from :meth:`to_dict` output (e.g. a journaled event's); raise
+        ValueError naming what is wrong. The derived figures are recomputed, never trusted."""
+        try:
+            if not isinstance(raw, dict):
+                raise TypeError("a certificate must be an object")
+            faces = tuple(
+                FaceCount(
+                    card=Card.parse(f["card"]),
+                    expected=int(f["expected"]),
+                    in_rounds=int(f["in_rounds"]),
+                    burned=int(f["burned"]),
+                    exposed=int(f["exposed"]),
+                    voided=int(f["voided"]),
+                    extras=int(f["extras"]),
+                    remainder=None if f["remainder"] is None else int(f["remainder"]),
+                )
+                for f in raw["faces"]
+            )
+            return ShoeCertificate(
+                shoe_id=str(raw["shoe_id"]),
+                decks=int(raw["decks"]),
+                faces=faces,
+                status=Status(raw["status"]),
+                missing=tuple(Discrepancy(Card.parse(d["card"]), int(d["copies"])) for d in raw["missing"]),
+                extra=tuple(Discrepancy(Card.parse(d["card"]), int(d["copies"])) for d in raw["extra"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a shoe certificate: {exc}") from None
+
     def canonical_json(self) -> str:
         """The canonical JSON text: keys sorted, no whitespace, UTF-8 safe (what is signed)."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -38,6 +38,7 @@ _FOLD_MODULES = (
     "daemon.engine.phases",
     "daemon.engine.state",
     "daemon.engine.fold",
+    "daemon.engine.audit_fold",
     "daemon.engine.checkpoint",
 )
 """The code a fold runs (``TableState.apply`` and what it calls) and this codec."""

@@ -52,6 +52,11 @@ class EventKind(StrEnum):
     # ``dealer_changed``; the fold keeps it as ``TableState.dealer``, the pace reading attributes
     # each round to the dealer on the table when it starts
     DEALER_CHANGED = "dealer_changed"
+    # the shoe's audit (``shoe_audit.py``): the certificate at the shoe's end and after a remainder
+    # count, the count's start and each card counted
+    SHOE_CERTIFICATE = "shoe_certificate"
+    REMAINDER_COUNT_STARTED = "remainder_count_started"
+    REMAINDER_CARD = "remainder_card"
 
 
 _KINDS: dict[str, EventKind] = {kind.value: kind for kind in EventKind}

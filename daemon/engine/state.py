@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from daemon.engine.audit_fold import AUDIT_APPLY, RecentShoe
 from daemon.engine.events import Event, EventKind
 from daemon.engine.fold import APPLY, note_read
 from daemon.engine.payloads import (
@@ -105,6 +106,14 @@ class TableState:
     loose_cards: list[LooseCard] = field(default_factory=list)
     # the dealer on the table (the last ``dealer_changed``; kept across shoes), None until told
     dealer: DealerOnTable | None = None
+    # the shoe's audit (``audit_fold.py``): every counted card out of the shoe in dealt order, the
+    # ones in no completed round by where they went, the remainder count being made (None: none),
+    # the stage of the shoe's last certificate, the table's recent shoes (kept across shoes)
+    audit_cards: list[str] = field(default_factory=list)
+    audit_places: dict[str, list[str]] = field(default_factory=dict)
+    remainder: list[str] | None = None
+    certified: str | None = None
+    recent_shoes: list[RecentShoe] = field(default_factory=list)
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
@@ -112,6 +121,9 @@ class TableState:
         handler = APPLY.get(event.kind)
         if handler is not None:
             handler(self, event)
+        audit = AUDIT_APPLY.get(event.kind)
+        if audit is not None:
+            audit(self, event)
         read: ReadFields | None = event.data.get("read")
         if read is not None:
             note_read(self, read, advance_pull=event.kind != _READ_HELD)

@@ -14,6 +14,7 @@ from daemon.engine.corrections import RoundCorrections
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.game_flow import BettingWindow
+from daemon.engine.shoe_audit import ShoeAudit
 from daemon.engine.shoe_commands import ShoeCommands
 
 Handler = Callable[[SupervisorCommand], Outcome]
@@ -27,7 +28,13 @@ class SupervisorCommands:
     """Action -> handler: one entry per action of ``commands.ACTIONS`` (a test checks both agree)."""
 
     def __init__(
-        self, *, emitter: Emitter, shoe: ShoeCommands, corrections: RoundCorrections, flow: BettingWindow
+        self,
+        *,
+        emitter: Emitter,
+        shoe: ShoeCommands,
+        corrections: RoundCorrections,
+        flow: BettingWindow,
+        audit: ShoeAudit,
     ) -> None:
         self.emitter = emitter
         self.handlers = {
@@ -48,6 +55,7 @@ class SupervisorCommands:
             "close_betting": flow.close_betting,
             "cut_card": flow.cut_card,
             "dealer_changed": self.dealer_changed,
+            "remainder_count": audit.remainder_count,
         }
 
     def on_command(self, cmd: SupervisorCommand) -> None:

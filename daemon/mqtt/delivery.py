@@ -15,7 +15,7 @@ from paho.mqtt.properties import Properties
 
 from common.backoff import Backoff
 from daemon.alerts import ALERT_EVENT_KINDS, AlertCode
-from daemon.engine.events import ROUND_BOUNDARY_KINDS
+from daemon.engine.events import ROUND_BOUNDARY_KINDS, EventKind
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.acknowledgement import ServerAcknowledgement
@@ -197,6 +197,10 @@ class Delivery:
             self._on_boundary()
         if event.kind in ALERT_EVENT_KINDS:
             self._connection.publish(self._topics.alerts, payload, properties=self._event_props)
+        elif event.kind == EventKind.SHOE_CERTIFICATE:
+            self._connection.publish(
+                self._topics.shoe_certificate, payload, retain=True, properties=self._event_props
+            )
 
     def _too_large(self, payload_bytes: int) -> str | None:
         """Why an event PUBLISH exceeds the broker's Maximum Packet Size (0x95), else None."""

@@ -42,6 +42,7 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
             "resolve_hold",
             "cut_card",
             "dealer_changed",
+            "remainder_count",
         }
     ),
     Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),
