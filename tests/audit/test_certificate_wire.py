@@ -55,7 +55,9 @@ def test_the_last_certificate_is_retained_signed_for_a_late_subscriber(
     assert (body["kind"], body["shoe_id"], body["data"]["stage"]) == ("shoe_certificate", "S2", "end")
 
 
-def test_shoe_report_shows_a_shoe_from_the_journal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_shoe_report_shows_a_shoe_from_the_journal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     events, left = two_shoes()
     path = tmp_path / "journal.sqlite3"
     journal = Journal(JournalSettings(path=path), TABLE)
