@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, TypedDict
 
 from daemon.alerts import AlertCode
+from daemon.audit.streaks import encode_codes
 from daemon.engine.events import Event, EventKind
 from daemon.engine.phases import BurnKind, CardPlace
 
@@ -35,10 +36,16 @@ REMAINDER_STAGE = "remainder"
 
 WINNER_LETTERS = {"player": "P", "banker": "B", "tie": "T"}
 
+# Bound once (an enum member through its class costs a metaclass lookup; this runs per card).
+_INDICATOR = CardPlace.INDICATOR
+_BURN = CardPlace.BURN
+_UNNEEDED = BurnKind.UNNEEDED
+
 
 class RecentShoe(TypedDict):
     """A finished shoe as the table keeps it for the repeated-stretch detector: its cards in
-    dealt order (two-character codes, joined) and its rounds' winners (``P``/``B``/``T``)."""
+    dealt order (``daemon.audit.streaks.encode``'s bytes, in hex) and its rounds' winners
+    (``P``/``B``/``T``)."""
 
     shoe_id: str
     cards: str
@@ -65,13 +72,14 @@ def _shoe_started(st: TableState, e: Event) -> None:
 
 
 def _card_dealt(st: TableState, e: Event) -> None:
-    code = e.data["card"]
+    data = e.data
+    code = data["card"]
     st.audit_cards.append(code)
-    slot = e.data["slot"]
-    if slot == CardPlace.INDICATOR:
+    slot = data["slot"]
+    if slot == _INDICATOR:
         _put(st, BURNED, code)
-    elif slot == CardPlace.BURN:
-        _put(st, EXTRAS if e.data["burn"] == BurnKind.UNNEEDED else BURNED, code)
+    elif slot == _BURN:
+        _put(st, EXTRAS if data["burn"] == _UNNEEDED else BURNED, code)
 
 
 def _card_outside_game(st: TableState, e: Event) -> None:
@@ -136,7 +144,8 @@ def _shoe_certificate(st: TableState, e: Event) -> None:
         return
     keep = st.settings.audit.irregular.recent_shoes
     winners = "".join(WINNER_LETTERS[r["winner"]] for r in st.results)
-    shoe: RecentShoe = {"shoe_id": e.data["shoe_id"], "cards": "".join(st.audit_cards), "winners": winners}
+    cards = encode_codes(st.audit_cards).hex()
+    shoe: RecentShoe = {"shoe_id": e.data["shoe_id"], "cards": cards, "winners": winners}
     st.recent_shoes = [*st.recent_shoes, shoe][-keep:] if keep else []
 
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from collections.abc import Iterable
 
-from common.cards import Card
 from common.inputs import CardRead, Source, SupervisorCommand
 from daemon.alerts import AlertCode
-from daemon.audit.certificate import ClassifiedCards, ShoeCertificate, Status, certify
+from daemon.audit.certificate import CodeCounts, ShoeCertificate, Status, canonical_json, certify_counts
 from daemon.audit.irregular import ShoeSequence, detect
+from daemon.audit.streaks import encode_codes
 from daemon.engine import commands as args_
 from daemon.engine.audit_fold import (
     BURNED,
@@ -45,6 +44,7 @@ from daemon.engine.state import TableState
 from daemon.rules.outcome import Winner
 
 _WINNERS = {"P": Winner.PLAYER, "B": Winner.BANKER, "T": Winner.TIE}
+_WINNER_OF = {w.value: w for w in Winner}
 _STEPS = ("start", "finish")
 
 
@@ -68,11 +68,8 @@ class ShoeAudit:
         assert shoe_id is not None, "a shoe ended without an id"
         settings = self.shoe.settings.audit.irregular.for_decks(self.shoe.settings.decks)
         history = [_sequence(s) for s in st.recent_shoes]
-        sequence = ShoeSequence.of(
-            shoe_id,
-            [Card.parse(c) for c in st.audit_cards],
-            [Winner(r["winner"]) for r in st.results],
-        )
+        winners = tuple(_WINNER_OF[r["winner"]] for r in st.results)
+        sequence = ShoeSequence(shoe_id, encode_codes(st.audit_cards), winners)
         findings = () if settings is None else detect(sequence, history, settings)
         irregular: dict[str, object]
         if settings is None or not settings.enabled:
@@ -100,16 +97,16 @@ class ShoeAudit:
         in_rounds = Counter(st.counts)
         for place in (BURNED, EXPOSED, VOIDED, EXTRAS):
             in_rounds.subtract(places.get(place, ()))
-        cards = ClassifiedCards(
-            in_rounds=tuple(Card.parse(c) for c in sorted(in_rounds.elements())),
-            burned=_cards(places.get(BURNED, ())),
-            exposed=_cards(places.get(EXPOSED, ())),
-            voided=_cards(places.get(VOIDED, ())),
-            extras=_cards([*places.get(EXTRAS, ()), *places.get(FOREIGN, ())]),
+        counts = CodeCounts(
+            in_rounds=+in_rounds,  # (a copy moved out of a round never leaves a negative count)
+            burned=Counter(places.get(BURNED, ())),
+            exposed=Counter(places.get(EXPOSED, ())),
+            voided=Counter(places.get(VOIDED, ())),
+            extras=Counter([*places.get(EXTRAS, ()), *places.get(FOREIGN, ())]),
         )
-        counted = None if remainder is None else _cards(remainder)
+        counted = None if remainder is None else Counter(remainder)
         assert st.shoe_id is not None
-        return certify(st.shoe_id, decks=self.shoe.settings.decks, cards=cards, remainder=counted)
+        return certify_counts(st.shoe_id, decks=self.shoe.settings.decks, counts=counts, remainder=counted)
 
     def _emit_certificate(
         self,
@@ -120,14 +117,15 @@ class ShoeAudit:
         cert: ShoeCertificate,
         irregular: dict[str, object] | None,
     ) -> None:
-        canonical = cert.canonical_json()
+        certificate = cert.to_dict()
+        digest = hashlib.sha256(canonical_json(certificate).encode()).hexdigest()
         data: dict[str, object] = {
             "shoe_id": cert.shoe_id,
             "stage": stage,
             "reason": self.state.shoe_end_reason,
             "status": cert.status.value,
-            "digest": hashlib.sha256(canonical.encode()).hexdigest(),
-            "certificate": cert.to_dict(),
+            "digest": digest,
+            "certificate": certificate,
         }
         if irregular is not None:
             data["irregular"] = irregular
@@ -191,14 +189,7 @@ class ShoeAudit:
         )
 
 
-def _cards(codes: Iterable[str]) -> tuple[Card, ...]:
-    return tuple(Card.parse(c) for c in codes)
-
-
 def _sequence(shoe: RecentShoe) -> ShoeSequence:
-    cards = shoe["cards"]
-    return ShoeSequence.of(
-        shoe["shoe_id"],
-        [Card.parse(cards[i : i + 2]) for i in range(0, len(cards), 2)],
-        [_WINNERS[w] for w in shoe["winners"]],
+    return ShoeSequence(
+        shoe["shoe_id"], bytes.fromhex(shoe["cards"]), tuple(_WINNERS[w] for w in shoe["winners"])
     )
