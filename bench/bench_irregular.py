@@ -183,23 +183,27 @@ def cost(shoes: int, seed: int, repeats: int, settings: IrregularSettings) -> di
     }
 
 
+_FOLD = "AUDIT_APPLY"
+"""The audit's fold table as ``TableState.apply`` looks it up (emptied: the engine without it)."""
+
+
 def _wired_pass(inputs: list[EngineInput], table: TableSettings, *, audit: str) -> float:
     """CPU seconds of one engine dealing ``inputs`` (every shoe in turn): ``audit`` ``none`` (its
     fold and its shoe-end call off), ``fold`` (the fold's notes only) or ``all``."""
     variant = load_variant_by_name("standard")
-    fold = state_module.AUDIT_APPLY
+    fold = getattr(state_module, _FOLD)
     engine = Engine(table, variant)
     if audit != "all":
         engine.emitter.after_shoe_end = None
     if audit == "none":
-        state_module.AUDIT_APPLY = {}
+        setattr(state_module, _FOLD, {})
     try:
         start = time.process_time_ns()
         for inp in inputs:
             engine.handle(inp)
         return (time.process_time_ns() - start) / 1e9
     finally:
-        state_module.AUDIT_APPLY = fold
+        setattr(state_module, _FOLD, fold)
 
 
 def wired_cost(shoes: int, seed: int, repeats: int, settings: IrregularSettings) -> dict[str, Any]:
