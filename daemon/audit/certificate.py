@@ -130,18 +130,12 @@ class ShoeCertificate:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready form (integers and strings only)."""
-        return {
-            "shoe_id": self.shoe_id,
-            "decks": self.decks,
-            "status": self.status.value,
-            "totals": {
-                "expected": self.expected,
-                "seen": self.seen,
-                "left": self.left,
-                "remainder": self.remainder,
-                "accounted": self.accounted,
-            },
-            "faces": [
+        faces: list[dict[str, object]] = []
+        left = 0
+        for f in self.faces:  # one pass (the engine builds this at every shoe's end)
+            seen = f.in_rounds + f.burned + f.exposed + f.voided + f.extras
+            left += max(0, f.expected - seen)
+            faces.append(
                 {
                     "card": f.card.code,
                     "expected": f.expected,
@@ -150,12 +144,24 @@ class ShoeCertificate:
                     "exposed": f.exposed,
                     "voided": f.voided,
                     "extras": f.extras,
-                    "over": f.over,
-                    "left": f.left,
+                    "over": max(0, seen - f.expected),
+                    "left": max(0, f.expected - seen),
                     "remainder": f.remainder,
                 }
-                for f in self.faces
-            ],
+            )
+        remainder = self.remainder
+        return {
+            "shoe_id": self.shoe_id,
+            "decks": self.decks,
+            "status": self.status.value,
+            "totals": {
+                "expected": self.expected,
+                "seen": self.seen,
+                "left": left,
+                "remainder": remainder,
+                "accounted": None if remainder is None else self.accounted,
+            },
+            "faces": faces,
             "missing": [{"card": d.card.code, "copies": d.copies} for d in self.missing],
             "extra": [{"card": d.card.code, "copies": d.copies} for d in self.extra],
         }

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from daemon.audit.null_tables import NULL_TABLES
@@ -89,9 +91,15 @@ class IrregularSection(BaseModel):
     def for_decks(self, decks: int) -> IrregularSettings | None:
         """The detectors' settings for a shoe of ``decks`` decks; None when no simulated null
         table exists for that many decks (the detectors then do not run)."""
-        if decks not in NULL_TABLES:
-            return None
-        return IrregularSettings(**self.model_dump(), decks=decks)
+        return _for_decks(self, decks)
+
+
+@lru_cache(maxsize=16)
+def _for_decks(section: IrregularSection, decks: int) -> IrregularSettings | None:
+    # every shoe's end asks again: validate each (section, decks) once
+    if decks not in NULL_TABLES:
+        return None
+    return IrregularSettings(**section.model_dump(), decks=decks)
 
 
 class AuditSettings(BaseModel):

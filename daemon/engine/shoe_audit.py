@@ -15,12 +15,11 @@ extra card.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 
 from common.inputs import CardRead, Source, SupervisorCommand
 from daemon.alerts import AlertCode
-from daemon.audit.certificate import CodeCounts, ShoeCertificate, Status, canonical_json, certify_counts
+from daemon.audit.certificate import CodeCounts, ShoeCertificate, Status, certify_counts
 from daemon.audit.irregular import ShoeSequence, detect
 from daemon.audit.streaks import encode_codes
 from daemon.engine import commands as args_
@@ -54,11 +53,15 @@ class ShoeAudit:
     state: TableState
     shoe: ShoeSetup
     emitter: Emitter
+    decoded: dict[tuple[str, str], ShoeSequence]
+    """The table's recent shoes (``TableState.recent_shoes``) as the detectors take them, decoded
+    once: a cache of the state, never anything else (a restored engine decodes them again)."""
 
     def __init__(self, *, state: TableState, shoe: ShoeSetup, emitter: Emitter) -> None:
         self.state = state
         self.shoe = shoe
         self.emitter = emitter
+        self.decoded = {}
 
     # ------------------------------------------------------------------ the shoe's end
     def on_shoe_ended(self, ended: Event) -> None:
@@ -67,7 +70,7 @@ class ShoeAudit:
         shoe_id = st.shoe_id
         assert shoe_id is not None, "a shoe ended without an id"
         settings = self.shoe.settings.audit.irregular.for_decks(self.shoe.settings.decks)
-        history = [_sequence(s) for s in st.recent_shoes]
+        history = self._history()
         winners = tuple(_WINNER_OF[r["winner"]] for r in st.results)
         sequence = ShoeSequence(shoe_id, encode_codes(st.audit_cards), winners)
         findings = () if settings is None else detect(sequence, history, settings)
@@ -89,6 +92,11 @@ class ShoeAudit:
                 alpha=settings.alpha,
                 recent_shoes=min(len(history), settings.recent_shoes),
             )
+
+    def _history(self) -> list[ShoeSequence]:
+        decoded = {(s["shoe_id"], s["cards"]): s for s in self.state.recent_shoes}
+        self.decoded = {key: self.decoded.get(key) or _sequence(s) for key, s in decoded.items()}
+        return list(self.decoded.values())
 
     def certificate(self, remainder: list[str] | None) -> ShoeCertificate:
         """The current shoe's certificate from the state (``remainder``: the counted cards, if any)."""
@@ -117,15 +125,12 @@ class ShoeAudit:
         cert: ShoeCertificate,
         irregular: dict[str, object] | None,
     ) -> None:
-        certificate = cert.to_dict()
-        digest = hashlib.sha256(canonical_json(certificate).encode()).hexdigest()
         data: dict[str, object] = {
             "shoe_id": cert.shoe_id,
             "stage": stage,
             "reason": self.state.shoe_end_reason,
             "status": cert.status.value,
-            "digest": digest,
-            "certificate": certificate,
+            "certificate": cert.to_dict(),
         }
         if irregular is not None:
             data["irregular"] = irregular

@@ -8,6 +8,7 @@ the daemon resumes after a crash.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,14 @@ from daemon.engine.settings import TableSettings
 # Bound once: ``Phase.X`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
 # Python 3.11), and the fold runs for every event.
 _READ_HELD = EventKind.READ_HELD
+
+_Fold = Callable[["TableState", Event], None]
+# The fold's function and the shoe audit's for each kind, looked up once per event (hashing an
+# enum member runs Python code).
+_FOLDS: dict[str, tuple[_Fold | None, _Fold | None]] = {
+    kind: (APPLY.get(kind), AUDIT_APPLY.get(kind)) for kind in EventKind
+}
+_NO_FOLD: tuple[None, None] = (None, None)
 
 __all__ = ["DEALING", "GAME_FLOW_ACTOR", "OUTSIDE_SHOE", "FlowPhase", "Phase", "TableState"]
 
@@ -118,10 +127,9 @@ class TableState:
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
         """Fold one event into the state (unknown kinds change nothing)."""
-        handler = APPLY.get(event.kind)
+        handler, audit = _FOLDS.get(event.kind, _NO_FOLD)
         if handler is not None:
             handler(self, event)
-        audit = AUDIT_APPLY.get(event.kind)
         if audit is not None:
             audit(self, event)
         read: ReadFields | None = event.data.get("read")

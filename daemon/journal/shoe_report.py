@@ -10,6 +10,7 @@ current one, so an old shoe's certificate may be gone (the error lists the shoes
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass, field
@@ -35,7 +36,6 @@ class ShoeReport:
     at: float
     stage: str
     reason: str | None
-    digest: str
     certificate: ShoeCertificate
     irregular: dict[str, Any] | None
     stages: list[str] = field(default_factory=list)
@@ -51,10 +51,15 @@ class ShoeReport:
             "stages": self.stages,
             "reason": self.reason,
             "status": self.certificate.status.value,
-            "digest": self.digest,
+            "digest": self.digest,  # (computed here: the event carries the certificate itself)
             "certificate": self.certificate.to_dict(),
             "irregular": self.irregular,
         }
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 (hex) of the certificate's canonical JSON (keys sorted, no whitespace)."""
+        return hashlib.sha256(self.certificate.canonical_json().encode()).hexdigest()
 
     def text(self) -> str:
         """The report for people: where it comes from, the certificate, the detectors' findings."""
@@ -125,7 +130,6 @@ def shoe_report(path: Path, shoe_id: str | None = None) -> ShoeReport:
         at=float(last["at"]),
         stage=data["stage"],
         reason=data.get("reason"),
-        digest=data["digest"],
         certificate=ShoeCertificate.from_dict(data["certificate"]),
         irregular=ends[-1]["data"].get("irregular") if ends else None,
         stages=[e["data"]["stage"] for _, e in found],

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -78,7 +79,8 @@ def test_shoe_report_shows_a_shoe_from_the_journal(
     assert (report["shoe_id"], report["stage"], report["status"]) == ("S2", "end", "not_counted")
     last = [e for e in events if e.kind == EventKind.SHOE_CERTIFICATE][-1]
     assert report["certificate"] == last.data["certificate"]
-    assert report["digest"] == last.data["digest"]
+    canonical = json.dumps(last.data["certificate"], sort_keys=True, separators=(",", ":"))
+    assert report["digest"] == hashlib.sha256(canonical.encode()).hexdigest()
 
     assert main(["journal", "shoe-report", str(path), "S1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

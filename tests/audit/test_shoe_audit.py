@@ -39,11 +39,13 @@ def shuffled(decks: int, seed: int) -> list[str]:
 
 
 def deal_shoe(
-    eng: Engine, cards: list[str], *, shoe_id: str, cut_from_end: int = 16, at: float = 0.0
+    eng: Engine, cards: list[str], *, shoe_id: str, at: float = 0.0, start: bool = True
 ) -> tuple[list[Event], list[str], float]:
-    """Start ``shoe_id`` and deal ``cards`` in order to the cut card's last round; the events, the
-    cards left in the shoe and the time reached."""
-    out = feed(eng, [cmd("new_shoe", at, f"new-{shoe_id}", shoe_id=shoe_id)])
+    """Start ``shoe_id`` (unless ``start`` is false: it is started) and deal ``cards`` in order to
+    the cut card's last round (the cut card 16 from the end); the events, the cards left in the
+    shoe and the time reached."""
+    cut_from_end = 16
+    out = feed(eng, [cmd("new_shoe", at, f"new-{shoe_id}", shoe_id=shoe_id)]) if start else []
     cut_at = len(cards) - cut_from_end
     for i, code in enumerate(cards):
         at += STEP

@@ -3,7 +3,6 @@ itself (what it burned, what it dealt into rounds, in what order), not by the en
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from common.cards import Card
@@ -54,7 +53,6 @@ def expected_certificate(
         "stage": "end",
         "reason": "cut_card",
         "status": "not_counted",
-        "digest": hashlib.sha256(cert.canonical_json().encode()).hexdigest(),
         "certificate": cert.to_dict(),
         "irregular": irregular,
     }, alert
