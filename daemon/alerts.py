@@ -66,6 +66,9 @@ class AlertCode(StrEnum):
     READER_GAP = "reader_gap"
     EMPTY_BETTING_WINDOW = "empty_betting_window"
     SHOE_SILENT = "shoe_silent"
+    # the clock gate: the table's clock synchronisation, the server's command times
+    CLOCK_UNSYNCHRONISED = "clock_unsynchronised"
+    CLOCK_GATE_CLOSED = "clock_gate_closed"
     # the shoe's audit at its end (daemon/engine/shoe_audit.py)
     SHOE_COUNT_MISMATCH = "shoe_count_mismatch"
     SHOE_IRREGULAR = "shoe_irregular"
@@ -453,6 +456,21 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "with no shoe end): nothing is held",
         "the next card (cleared by the engine), the shoe's end, acknowledge_alert",
         details=("last_card_at", "silent_s", "phase"),
+    ),
+    AlertCode.CLOCK_UNSYNCHRONISED: AlertSpec(
+        Severity.CRITICAL,
+        "the table's system clock is not synchronised (the service's clock status source): card and "
+        "command times cannot be trusted against the game server's, so betting does not open "
+        "(table.betting.clock_gate)",
+        "the clock synchronised again (cleared by the engine), acknowledge_alert",
+        details=("clock_source", "detail"),
+    ),
+    AlertCode.CLOCK_GATE_CLOSED: AlertSpec(
+        Severity.CRITICAL,
+        "open_betting was refused by the clock gate: the table's clock is not synchronised, or the server's "
+        "command time is further than table.betting.max_skew_s from the table's receive time",
+        "betting opened again (cleared by the engine), acknowledge_alert",
+        details=("round_id", "reason", "synchronised", "skew_s", "max_skew_s"),
     ),
     AlertCode.SHOE_COUNT_MISMATCH: AlertSpec(
         Severity.CRITICAL,

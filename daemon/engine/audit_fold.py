@@ -74,7 +74,12 @@ def _shoe_started(st: TableState, e: Event) -> None:
 def _card_dealt(st: TableState, e: Event) -> None:
     data = e.data
     code = data["card"]
-    st.audit_cards.append(code)
+    if data.get("from_outside_game"):
+        # exposed during betting, then made a round's card by a late close: noted when it was drawn
+        if not _take(st, EXPOSED, code):
+            _take(st, EXTRAS, code)
+    else:
+        st.audit_cards.append(code)
     slot = data["slot"]
     if slot == _INDICATOR:
         _put(st, BURNED, code)

@@ -20,6 +20,7 @@ from daemon.engine.payloads import (
     CameraFill,
     DealerOnTable,
     DecidedRound,
+    ExposedRead,
     LockRequest,
     LooseCard,
     ReadFields,
@@ -115,6 +116,11 @@ class TableState:
     loose_cards: list[LooseCard] = field(default_factory=list)
     # the dealer on the table (the last ``dealer_changed``; kept across shoes), None until told
     dealer: DealerOnTable | None = None
+    # the cards exposed while the current betting window was open (a late close may claim them)
+    flow_exposed: list[ExposedRead] = field(default_factory=list)
+    # the table's clock (``clock_status``): None until the service reports it; kept across shoes
+    clock_synchronised: bool | None = None
+    clock_detail: str | None = None
     # the shoe's audit (``audit_fold.py``): every counted card out of the shoe in dealt order, the
     # ones in no completed round by where they went, the remainder count being made (None: none),
     # the stage of the shoe's last certificate, the table's recent shoes (kept across shoes)

@@ -43,6 +43,7 @@ from daemon.rules.variants import (
     load_variant_by_name,
     shipped_variant_names,
 )
+from daemon.service.clock_status import ClockSettings
 from daemon.service.configfile import (
     ConfigError,
     ConfigProblem,
@@ -102,6 +103,7 @@ class ServiceSettings(BaseModel):
         ge=100,
         description="Queue depth at which a warning is logged (the queue is unbounded: no input is dropped).",
     )
+    clock: ClockSettings = Field(default_factory=ClockSettings)
 
 
 class ReaderSection(BaseModel):

@@ -16,6 +16,7 @@ from pathlib import Path
 from daemon.simulation.audit_library import AUDIT_LIBRARY, AuditEntry
 from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, make_fixture
 from daemon.simulation.flow_library import FLOW_LIBRARY, FlowEntry
+from daemon.simulation.timed_library import TIMED_LIBRARY, TimedEntry
 from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, Fixture, load_fixture, write_expected
 
 
@@ -152,7 +153,7 @@ def expected_json(events: list[dict[str, object]]) -> list[dict[str, object]]:
     return loaded
 
 
-def write_entry(entry: LibraryEntry | FlowEntry | AuditEntry, directory: Path) -> tuple[Path, int]:
+def write_entry(entry: LibraryEntry | FlowEntry | TimedEntry | AuditEntry, directory: Path) -> tuple[Path, int]:
     """Generate one fixture and its expected stream into ``directory``; return the path and event count."""
     from daemon.simulation.golden import engine_events
 
@@ -166,5 +167,10 @@ def write_entry(entry: LibraryEntry | FlowEntry | AuditEntry, directory: Path) -
 def write_library(directory: Path) -> list[tuple[Path, int]]:
     """Regenerate every committed fixture and expected stream (the game-flow ones included)."""
     directory.mkdir(parents=True, exist_ok=True)
-    entries: tuple[LibraryEntry | FlowEntry | AuditEntry, ...] = (*LIBRARY, *FLOW_LIBRARY, *AUDIT_LIBRARY)
+    entries: tuple[LibraryEntry | FlowEntry | TimedEntry | AuditEntry, ...] = (
+        *LIBRARY,
+        *FLOW_LIBRARY,
+        *TIMED_LIBRARY,
+        *AUDIT_LIBRARY,
+    )
     return [write_entry(entry, directory) for entry in entries]
