@@ -153,7 +153,9 @@ def expected_json(events: list[dict[str, object]]) -> list[dict[str, object]]:
     return loaded
 
 
-def write_entry(entry: LibraryEntry | FlowEntry | TimedEntry | AuditEntry, directory: Path) -> tuple[Path, int]:
+def write_entry(
+    entry: LibraryEntry | FlowEntry | TimedEntry | AuditEntry, directory: Path
+) -> tuple[Path, int]:
     """Generate one fixture and its expected stream into ``directory``; return the path and event count."""
     from daemon.simulation.golden import engine_events
 
