@@ -45,6 +45,8 @@ ACTIONS: dict[str, str] = {
     "dealer_changed": "a dealer took the table (the rounds from the next one are theirs); args: dealer_id "
     "(1-64 of A-Z a-z 0-9 . _ : -, starting alphanumeric), name (optional: 1-64 letters, digits, spaces, "
     "_ . ' -, starting with a letter or digit)",
+    "attest": "check the installed files against the package's signed manifest (done by the service once "
+    "this is journaled; a passing check clears integrity_failed); no args",
     "remainder_count": "count the cards left in an ended shoe through the reader: step 'start', then the "
     "dealer runs every undealt card through it, then step 'finish' (the certificate is issued again, "
     "accounting for every card of every deck); args: step",

@@ -55,6 +55,7 @@ class SupervisorCommands:
             "close_betting": flow.close_betting,
             "cut_card": flow.cut_card,
             "dealer_changed": self.dealer_changed,
+            "attest": self.attest,
             "remainder_count": audit.remainder_count,
         }
 
@@ -95,6 +96,11 @@ class SupervisorCommands:
             self.emitter.emit(EventKind.DEALER_CHANGED, cmd.at, Source.SUPERVISOR, data)
 
         return effect
+
+    def attest(self, cmd: SupervisorCommand) -> Outcome:
+        """``attest``: journaled here (who asked, when), carried out by the service (file I/O)."""
+        args_.check_keys(cmd.args, set())
+        return lambda: None
 
     def _answer(self, cmd: SupervisorCommand, refused: str | None) -> None:
         """The command's one reply: ``command_refused`` with its reason, else ``command_accepted``."""
