@@ -225,6 +225,17 @@ def test_a_second_start_is_refused_and_a_resent_card_counts_once() -> None:
     assert eng.state.remainder == [left[0]]
 
 
+def test_a_new_shoe_waits_for_the_running_count() -> None:
+    eng = engine(decks=1)
+    _, left, at = deal_shoe(eng, shuffled(1, seed=3), shoe_id="S1")
+    feed(eng, [cmd("remainder_count", at + 1, "a", step="start"), read(left[0], at + 2)])
+    (reply,) = eng.handle(cmd("new_shoe", at + 3, "n", shoe_id="S2"))
+    assert reply.kind == EventKind.COMMAND_REFUSED
+    assert "remainder count is running" in reply.data["reason"]
+    done = feed(eng, [cmd("remainder_count", at + 4, "f", step="finish"), cmd("new_shoe", at + 5, "n2")])
+    assert [e.kind for e in done if e.kind == EventKind.SHOE_STARTED] == [EventKind.SHOE_STARTED]
+
+
 def test_a_restart_during_the_remainder_count_goes_on_counting() -> None:
     eng = engine(decks=1)
     events, left, at = deal_shoe(eng, shuffled(1, seed=3), shoe_id="S1")
