@@ -1,4 +1,4 @@
-"""A shoe's certificate from the journal (``baccarat-edge journal shoe-report FILE [SHOE_ID]``).
+"""A shoe's certificate from the journal (``baccarat-edge journal shoe-report [SHOE_ID]``).
 
 The journal holds each ``shoe_certificate`` event the engine emitted: one at the shoe's end
 (``stage: end``, with the irregular-shoe detectors' findings) and one after each remainder count

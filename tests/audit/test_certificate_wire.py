@@ -67,14 +67,14 @@ def test_shoe_report_shows_a_shoe_from_the_journal(
     finally:
         journal.close()
 
-    assert main(["journal", "shoe-report", str(path), "S1"]) == 0
+    assert main(["journal", "shoe-report", "S1", "--journal", str(path)]) == 0
     text = capsys.readouterr().out
     assert "certificate of shoe S1 (stage remainder" in text
     assert "accounted for 51 of 52" in text
     assert f"MISSING {left[0]} x1" in text
     assert "irregular-shoe detectors: not run (no simulated null table for this many decks)" in text
 
-    assert main(["journal", "shoe-report", str(path), "--json"]) == 0
+    assert main(["journal", "shoe-report", "--journal", str(path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert (report["shoe_id"], report["stage"], report["status"]) == ("S2", "end", "not_counted")
     last = [e for e in events if e.kind == EventKind.SHOE_CERTIFICATE][-1]
@@ -82,7 +82,7 @@ def test_shoe_report_shows_a_shoe_from_the_journal(
     canonical = json.dumps(last.data["certificate"], sort_keys=True, separators=(",", ":"))
     assert report["digest"] == hashlib.sha256(canonical.encode()).hexdigest()
 
-    assert main(["journal", "shoe-report", str(path), "S1", "--json"]) == 0
+    assert main(["journal", "shoe-report", "S1", "--json", "--journal", str(path)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["stages"] == ["end", "remainder"]
     assert report["certificate"]["missing"] == [{"card": left[0], "copies": 1}]
@@ -98,9 +98,34 @@ def test_shoe_report_names_an_unknown_shoe_and_a_missing_file(
         journal.append([], events)
     finally:
         journal.close()
-    assert main(["journal", "shoe-report", str(path), "S9"]) == 1
+    assert main(["journal", "shoe-report", "S9", "--journal", str(path)]) == 1
     err = capsys.readouterr().err
     assert "no certificate of shoe 'S9'" in err
     assert "it has: S1, S2" in err
-    assert main(["journal", "shoe-report", str(tmp_path / "none.sqlite3")]) == 2
+    assert main(["journal", "shoe-report", "--journal", str(tmp_path / "none.sqlite3")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_shoe_report_finds_the_journal_from_the_config(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events, _ = two_shoes()
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(JournalSettings(path=path), TABLE)
+    try:
+        journal.append([], events)
+    finally:
+        journal.close()
+    config = tmp_path / "table.yaml"
+    config.write_text(
+        f"table_id: {TABLE}\nstate_dir: {tmp_path}\njournal:\n  path: {path}\n"
+        "readers:\n  - driver: ascii_lines\n    settings: {url: /dev/null}\n"
+        "broker:\n  host: 127.0.0.1\n  tls: {enabled: false}\n",
+        encoding="utf-8",
+    )
+    status = main(["journal", "shoe-report", "--config", str(config), "--json"])
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert json.loads(captured.out)["shoe_id"] == "S2"
+    assert main(["journal", "shoe-report", "--config", str(config), "--journal", str(path)]) == 2
+    assert "not both" in capsys.readouterr().err
