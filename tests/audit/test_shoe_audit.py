@@ -13,6 +13,7 @@ from common.cards import ALL_CARDS, Card
 from common.inputs import CutCardDrawn
 from daemon.alerts import ALERTS, AlertCode, Severity
 from daemon.audit.certificate import ShoeCertificate
+from daemon.audit.factory_order import FACTORY_ORDER
 from daemon.engine.checkpoint import EngineCheckpoint, capture
 from daemon.engine.events import Event, EventKind
 from daemon.engine.phases import Phase
@@ -264,6 +265,17 @@ def test_a_slug_from_the_last_shoe_is_alerted_with_its_evidence() -> None:
     assert finding["length"] >= 20
     assert finding["probability"] < alert.data["details"]["alpha"]
     assert certificates(events)[0]["irregular"]["findings"] == alert.data["details"]["findings"]
+
+
+def test_a_stretch_in_factory_order_is_alerted_without_any_history() -> None:
+    eng = engine(decks=8)
+    factory = [c.code for c in FACTORY_ORDER[:12]]  # a fresh deck's first twelve cards, unshuffled
+    events, _, _ = deal_shoe(eng, _with_slug(shuffled(8, seed=23), factory, start=0, length=12), shoe_id="F")
+    (alert,) = alerts(events, AlertCode.SHOE_IRREGULAR)
+    (finding,) = [f for f in alert.data["details"]["findings"] if f["detector"] == "factory_order"]
+    assert finding["length"] >= 12
+    assert finding["probability_kind"] == "exact_bound"
+    assert alert.data["details"]["recent_shoes"] == 0
 
 
 def test_the_recent_shoes_survive_a_restart_from_the_events_and_from_a_checkpoint() -> None:
