@@ -151,7 +151,9 @@ def _shoe_certificate(st: TableState, e: Event) -> None:
     winners = "".join(WINNER_LETTERS[r["winner"]] for r in st.results)
     cards = encode_codes(st.audit_cards).hex()
     shoe: RecentShoe = {"shoe_id": e.data["shoe_id"], "cards": cards, "winners": winners}
-    st.recent_shoes = [*st.recent_shoes, shoe][-keep:] if keep else []
+    # a shoe certified again (ended by its cut card, then voided) replaces its first record
+    earlier = [s for s in st.recent_shoes if s["shoe_id"] != shoe["shoe_id"]]
+    st.recent_shoes = [*earlier, shoe][-keep:] if keep else []
 
 
 AUDIT_APPLY: dict[str, Callable[[TableState, Event], None]] = {

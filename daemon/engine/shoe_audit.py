@@ -70,7 +70,8 @@ class ShoeAudit:
         shoe_id = st.shoe_id
         assert shoe_id is not None, "a shoe ended without an id"
         settings = self.shoe.settings.audit.irregular.for_decks(self.shoe.settings.decks)
-        history = self._history()
+        # (a shoe ended twice, by its cut card then voided, is never compared with itself)
+        history = [h for h in self._history() if h.shoe_id != shoe_id]
         winners = tuple(_WINNER_OF[r["winner"]] for r in st.results)
         sequence = ShoeSequence(shoe_id, encode_codes(st.audit_cards), winners)
         findings = () if settings is None else detect(sequence, history, settings)

@@ -293,6 +293,18 @@ def test_the_recent_shoes_survive_a_restart_from_the_events_and_from_a_checkpoin
         assert any(f["earlier_shoe_id"] == "A" for f in alert.data["details"]["findings"])
 
 
+def test_a_shoe_voided_after_its_cut_card_is_certified_again_never_compared_with_itself() -> None:
+    eng = engine(decks=8)
+    events, _, at = deal_shoe(eng, shuffled(8, seed=41), shoe_id="A")
+    events += eng.handle(cmd("void_shoe", at + 10, "v", reason="found a marked card"))
+    first, second = certificates(events)
+    assert (first["reason"], second["reason"]) == ("cut_card", "voided")
+    assert second["irregular"]["findings"] == []
+    assert not alerts(events, AlertCode.SHOE_IRREGULAR)
+    assert [s["shoe_id"] for s in eng.state.recent_shoes] == ["A"]
+    assert_restores(eng, events)
+
+
 def test_the_table_keeps_only_its_recent_shoes_and_the_detectors_can_be_off() -> None:
     eng = engine(decks=8, audit={"irregular": {"recent_shoes": 1, "enabled": False}})
     at = 0.0
