@@ -154,9 +154,10 @@ def parse_flow_fault(text: str) -> Any:
 
 def _flow_shoe(
     opts: DemoOptions, seed: int
-) -> tuple[Any, dict[str, Any], dict[str, Any], list[tuple[float, float]]]:
-    """The flow game's plan as the reader sends it, the table settings, the reader's protocol and
-    when the reader is unplugged (``unplug_mid_round``)."""
+) -> tuple[Any, dict[str, Any], dict[str, Any], list[tuple[float, float]], dict[str, float]]:
+    """The flow game's plan as the reader sends it, the table settings, the reader's protocol,
+    when the reader is unplugged (``unplug_mid_round``) and the plan time each late command was
+    issued at (``late_close``: ``"close:<round_id>"``)."""
     from dataclasses import replace
 
     from daemon.simulation.flow_dealer import FlowFault, plan_flow_game
@@ -182,7 +183,7 @@ def _flow_shoe(
         "betting": {"source": "server", "unneeded_window_s": unneeded, "empty_window_s": 60.0 / opts.speed},
     }
     reader = simulated_signal_settings("ascii_lines") if line_reader else {}
-    return replace(game.plan, actions=actions), table, reader, game.reader_outages
+    return replace(game.plan, actions=actions), table, reader, game.reader_outages, game.issued_at
 
 
 class _WatchedPty(PtyDevice):
@@ -248,8 +249,9 @@ class DemoRun:
         opts = self.options
         seed = opts.seed if opts.seed is not None else secrets.randbelow(1_000_000)
         reader_protocol: dict[str, Any] = {}
+        issued_at: dict[str, float] = {}
         if opts.game_flow == "betting_window":
-            plan, table, reader_protocol, unplugged = _flow_shoe(opts, seed)
+            plan, table, reader_protocol, unplugged, issued_at = _flow_shoe(opts, seed)
             steps = with_reader_outages(encode_plan(plan, opts.protocol, seed=seed, signals=True), unplugged)
         else:
             deal = DealSettings(decks=opts.decks, seed=seed, max_hands=opts.hands, shoe_id=f"demo-{seed}")
@@ -294,7 +296,7 @@ class DemoRun:
                 shoe.readers = readers
                 written_before = _bytes_before_each_command(steps)
 
-                def on_supervisor(step: Any, _t: float) -> None:
+                def on_supervisor(step: Any, step_t: float) -> None:
                     # A command and the bytes dealt just before it reach the engine by two paths
                     # (MQTT, the pty): the game server acts on what it saw, so the command waits
                     # until the reader has taken those bytes (bounded), keeping the dealt order.
@@ -302,7 +304,15 @@ class DemoRun:
                     deadline = time.monotonic() + 5.0
                     while sum(d.health()["bytes"] for d in readers) < wanted and time.monotonic() < deadline:
                         time.sleep(0.002)
-                    reply = sender.send(step.action, dict(step.args))
+                    # a late close is signed with the time the server issued it (before the
+                    # round's first card), as a real server's delayed command would be
+                    issued = (
+                        issued_at.get(f"close:{step.args.get('round_id')}")
+                        if step.action == "close_betting"
+                        else None
+                    )
+                    ts = None if issued is None else time.time() - (step_t - issued) / opts.speed
+                    reply = sender.send(step.action, dict(step.args), ts=ts)
                     if reply.get("status") != "accepted":
                         self.result.refused_commands.append(f"{step.action}: {reply.get('reason')}")
 

@@ -111,7 +111,9 @@ def test_demo_a_card_never_scanned_holds_its_round_when_the_next_opens() -> None
 def test_demo_unplugs_the_reader_mid_round_and_closes_betting_late() -> None:
     """Issue 21: ``unplug_mid_round`` unplugs the line reader's pty after round 2's P1/B1 (P2/B2
     dealt while it is out): the round is held (reader_gap); ``late_close`` sends round 4's
-    close_betting 0.3 s after its first card: that card is exposed and the round is held."""
+    close_betting 0.3 s after its first card, signed with the time it was issued (before that
+    card): the card is first exposed, then the late close makes it the round's, and round 4
+    settles (four of five rounds settle: round 2 waits for a supervisor)."""
     result = _demo(
         "--hands", "5", "--seed", "5", "--json", "--protocol", "ascii_lines",
         "--fault", "unplug_mid_round@2", "--fault", "late_close@4",
@@ -122,6 +124,7 @@ def test_demo_unplugs_the_reader_mid_round_and_closes_betting_late() -> None:
     codes = {alert.split(":")[0] for alert in summary["alerts"]}
     assert {"reader_disconnected", "reader_gap", "card_exposed_during_betting"} <= codes
     assert summary["refused_commands"] == []
+    assert sum(summary["results"].values()) == 4
 
 
 def test_demo_names_what_is_wrong_with_a_fault() -> None:
