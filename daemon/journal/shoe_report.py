@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from daemon.audit.certificate import ShoeCertificate
+from daemon.engine.squeeze import unsealed
 from daemon.journal.errors import JournalError
 from daemon.journal.export import open_read_only
 
@@ -113,6 +114,8 @@ def shoe_report(path: Path, shoe_id: str | None = None) -> ShoeReport:
         event = json.loads(body)
         if event.get("kind") != CERTIFICATE_KIND:
             continue
+        # a squeeze table's certificate keeps its card faces in the sealed member: whole here
+        event["data"] = unsealed(event["data"])
         by_shoe.setdefault(event["data"]["shoe_id"], []).append((seq, event))
     if not by_shoe:
         raise UnknownShoe(f"journal {path} holds no shoe certificate (no shoe has ended in it)")

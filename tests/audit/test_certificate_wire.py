@@ -13,10 +13,13 @@ import pytest
 
 from daemon.cli import main
 from daemon.engine.events import Event, EventKind
+from daemon.engine.squeeze import public_data, unsealed
 from daemon.journal import Journal, JournalSettings
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, verify
+from daemon.simulation.golden import engine_events
+from drivers.fixtures import load_fixture
 from tests.audit.test_shoe_audit import count_remainder, deal_shoe, shuffled
 from tests.engine.support import engine
 from tests.mqtt.conftest import TABLE, make_settings
@@ -129,3 +132,30 @@ def test_shoe_report_finds_the_journal_from_the_config(
     assert json.loads(captured.out)["shoe_id"] == "S2"
     assert main(["journal", "shoe-report", "--config", str(config), "--journal", str(path)]) == 2
     assert "not both" in capsys.readouterr().err
+
+
+def test_shoe_report_shows_a_squeeze_tables_sealed_certificate_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a squeeze table the certificate's faces are sealed (never published); the journal keeps
+    them and the report on the table PC shows them."""
+    fixture = tmp_path / "squeeze.fixture.jsonl"
+    source = Path(__file__).parents[2] / "hw-fixtures" / "ascii_lines-squeeze-clean.fixture.jsonl"
+    step = {"supervisor": {"action": "new_shoe", "actor": "t", "args": {"shoe_id": "S2"}, "command_id": "n"}}
+    fixture.write_text(source.read_text().rstrip("\n") + "\n" + json.dumps({**step, "t": 100.0}) + "\n")
+    raw, _ = engine_events(load_fixture(fixture))
+    events = [Event.from_dict(e) for e in raw]
+    (certificate,) = [e for e in events if e.kind == EventKind.SHOE_CERTIFICATE]
+    assert "certificate" not in public_data(certificate.data)
+    path = tmp_path / "journal.sqlite3"
+    journal = Journal(JournalSettings(path=path), TABLE)
+    try:
+        journal.append([], events)
+    finally:
+        journal.close()
+
+    capsys.readouterr()  # (the replay's log lines)
+    assert main(["journal", "shoe-report", "--journal", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["certificate"] == unsealed(certificate.data)["certificate"]
+    assert report["certificate"]["totals"]["seen"] == 32  # every card dealt, burns included
