@@ -302,16 +302,28 @@ def _byte_code(root: Path) -> list[Path]:
     return sorted((root / "opt/baccarat-edge").rglob("*.pyc"))
 
 
-def _fresh_runtime_directory(root: Path) -> None:
-    """The unit's ``RuntimeDirectory=`` as systemd makes it at each start: empty, the user's."""
+def _runtime_directory(root: Path) -> tuple[Path, int]:
+    """The unit's ``RuntimeDirectory=`` (in the root) and its mode."""
     unit = (root / "lib/systemd/system/baccarat-edge.service").read_text()
     [name] = re.findall(r"(?m)^RuntimeDirectory=(.+)$", unit)
     [mode] = re.findall(r"(?m)^RuntimeDirectoryMode=(.+)$", unit)
-    folder = root / "run" / name
+    return root / "run" / name, int(mode, 8)
+
+
+def _fresh_runtime_directory(root: Path) -> None:
+    """The unit's ``RuntimeDirectory=`` as systemd makes it at each start: empty, the user's."""
+    folder, mode = _runtime_directory(root)
     shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(mode=int(mode, 8))
+    folder.mkdir(mode=mode)
     owner = (root / "var/lib/baccarat-edge").stat()  # StateDirectory=: the user's
     os.chown(folder, owner.st_uid, owner.st_gid)
+
+
+def _runtime_directory_removed(root: Path) -> None:
+    """What systemd does at each stop; the daemon (python -B) wrote no byte code there."""
+    folder, _mode = _runtime_directory(root)
+    assert [p for p in folder.rglob("*") if not p.is_dir()] == []
+    shutil.rmtree(folder)
 
 
 def _statuses(client: mqtt.Client) -> tuple[list[str], threading.Condition]:
@@ -433,6 +445,7 @@ def _enable_start_and_monitor(
         daemon.terminate()
         log, _ = daemon.communicate(timeout=60)
         assert daemon.returncode == 0, log[-4000:]
+        _runtime_directory_removed(root)
         with changed:
             changed.wait_for(lambda: statuses[-1:] == ["offline"], 30)
         _planted_byte_code_never_runs(root, broker, pki)
@@ -653,6 +666,7 @@ def _planted_byte_code_never_runs(root: Path, broker: MosquittoBroker, pki: Path
         daemon.terminate()
         log, _ = daemon.communicate(timeout=60)
         assert daemon.returncode == 0, log[-4000:]
+        _runtime_directory_removed(root)
     finally:
         if daemon.poll() is None:
             daemon.kill()
