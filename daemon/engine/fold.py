@@ -15,8 +15,16 @@ from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ExposedRead, ReadFields
-from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
-from daemon.engine.rounds import RoundState, find_loose, oldest_loose_hand, result_line
+from daemon.engine.phases import (
+    GAME_FLOW_ACTOR,
+    LAST_ROUND_ENDS,
+    NEXT_ROUND,
+    BurnKind,
+    CardPlace,
+    FlowPhase,
+    Phase,
+)
+from daemon.engine.rounds import RoundState, find_loose, oldest_loose_hand, result_line, rounds_skipped
 
 if TYPE_CHECKING:
     from daemon.engine.state import TableState
@@ -106,6 +114,7 @@ def _shoe_started(st: TableState, e: Event) -> None:
     st.burn_signalled = False
     st.loose_cards = []
     st.last_card_at = e.at
+    st.rounds_lost = 0
 
 
 def _flow_waiting(st: TableState) -> None:
@@ -214,7 +223,7 @@ def _storage_state(st: TableState, e: Event) -> None:
 def _round_opened(st: TableState, e: Event) -> None:
     hand = e.data["hand"]
     st.hand = hand
-    st.round = RoundState(hand=hand, opened_at=e.at, die=st.dies.pop(hand, None))
+    st.round = RoundState(hand=hand, opened_at=e.at, die=st.dies.pop(hand, None), lost_before=st.rounds_lost)
     holds = st.next_round_holds
     # A card refused over the shoe's composition is somewhere on the layout or in the
     # discard until a supervisor settles it: every round dealt meanwhile is held too.
@@ -340,7 +349,7 @@ def _shoe_ended(st: TableState, e: Event) -> None:
     st.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
     _flow_waiting(st)
     st.burn_signalled = False
-    if e.data["reason"] != ShoeEnd.CUT_CARD:
+    if e.data["reason"] not in LAST_ROUND_ENDS:  # (after its last round: held rounds stay)
         st.round = None
         st.held = {}
 
@@ -360,6 +369,9 @@ def _alert_raised(st: TableState, e: Event) -> None:
     if code == AlertCode.JOURNAL_FULL_CARD_REFUSED:
         st.storage_alert = alert_id
         st.storage_refused = 0
+    if code == AlertCode.ROUND_ID_OUT_OF_SEQUENCE and d["details"].get("reason") == "skipped" and st.hand:
+        # (a skip before the shoe's first round may be the last shoe's rounds: not counted)
+        st.rounds_lost += rounds_skipped(d["details"].get("last_round_id"), d["details"].get("round_id"))
     holds = d.get("holds")
     if holds == NEXT_ROUND:
         st.next_round_holds.append(alert_id)

@@ -8,6 +8,7 @@ from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from common.slots import BANKER_SLOTS, OPENING_SLOTS, PLAYER_SLOTS, Slot
+from daemon.engine.commands import round_id_parts
 from daemon.engine.payloads import LooseCard, ResultLine
 from daemon.rules.tableau import banker_draws, player_draws
 
@@ -52,6 +53,17 @@ def find_loose(
     return None
 
 
+def rounds_skipped(last_round_id: object, round_id: object) -> int:
+    """How many server round ids lie between ``last_round_id`` and ``round_id`` (same prefix, a
+    higher number): rounds dealt that the edge never saw. 0 when they cannot be compared."""
+    if not isinstance(last_round_id, str) or not isinstance(round_id, str):
+        return 0
+    before, after = round_id_parts(last_round_id), round_id_parts(round_id)
+    if before is None or after is None or before[0] != after[0]:
+        return 0
+    return max(0, after[1] - before[1] - 1)
+
+
 def oldest_loose_hand(place: str, slot: str, hand: int) -> int | None:
     """The oldest round a loose card moved into slot ``slot`` of round ``hand`` may have been drawn
     in (:func:`find_loose`'s ``oldest_hand``; None: the default, the round before).
@@ -75,6 +87,14 @@ class RoundState:
     awaiting_verdict: bool = False
     die: int | None = None
     corrected: bool = False
+    lost_before: int = 0
+    """Rounds of the shoe dealt unseen before this one opened: its physical round number is
+    ``hand + lost_before`` (side-bet hand limits, ``README.md`` "Hand numbers after lost rounds")."""
+
+    @property
+    def physical(self) -> int:
+        """The round's number among the rounds physically dealt from the shoe."""
+        return self.hand + self.lost_before
 
     def sides(self) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
         """The Player's and the Banker's cards, in deal order."""

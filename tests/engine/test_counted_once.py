@@ -103,6 +103,26 @@ def test_a_card_burned_long_before_is_not_taken_for_a_later_rounds_card() -> Non
     assert eng.state.counts["4s"] == 2
 
 
+def test_a_card_burned_before_a_round_is_never_taken_for_its_last_card() -> None:
+    """A card burned as unneeded just before a round can only be that round's first card (the
+    dealer used it as Player 1): supplied for a later slot, it is another copy (eight decks)."""
+    eng = window(decks=8)
+    out = opened(eng)
+    out += bet(eng, "1", 10)
+    out += feed(eng, [read(c, 20 + k) for k, c in enumerate(("8c", "2d", "Kh", "3s"))])
+    out += feed(eng, [read("6c", 25)])  # unneeded after round 1: burned
+    out += bet(eng, "2", 40)
+    out += feed(eng, [read(c, 50 + k) for k, c in enumerate(("9c", "2h", "Kd"))])  # its B2 6c never read
+    out += feed(eng, [cmd("open_betting", 80, "o3", round_id="3")])  # round 2 cut short
+    fix = feed(
+        eng, [cmd("rearrange", 90, "fix", hand=2, cards={"P1": "9c", "B1": "2h", "P2": "Kd", "B2": "6c"})]
+    )
+    (corrected,) = of_kind(fix, "round_corrected")
+    assert "from_unneeded_burn" not in corrected.data
+    assert eng.state.counts["6c"] == 2
+    assert_restores(eng, out + fix)
+
+
 # ------------------------------------------------------------------------------ the property
 FAULTS = ("none", "misread_deal_on", "exposed", "late_unneeded", "unscanned", "unplug")
 
