@@ -47,6 +47,9 @@ ACTIONS: dict[str, str] = {
     "_ . ' -, starting with a letter or digit)",
     "attest": "check the installed files against the package's signed manifest (done by the service once "
     "this is journaled; a passing check clears integrity_failed); no args",
+    "reveal": "a squeeze table shows cards (table.reveal.order_source server): args: slots (a list of "
+    "P1 P2 B1 B2 P3 B3, in table.reveal.order), hand (optional: the round in progress, else the oldest held "
+    "one)",
 }
 """Every supervisor action the engine accepts, with its arguments."""
 

@@ -24,6 +24,7 @@ from daemon.engine.phases import (
     FlowPhase,
     Phase,
 )
+from daemon.engine.reveal_fold import card_revealed, forget_round, note_commitment
 from daemon.engine.rounds import RoundState, find_loose, oldest_loose_hand, result_line, rounds_skipped
 
 if TYPE_CHECKING:
@@ -109,6 +110,7 @@ def _shoe_started(st: TableState, e: Event) -> None:
     st.next_round_holds = []
     st.camera_fill = None
     st.results = []
+    st.sealed_slots = {}
     _flow_waiting(st)
     st.round_ids = {}
     st.burn_signalled = False
@@ -127,6 +129,8 @@ def _flow_waiting(st: TableState) -> None:
 
 def _card_dealt(st: TableState, e: Event) -> None:
     d = e.data
+    if "commitment" in d:
+        note_commitment(st, d)
     code = d["card"]
     if d.get("from_outside_game"):
         # exposed during betting, then made the round's by a late close: counted once, when drawn
@@ -196,7 +200,8 @@ def _card_refused(st: TableState, e: Event) -> None:
         code = d["card"]
         st.counts[code] = st.counts.get(code, 0) + 1
         st.cards_out += 1
-    st.storage_refused = d["refused"]
+    if d["alert_id"] == st.storage_alert:  # (a squeeze card before its reveal is no storage refusal)
+        st.storage_refused = d["refused"]
     alert = st.alerts.get(d["alert_id"])
     if alert is not None:  # a fresh copy: the raised event's own data stays as published
         st.alerts[d["alert_id"]] = _with_refused(alert, d["refused"])
@@ -260,6 +265,8 @@ def _round_held(st: TableState, e: Event) -> None:
 
 def _round_completed(st: TableState, e: Event) -> None:
     hand = e.data["hand"]
+    if st.sealed_slots:
+        forget_round(st, hand)
     line = result_line(hand, e.data["outcome"])
     results = st.results
     at = len(results)
@@ -274,6 +281,8 @@ def _round_completed(st: TableState, e: Event) -> None:
 
 def _round_voided(st: TableState, e: Event) -> None:
     hand = e.data["hand"]
+    if st.sealed_slots:
+        forget_round(st, hand)
     if e.data.get("was_completed"):
         st.results = [r for r in st.results if r["hand"] != hand]
     if st.last_decided is not None and st.last_decided["hand"] == hand:
@@ -514,4 +523,5 @@ APPLY: dict[str, Callable[[TableState, Event], None]] = {
     EventKind.READER_COMMAND_REQUESTED: _reader_command_requested,
     EventKind.READER_STATUS: _reader_status,
     EventKind.DEALER_CHANGED: _dealer_changed,
+    EventKind.CARD_REVEALED: card_revealed,
 }

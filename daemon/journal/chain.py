@@ -34,7 +34,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.engine.squeeze import public_data
 from daemon.journal.records import JournalableEvent
+from daemon.journal.sealed import sealed_mismatch
 from daemon.mqtt.canonical import canonical_json
 
 ENVELOPE_SCHEMA_VERSION = 1
@@ -62,7 +64,11 @@ def envelope_members(
     source: str,
     data: dict[str, Any],
 ) -> dict[str, Any]:
-    """The signed envelope members every event has (chain members are added after these)."""
+    """The signed envelope members every event has (chain members are added after these).
+
+    ``data`` goes in without a squeeze table's sealed member (:func:`public_data`): this is the one
+    place an event's data is made what is hashed, signed and published, so the sealed cards stay in
+    the journal."""
     return {
         "schema_version": ENVELOPE_SCHEMA_VERSION,
         "event_id": event_id,
@@ -73,7 +79,7 @@ def envelope_members(
         "kind": kind,
         "ts": ts,
         "source": source,
-        "data": data,
+        "data": public_data(data),
     }
 
 
@@ -183,6 +189,9 @@ def verify_chain(db: sqlite3.Connection, table_id: str) -> tuple[int, ChainBreak
             )
         if recomputed != stored:
             return checked, ChainBreak(seq, "its hash does not match its content (the row was altered)")
+        mismatch = sealed_mismatch(table_id, parsed["shoe_id"], parsed["data"])
+        if mismatch is not None:  # a squeeze card: its sealed member is checked by its commitment
+            return checked, ChainBreak(seq, mismatch)
         checked += 1
         expected_prev, previous_seq = stored, seq
     return checked, None

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from common.slots import ROUND_SLOTS
+from daemon.engine.squeeze import public_data
 from daemon.journal.errors import JournalError
 
 DEFAULT_LAST = 10
@@ -135,10 +136,12 @@ class RoundRecall:
         return [r.to_dict() for r in self._rounds]
 
     def add(self, event: Mapping[str, Any]) -> None:
-        """Fold one event body (``kind``, ``at``, ``shoe_id``, ``hand``, ``data``)."""
+        """Fold one event body (``kind``, ``at``, ``shoe_id``, ``hand``, ``data``); a squeeze table's
+        sealed cards are never read (the retained state shows what the players may see)."""
         kind, data = event.get("kind"), event.get("data")
-        if kind not in ROUND_KINDS or not isinstance(data, Mapping):
+        if kind not in ROUND_KINDS or not isinstance(data, dict):
             return
+        data = public_data(data)
         at = _number(event.get("at"))
         if at is None:
             return
@@ -209,7 +212,7 @@ class RoundRecall:
 # ---------------------------------------------------------------------- one function per kind
 def _card_dealt(record: RoundRecord, at: float, data: Mapping[str, Any]) -> None:
     slot, card = data.get("slot"), data.get("card")
-    if slot in _SLOTS and (card is None or _is_card(card)):
+    if isinstance(slot, str) and slot in _SLOTS and (card is None or _is_card(card)):
         record.cards[slot] = card
         source = _text(data.get("source"))
         if source is not None:
