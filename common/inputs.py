@@ -62,6 +62,9 @@ class CardRead(NamedTuple):
     confidence: float | None = None
     raw: str | None = None
     device: str = "reader"
+    nonce: str | None = None
+    """A squeeze table's card: 32 lowercase hex characters from the OS's random source, given by
+    the service (the engine does no I/O); None on an open table."""
 
 
 class ReadFailed(NamedTuple):
@@ -253,6 +256,16 @@ class ShoeSignal(NamedTuple):
     device: str = "reader"
 
 
+class RevealSignal(NamedTuple):
+    """A squeeze table's dealer button press or reader mark: reveal the next slot in the configured
+    order (``table.reveal``). ``source`` is ``button`` or ``reader_signal``."""
+
+    at: float
+    source: str
+    raw: str | None = None
+    device: str = "reader"
+
+
 EngineInput = (
     CardRead
     | ReadFailed
@@ -267,4 +280,5 @@ EngineInput = (
     | BettingOpened
     | BettingClosed
     | ShoeSignal
+    | RevealSignal
 )

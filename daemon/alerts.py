@@ -66,6 +66,9 @@ class AlertCode(StrEnum):
     READER_GAP = "reader_gap"
     EMPTY_BETTING_WINDOW = "empty_betting_window"
     SHOE_SILENT = "shoe_silent"
+    # squeeze tables (table.reveal.mode: squeeze)
+    CARD_BEFORE_REVEAL = "card_before_reveal"
+    REVEAL_REFUSED = "reveal_refused"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -450,6 +453,23 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "with no shoe end): nothing is held",
         "the next card (cleared by the engine), the shoe's end, acknowledge_alert",
         details=("last_card_at", "silent_s", "phase"),
+    ),
+    # squeeze tables
+    AlertCode.CARD_BEFORE_REVEAL: AlertSpec(
+        Severity.CRITICAL,
+        "a squeeze round needs no further card, only the reveal of its cards, and a card came out (an "
+        "unneeded card, or a card drawn before its turn): refused, never dealt, counted against the shoe "
+        "(its identity is sealed in the journal); the round is held",
+        "resolve_hold (the round stands once revealed), void_round",
+        holds=True,
+        details=("reason", "counted", "(card)"),
+    ),
+    AlertCode.REVEAL_REFUSED: AlertSpec(
+        Severity.WARNING,
+        "a squeeze table's reveal was refused (details.reason: not_squeeze, wrong_source, no_round, "
+        "not_dealt, already_revealed, out_of_order): no card was shown",
+        "acknowledge_alert",
+        details=("reason", "slots", "explanation", "reveal_source"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

@@ -20,6 +20,7 @@ from daemon.engine.rounds import RoundState
 from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
 from daemon.engine.shoe import ShoeSetup
+from daemon.engine.squeeze import sealed_card, unrevealed
 from daemon.engine.state import TableState
 
 # Which device targets agree with which engine slot.
@@ -49,6 +50,7 @@ _UNNEEDED_P1 = Placement(Slot.P1, opens_round=True, unneeded=2)
 _NEW_ROUND = Placement(Slot.P1, opens_round=True)
 # game_flow betting_window: before betting closes, a card is never a round's card
 EXPOSED = Placement(CardPlace.EXPOSED)  # betting is open: RULES.md mistake 7, never placed (sequencer)
+AWAITING_REVEAL = Placement(CardPlace.EXPOSED)  # squeeze: the round needs no card, only reveals
 _FLOW_UNNEEDED = Placement(CardPlace.BURN, burn=BurnKind.UNNEEDED, unneeded=1, flow=True)
 _FLOW_UNNEEDED_MORE = Placement(CardPlace.BURN, burn=BurnKind.UNNEEDED, unneeded=2, flow=True)
 _SIGNALLED_BURN = Placement(CardPlace.BURN, burn=BurnKind.SIGNALLED)  # a slotless reader's BURN_STARTED mark
@@ -93,14 +95,23 @@ class Dealing:
     shoe: ShoeSetup
     emitter: Emitter
     refusals: RefusalEpisodes
+    table_id: str
+    """The table's id, which a squeeze table's card commitments are bound to."""
 
     def __init__(
-        self, *, state: TableState, shoe: ShoeSetup, emitter: Emitter, refusals: RefusalEpisodes
+        self,
+        *,
+        state: TableState,
+        shoe: ShoeSetup,
+        emitter: Emitter,
+        refusals: RefusalEpisodes,
+        table_id: str = "",
     ) -> None:
         self.state = state
         self.shoe = shoe
         self.emitter = emitter
         self.refusals = refusals
+        self.table_id = table_id
 
     def refuse_outside_shoe(self, at: float, source: str, fields: ReadFields) -> None:
         st = self.state
@@ -206,7 +217,8 @@ class Dealing:
         if phase == _PHASE_ROUND:
             assert st.round is not None
             slot = st.round.next_slot()
-            assert slot is not None, "a decided round never stays in progress"
+            if slot is None:  # (only on a squeeze table: a decided round stays until revealed)
+                return AWAITING_REVEAL
             return _IN_ROUND[slot]
         if phase == _PHASE_INDICATOR:
             return _INDICATOR
@@ -277,6 +289,8 @@ class Dealing:
             data["read"] = read
         if cmd is not None:
             data.update(actor=cmd.actor, command_id=cmd.command_id)
+        if self.emitter.squeeze and slot is not _PLACE_INDICATOR:
+            data = sealed_card(data, self.table_id, st.shoe_id or "", round_hand or st.hand)
         self.emitter.emit(_CARD_DEALT, at, source, data, hand=round_hand)
         device = None if read is None else read["device"]
         if plan.unneeded:
@@ -360,7 +374,7 @@ class Dealing:
         elif round_hand is not None:
             rnd = st.round_for(round_hand)
             assert rnd is not None
-            if rnd.next_slot() is None:
+            if rnd.next_slot() is None and not (self.emitter.squeeze and unrevealed(st, rnd)):
                 if rnd is st.round:
                     self.decide(rnd, at, source, decided_at)
                 else:
@@ -468,6 +482,8 @@ class Dealing:
         )
 
     def try_complete_held(self, rnd: RoundState, at: float, source: str) -> None:
+        if self.emitter.squeeze and unrevealed(self.state, rnd):
+            return  # a squeeze round completes once every card of it was revealed
         if rnd.hand in self.state.held and rnd.next_slot() is None and not self.shoe.blockers(rnd):
             self._complete(rnd, at, source, None)
 

@@ -10,6 +10,8 @@ from common.inputs import SupervisorCommand
 from daemon.alerts import ALERTS, AlertCode, engine_alert_id
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import ReadFields
+from daemon.engine.settings import RevealMode
+from daemon.engine.squeeze import seal, shown_cards, with_audit
 from daemon.engine.state import TableState
 
 _NO_ROUND_ID = frozenset({EventKind.ALERT_RAISED, EventKind.ALERT_CLEARED})
@@ -25,11 +27,14 @@ class Emitter:
     takes it back (``Engine.handle``)."""
     now: float
     """The time of the last input or event (what an event no input caused is stamped with)."""
+    squeeze: bool
+    """A squeeze table (``table.reveal.mode``): every card an event names is sealed (``squeeze.py``)."""
 
     def __init__(self, state: TableState) -> None:
         self.state = state
         self.out = []
         self.now = 0.0
+        self.squeeze = state.settings.reveal.mode is RevealMode.SQUEEZE
 
     def emit(
         self,
@@ -47,10 +52,18 @@ class Emitter:
         if round_ids and hand is not None and hand in round_ids and kind not in _NO_ROUND_ID:
             # game_flow betting_window: every event of a round carries the server's round id
             data = {**data, "round_id": round_ids[hand]}
+        if self.squeeze:
+            data = seal(kind, data, self._shown(hand))
+            if kind is EventKind.ROUND_VOIDED:
+                data = with_audit(state, data)
         event = Event(kind, at, shoe_id or state.shoe_id, hand, source, data)
         state.apply(event)
         self.out.append(event)
         return event
+
+    def _shown(self, hand: int | None) -> dict[str, str | None] | None:
+        rnd = None if hand is None else self.state.round_for(hand)
+        return None if rnd is None else shown_cards(self.state, rnd)
 
     def alert(
         self,

@@ -52,6 +52,8 @@ class EventKind(StrEnum):
     # ``dealer_changed``; the fold keeps it as ``TableState.dealer``, the pace reading attributes
     # each round to the dealer on the table when it starts
     DEALER_CHANGED = "dealer_changed"
+    # squeeze tables (``table.reveal.mode: squeeze``): a slot's card and nonce, shown when revealed
+    CARD_REVEALED = "card_revealed"
 
 
 _KINDS: dict[str, EventKind] = {kind.value: kind for kind in EventKind}

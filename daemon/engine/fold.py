@@ -16,6 +16,7 @@ from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.reveal_fold import card_revealed, forget_round, note_commitment
 from daemon.engine.rounds import RoundState, find_loose, result_line
 
 if TYPE_CHECKING:
@@ -101,6 +102,7 @@ def _shoe_started(st: TableState, e: Event) -> None:
     st.next_round_holds = []
     st.camera_fill = None
     st.results = []
+    st.sealed_slots = {}
     _flow_waiting(st)
     st.round_ids = {}
     st.burn_signalled = False
@@ -117,6 +119,8 @@ def _flow_waiting(st: TableState) -> None:
 
 def _card_dealt(st: TableState, e: Event) -> None:
     d = e.data
+    if "commitment" in d:
+        note_commitment(st, d)
     code = d["card"]
     st.counts[code] = st.counts.get(code, 0) + 1
     st.cards_out += 1
@@ -171,7 +175,8 @@ def _card_refused(st: TableState, e: Event) -> None:
         code = d["card"]
         st.counts[code] = st.counts.get(code, 0) + 1
         st.cards_out += 1
-    st.storage_refused = d["refused"]
+    if d["alert_id"] == st.storage_alert:  # (a squeeze card before its reveal is no storage refusal)
+        st.storage_refused = d["refused"]
     alert = st.alerts.get(d["alert_id"])
     if alert is not None:  # a fresh copy: the raised event's own data stays as published
         st.alerts[d["alert_id"]] = _with_refused(alert, d["refused"])
@@ -234,6 +239,8 @@ def _round_held(st: TableState, e: Event) -> None:
 
 def _round_completed(st: TableState, e: Event) -> None:
     hand = e.data["hand"]
+    if st.sealed_slots:
+        forget_round(st, hand)
     line = result_line(hand, e.data["outcome"])
     results = st.results
     at = len(results)
@@ -248,6 +255,8 @@ def _round_completed(st: TableState, e: Event) -> None:
 
 def _round_voided(st: TableState, e: Event) -> None:
     hand = e.data["hand"]
+    if st.sealed_slots:
+        forget_round(st, hand)
     if e.data.get("was_completed"):
         st.results = [r for r in st.results if r["hand"] != hand]
     if st.last_decided is not None and st.last_decided["hand"] == hand:
@@ -477,4 +486,5 @@ APPLY: dict[str, Callable[[TableState, Event], None]] = {
     EventKind.READER_COMMAND_REQUESTED: _reader_command_requested,
     EventKind.READER_STATUS: _reader_status,
     EventKind.DEALER_CHANGED: _dealer_changed,
+    EventKind.CARD_REVEALED: card_revealed,
 }

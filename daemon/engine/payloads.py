@@ -33,6 +33,8 @@ class ReadFields(TypedDict):
     """A card drawn outside the game flow: how."""
     hold_id: NotRequired[int]
     """A read held in a pull (``read_held``): its number, in order of holding."""
+    nonce: NotRequired[str]
+    """A squeeze table's card: the secret nonce its commitment is made with (sealed)."""
 
 
 class AlertData(TypedDict):
@@ -55,6 +57,17 @@ class DealerOnTable(TypedDict):
     dealer_id: str
     name: str | None
     since: float
+
+
+class SealedSlot(TypedDict):
+    """A squeeze round's card as the engine keeps it until the round ends: where it is, its
+    commitment, its secret nonce and when it was revealed (None: not yet)."""
+
+    hand: int
+    slot: str
+    commitment: str
+    nonce: str
+    revealed_at: float | None
 
 
 class LockRequest(TypedDict):

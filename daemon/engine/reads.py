@@ -22,7 +22,7 @@ def read_fields(read: CardRead | ReadFailed) -> ReadFields:
     """The audit form of a read, as carried in events (``data["read"]``); its enums are
     ``StrEnum`` members, i.e. strings."""
     if isinstance(read, CardRead):
-        return {
+        fields: ReadFields = {
             "source": read.source,
             "device": read.device,
             "read_at": read.at,
@@ -33,6 +33,9 @@ def read_fields(read: CardRead | ReadFailed) -> ReadFields:
             "transmission_id": read.transmission_id,
             "confidence": _finite(read.confidence),
         }
+        if read.nonce is not None:
+            fields["nonce"] = read.nonce
+        return fields
     return {
         "source": read.source,
         "device": read.device,

@@ -10,20 +10,23 @@ from common.inputs import (
     CardRead,
     DeviceTarget,
     ReadFailed,
+    Source,
 )
 from common.slots import ROUND_SLOTS, SLOT_NAMED, Slot
 from daemon.alerts import AlertCode
 from daemon.engine.aggregate import RefusalEpisodes
 from daemon.engine.camera import CameraArbiter
-from daemon.engine.dealing import EXPOSED, Dealing, Placement
+from daemon.engine.dealing import AWAITING_REVEAL, EXPOSED, Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.game_flow import BettingWindow
 from daemon.engine.payloads import ReadFields
 from daemon.engine.phases import DEALING, NEXT_ROUND, OUTSIDE_SHOE
 from daemon.engine.reads import read_fields, read_from_fields
+from daemon.engine.reveal import Reveals
 from daemon.engine.settings import GameFlow
 from daemon.engine.shoe import ShoeSetup
+from daemon.engine.squeeze import NONCE
 from daemon.engine.state import TableState
 
 
@@ -67,6 +70,7 @@ class ReadSequencer:
     dealing: Dealing
     flow: BettingWindow
     camera: CameraArbiter
+    reveals: Reveals
     pull_gap_raised: bool
     """Within one input: a pull's gap opened a rescan (the cards held below it follow its close)."""
 
@@ -80,6 +84,7 @@ class ReadSequencer:
         dealing: Dealing,
         flow: BettingWindow,
         camera: CameraArbiter,
+        reveals: Reveals,
     ) -> None:
         self.state = state
         self.shoe = shoe
@@ -88,6 +93,7 @@ class ReadSequencer:
         self.dealing = dealing
         self.flow = flow
         self.camera = camera
+        self.reveals = reveals
         self.pull_gap_raised = False
 
     def held_devices(self) -> list[str]:
@@ -240,6 +246,27 @@ class ReadSequencer:
             expect += 1
         if run:
             self._release(self._upto_failure(run), ReleaseReason.IN_ORDER)
+
+    def on_read(self, read: CardRead) -> None:
+        """A card read from a device (on a squeeze table only with its nonce)."""
+        if not (self.emitter.squeeze and self._without_nonce(read)):
+            self.on_card_read(read)
+
+    def _without_nonce(self, read: CardRead) -> bool:
+        """A squeeze table's card read without a valid nonce: refused with ``invalid_input``. The
+        service gives every card a fresh one: without it, its commitment could be guessed from the
+        52 faces, so the read is not used."""
+        if read.nonce is not None and NONCE.match(read.nonce) is not None:
+            return False
+        self.emitter.alert(
+            AlertCode.INVALID_INPUT,
+            read.at,
+            Source.SYSTEM,
+            device=read.device,
+            input="CardRead",
+            reason="a squeeze table's card read without a 32-hex-character nonce",
+        )
+        return True
 
     def on_card_read(self, read: CardRead) -> None:
         device = read.device
@@ -476,6 +503,9 @@ class ReadSequencer:
             plan = self.dealing.plan(read.at)
         if plan is EXPOSED:
             self.flow.exposed_card(code, read.at, source, fields)
+            return
+        if plan is AWAITING_REVEAL:
+            self.reveals.refuse_card(code, read.at, source, fields)
             return
         if plan.opens_round and st.storage_full:
             self.dealing.refuse_for_storage(code, read.at, source, fields)

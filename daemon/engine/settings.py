@@ -134,6 +134,57 @@ class RestartCheck(BaseModel):
     )
 
 
+class RevealMode(StrEnum):
+    """How the table shows its cards: ``open`` (each card published as it is read) or ``squeeze``
+    (each card published as a commitment, its face only when its slot is revealed)."""
+
+    OPEN = "open"
+    SQUEEZE = "squeeze"
+
+
+class RevealSource(StrEnum):
+    """Who reveals a squeeze table's cards."""
+
+    SERVER = "server"  # the game server's signed ``reveal`` command naming slots
+    BUTTON = "button"  # a dealer button: each press reveals the next slot in ``order``
+    READER_SIGNAL = "reader_signal"  # the reader's own mark: each reveals the next slot in ``order``
+
+
+_SQUEEZE_SLOTS = ("P1", "P2", "B1", "B2", "P3", "B3")
+
+
+class RevealSettings(BaseModel):
+    """Open or squeeze dealing, and where a squeeze table's reveals come from (``README.md``, "Squeeze")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: RevealMode = Field(
+        default=RevealMode.OPEN,
+        description="'open' (every card published as it is read) or 'squeeze' (each card published as a "
+        "commitment: a SHA-256 of the card with a secret nonce; its face and nonce only when its slot is "
+        "revealed).",
+    )
+    order_source: RevealSource = Field(
+        default=RevealSource.SERVER,
+        description="Who reveals a squeeze table's cards: 'server' (the signed reveal command naming "
+        "slots), 'button' (a dealer button) or 'reader_signal' (the reader's mark); a button or reader "
+        "mark reveals the next slot in 'order'. Reveals from another source are refused.",
+    )
+    order: tuple[str, ...] = Field(
+        default=_SQUEEZE_SLOTS,
+        description="The order a squeeze table reveals a round's slots in (each of P1 P2 B1 B2 P3 B3 once; "
+        "P3 and B3 after the four opening slots). A reveal before an earlier dealt slot is refused.",
+    )
+
+    @model_validator(mode="after")
+    def _order_is_the_six_slots(self) -> RevealSettings:
+        if sorted(self.order) != sorted(_SQUEEZE_SLOTS):
+            raise ValueError(f"reveal.order must name each of {', '.join(_SQUEEZE_SLOTS)} exactly once")
+        if min(self.order.index("P3"), self.order.index("B3")) < 4:
+            raise ValueError("reveal.order must put P3 and B3 after the four opening slots")
+        return self
+
+
 class TableSettings(BaseModel):
     """Validated settings of one table's engine (pydantic, extra keys refused)."""
 
@@ -205,6 +256,7 @@ class TableSettings(BaseModel):
     )
     betting: BettingSettings = BettingSettings()
     restart_check: RestartCheck = RestartCheck()
+    reveal: RevealSettings = RevealSettings()
 
     def burn_count(self, indicator_points_rank: int) -> int:
         """Further cards to burn after an indicator of rank ``indicator_points_rank`` (1..13)."""

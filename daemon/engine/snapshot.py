@@ -5,7 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from daemon.engine.events import EventKind
 from daemon.engine.rounds import RoundState
+from daemon.engine.settings import RevealMode
+from daemon.engine.squeeze import public_data, seal, shown_cards, unrevealed
 from daemon.engine.state import TableState
 
 
@@ -13,7 +16,17 @@ def snapshot(
     st: TableState, decks: int, variant: str, blockers: Callable[[RoundState], list[str]]
 ) -> dict[str, Any]:
     """JSON-ready current state of a table whose shoe is dealt with ``decks`` and ``variant``;
-    ``blockers`` says what holds a round back."""
+    ``blockers`` says what holds a round back. A squeeze table's state shows no card before it is
+    revealed (``squeeze_view``)."""
+    view = _snapshot(st, decks, variant, blockers)
+    if st.settings.reveal.mode is RevealMode.SQUEEZE:
+        squeeze_view(st, view)
+    return view
+
+
+def _snapshot(
+    st: TableState, decks: int, variant: str, blockers: Callable[[RoundState], list[str]]
+) -> dict[str, Any]:
     rnd = st.round
     return {
         "shoe": {
@@ -73,3 +86,24 @@ def _round_view(
     view["next_slot"] = rnd.next_slot()
     view["blocked_by"] = blockers(rnd)
     return view
+
+
+def squeeze_view(st: TableState, view: dict[str, Any]) -> None:
+    """A squeeze table's retained state: each round's unrevealed cards ``null`` beside their
+    ``commitments``; no totals and no next slot while a dealt card is unrevealed (they would tell
+    the hidden faces); the alerts without the cards they name."""
+    rounds = [] if st.round is None else [(st.round, view["round"])]
+    rounds += [(st.held[r["hand"]], r) for r in view["held_rounds"]]
+    for rnd, shown in rounds:
+        hidden = unrevealed(st, rnd)
+        shown["cards"] = shown_cards(st, rnd)
+        shown["commitments"] = {
+            entry["slot"]: entry["commitment"]
+            for entry in st.sealed_slots.values()
+            if entry["hand"] == rnd.hand
+        }
+        if hidden:
+            shown["player_total"] = shown["banker_total"] = None
+            if len(rnd.cards) >= 4:
+                shown["next_slot"] = None
+    view["alerts"] = [public_data(seal(EventKind.ALERT_RAISED, dict(a), None)) for a in view["alerts"]]

@@ -22,6 +22,7 @@ from daemon.engine.payloads import (
     LooseCard,
     ReadFields,
     ResultLine,
+    SealedSlot,
 )
 from daemon.engine.phases import (
     DEALING,
@@ -32,6 +33,7 @@ from daemon.engine.phases import (
 )
 from daemon.engine.rounds import RoundState
 from daemon.engine.settings import TableSettings
+from daemon.engine.squeeze import SEALED, unsealed
 
 # Bound once: ``Phase.X`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
 # Python 3.11), and the fold runs for every event.
@@ -105,10 +107,15 @@ class TableState:
     loose_cards: list[LooseCard] = field(default_factory=list)
     # the dealer on the table (the last ``dealer_changed``; kept across shoes), None until told
     dealer: DealerOnTable | None = None
+    # squeeze tables: each round card's commitment and secret nonce, by "hand/slot", until its
+    # round completes or is voided (``squeeze.py``; the journal keeps them, nothing publishes them)
+    sealed_slots: dict[str, SealedSlot] = field(default_factory=dict)
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
         """Fold one event into the state (unknown kinds change nothing)."""
+        if SEALED in event.data:  # a squeeze table's event: the fold sees its sealed cards too
+            event = event._replace(data=unsealed(event.data))
         handler = APPLY.get(event.kind)
         if handler is not None:
             handler(self, event)

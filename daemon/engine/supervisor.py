@@ -14,9 +14,17 @@ from daemon.engine.corrections import RoundCorrections
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.game_flow import BettingWindow
+from daemon.engine.reveal import Reveals
 from daemon.engine.shoe_commands import ShoeCommands
 
 Handler = Callable[[SupervisorCommand], Outcome]
+
+_NO_NONCE = (
+    "refused on a squeeze table: a card placed by command has no sealed nonce, so its commitment could "
+    "be guessed; rescan the card, or void the round"
+)
+SEALED_ACTIONS = {action: _NO_NONCE for action in ("assign_card", "move_card", "swap", "rearrange")}
+"""Commands a squeeze table refuses (``README.md``, "Squeeze"), with the reason."""
 
 
 class SupervisorCommands:
@@ -27,7 +35,13 @@ class SupervisorCommands:
     """Action -> handler: one entry per action of ``commands.ACTIONS`` (a test checks both agree)."""
 
     def __init__(
-        self, *, emitter: Emitter, shoe: ShoeCommands, corrections: RoundCorrections, flow: BettingWindow
+        self,
+        *,
+        emitter: Emitter,
+        shoe: ShoeCommands,
+        corrections: RoundCorrections,
+        flow: BettingWindow,
+        reveals: Reveals,
     ) -> None:
         self.emitter = emitter
         self.handlers = {
@@ -48,6 +62,7 @@ class SupervisorCommands:
             "close_betting": flow.close_betting,
             "cut_card": flow.cut_card,
             "dealer_changed": self.dealer_changed,
+            "reveal": reveals.reveal_command,
         }
 
     def on_command(self, cmd: SupervisorCommand) -> None:
@@ -59,6 +74,9 @@ class SupervisorCommands:
             return
         if not isinstance(cmd.args, dict):
             self._answer(cmd, "args must be an object")
+            return
+        if self.emitter.squeeze and cmd.action in SEALED_ACTIONS:
+            self._answer(cmd, SEALED_ACTIONS[cmd.action])
             return
         try:
             outcome = handler(cmd)

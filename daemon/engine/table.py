@@ -28,6 +28,7 @@ from common.inputs import (
     OutsideGameCard,
     ReaderSignal,
     ReadFailed,
+    RevealSignal,
     ShoeSignal,
     ShoeVerdict,
     Source,
@@ -45,6 +46,7 @@ from daemon.engine.emitter import Emitter
 from daemon.engine.events import Event, EventKind
 from daemon.engine.game_flow import BettingWindow
 from daemon.engine.restart import RestartCheck
+from daemon.engine.reveal import Reveals
 from daemon.engine.sequencer import ReadSequencer, ReleaseReason
 from daemon.engine.settings import TableSettings
 from daemon.engine.shoe import ShoeSetup, VariantResolver
@@ -77,6 +79,7 @@ class Engine:
     camera: CameraArbiter
     sequencer: ReadSequencer
     corrections: RoundCorrections
+    reveals: Reveals
     commands: SupervisorCommands
     settings_notice: bool
     """Restored under another configuration: ``shoe_settings_differ`` on the next input."""
@@ -88,14 +91,19 @@ class Engine:
         resolve_variant: VariantResolver | None = None,
         *,
         state: TableState | None = None,
+        table_id: str = "",
     ) -> None:
         """An engine for a table configured with ``settings`` and ``variant`` (``resolve_variant``:
-        see :meth:`restore`); ``state``: start from this state (a checkpoint's) instead of none."""
+        see :meth:`restore`); ``state``: start from this state (a checkpoint's) instead of none;
+        ``table_id``: what a squeeze table's card commitments are bound to."""
         self.state = state = TableState(settings) if state is None else state
         self.shoe = shoe = ShoeSetup(settings, variant, resolve_variant)
         self.emitter = emitter = Emitter(state)
         self.refusals = refusals = RefusalEpisodes(state=state, shoe=shoe, emitter=emitter)
-        self.dealing = dealing = Dealing(state=state, shoe=shoe, emitter=emitter, refusals=refusals)
+        self.dealing = dealing = Dealing(
+            state=state, shoe=shoe, emitter=emitter, refusals=refusals, table_id=table_id
+        )
+        self.reveals = reveals = Reveals(state=state, shoe=shoe, emitter=emitter, dealing=dealing)
         self.signals = signals = DeviceSignals(state=state, shoe=shoe, emitter=emitter, dealing=dealing)
         self.flow = flow = BettingWindow(
             state=state, shoe=shoe, emitter=emitter, dealing=dealing, signals=signals
@@ -111,6 +119,7 @@ class Engine:
             dealing=dealing,
             flow=flow,
             camera=camera,
+            reveals=reveals,
         )
         self.corrections = corrections = RoundCorrections(
             state=state, shoe=shoe, emitter=emitter, dealing=dealing
@@ -119,7 +128,7 @@ class Engine:
             state=state, shoe=shoe, emitter=emitter, dealing=dealing, corrections=corrections
         )
         self.commands = SupervisorCommands(
-            emitter=emitter, shoe=shoe_commands, corrections=corrections, flow=flow
+            emitter=emitter, shoe=shoe_commands, corrections=corrections, flow=flow, reveals=reveals
         )
         self.settings_notice = False
 
@@ -159,6 +168,7 @@ class Engine:
         resolve_variant: VariantResolver | None = None,
         *,
         start: EngineCheckpoint | None = None,
+        table_id: str = "",
     ) -> Engine:
         """An engine whose state is the fold of ``events`` (its own earlier output).
 
@@ -170,14 +180,17 @@ class Engine:
         ``shoe_settings_differ`` (once per shoe).
 
         ``start``: a checkpoint (:mod:`daemon.engine.checkpoint`) taken under these settings;
-        ``events`` are then the ones after the last event it covers.
+        ``events`` are then the ones after the last event it covers. ``table_id``: as for the
+        constructor.
         """
         if start is None:
-            engine = cls(settings, variant, resolve_variant)
+            engine = cls(settings, variant, resolve_variant, table_id=table_id)
         else:
             if start.key != fold_key(settings):
                 raise CheckpointError(f"taken under other fold code or settings: {start.key}")
-            engine = cls(settings, variant, resolve_variant, state=start.table_state(settings))
+            engine = cls(
+                settings, variant, resolve_variant, state=start.table_state(settings), table_id=table_id
+            )
             if start.shoe is not None:
                 engine.shoe.use(start.shoe)
             engine.emitter.now = start.at
@@ -281,7 +294,7 @@ class Engine:
         sequencer = self.sequencer
         match inp:
             case CardRead():
-                sequencer.on_card_read(inp)
+                sequencer.on_read(inp)
             case ReadFailed():
                 sequencer.on_read_failed(inp)
             case SupervisorCommand():
@@ -301,6 +314,8 @@ class Engine:
                 self.flow.on_betting_opened(inp)
             case BettingClosed():
                 self.flow.on_betting_closed(inp)
+            case RevealSignal():
+                self.reveals.on_signal(inp)
             case Tick():
                 pass  # expiry (in ``handle``) is all a tick does
 

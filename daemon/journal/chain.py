@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from daemon.engine.squeeze import public_data
 from daemon.journal.records import JournalableEvent
 from daemon.mqtt.canonical import canonical_json
 
@@ -62,7 +63,11 @@ def envelope_members(
     source: str,
     data: dict[str, Any],
 ) -> dict[str, Any]:
-    """The signed envelope members every event has (chain members are added after these)."""
+    """The signed envelope members every event has (chain members are added after these).
+
+    ``data`` goes in without a squeeze table's sealed member (:func:`public_data`): this is the one
+    place an event's data is made what is hashed, signed and published, so the sealed cards stay in
+    the journal."""
     return {
         "schema_version": ENVELOPE_SCHEMA_VERSION,
         "event_id": event_id,
@@ -73,7 +78,7 @@ def envelope_members(
         "kind": kind,
         "ts": ts,
         "source": source,
-        "data": data,
+        "data": public_data(data),
     }
 
 

@@ -23,6 +23,7 @@ from daemon.mqtt.alerts import (
     alert_cleared,
     alert_raised,
 )
+from daemon.mqtt.audit import audit_payload
 from daemon.mqtt.connection import Connection
 from daemon.mqtt.counters import Counters
 from daemon.mqtt.envelope import event_payload
@@ -197,6 +198,9 @@ class Delivery:
             self._on_boundary()
         if event.kind in ALERT_EVENT_KINDS:
             self._connection.publish(self._topics.alerts, payload, properties=self._event_props)
+        audit = audit_payload(event, self._table_id, self._events_key)
+        if audit is not None:  # a squeeze round voided before its reveal: its cards, to the auditors
+            self._connection.publish(self._topics.audit, audit, properties=self._event_props)
 
     def _too_large(self, payload_bytes: int) -> str | None:
         """Why an event PUBLISH exceeds the broker's Maximum Packet Size (0x95), else None."""

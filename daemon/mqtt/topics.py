@@ -71,6 +71,12 @@ class TableTopics:
         return f"{self.base}/alerts"
 
     @property
+    def audit(self) -> str:
+        """A squeeze table's voided rounds' unrevealed cards, for the auditors (QoS 1); never on
+        ``events``."""
+        return f"{self.base}/audit"
+
+    @property
     def cmd(self) -> str:
         """Inbound supervisor commands."""
         return f"{self.base}/cmd"

@@ -39,6 +39,7 @@ from daemon.engine.state import GAME_FLOW_ACTOR, Phase
 from daemon.engine.table import Engine
 from daemon.journal.records import JournaledEvent
 from daemon.mqtt.command_channel import CommandAnswer, ReplyFn, refused
+from daemon.service.card_nonces import with_nonce
 from daemon.service.engine_restore import SnapshotTaker
 from daemon.service.journal_housekeeping import JournalHousekeeping
 from daemon.service.journal_writer import JournalWriter, log_event
@@ -212,6 +213,7 @@ class EngineLoop:
 
     def _step(self, item: EngineInput | Command) -> None:
         inp: EngineInput = item.command if isinstance(item, Command) else item
+        inp = with_nonce(inp, self.engine.emitter.squeeze)  # a squeeze table's card: its secret nonce
         if self.writer.abandoned:
             if not isinstance(inp, Tick):
                 self.writer.not_stored(inp, "an earlier input could not be stored")

@@ -174,7 +174,9 @@ def _fold(
         last_seq, last_at = journaled.seq, journaled.at
         if progress is not None and len(tail) % progress_every == 0:
             progress(len(tail))
-    engine = Engine.restore(table, variant, tail, load_variant_by_name, start=checkpoint)
+    engine = Engine.restore(
+        table, variant, tail, load_variant_by_name, start=checkpoint, table_id=journal.table_id
+    )
     return Restored(engine, None if checkpoint is None else after_seq, len(tail), last_seq, last_at)
 
 

@@ -30,6 +30,7 @@ from common.backoff import Backoff
 from common.inputs import EngineInput
 from daemon.alerts import AlertCode
 from daemon.engine.events import Event
+from daemon.engine.squeeze import public_data
 from daemon.journal.faults import classify_storage_error
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
@@ -239,8 +240,10 @@ _RESERVED_LOG_KEYS = frozenset(
 
 
 def log_fields(data: dict[str, Any]) -> dict[str, Any]:
-    """Event data as log fields; keys that would clash with the envelope's get a ``data_`` prefix."""
-    return {(f"data_{k}" if k in _RESERVED_LOG_KEYS else k): v for k, v in data.items()}
+    """Event data as log fields; keys that would clash with the envelope's get a ``data_`` prefix.
+    A squeeze table's sealed cards are left out (``public_data``): a log line shows what the
+    players may see."""
+    return {(f"data_{k}" if k in _RESERVED_LOG_KEYS else k): v for k, v in public_data(data).items()}
 
 
 def log_event(event: JournaledEvent) -> None:
