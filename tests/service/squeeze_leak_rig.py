@@ -1,0 +1,269 @@
+"""The leak test's rig: the real daemon (runner, engine thread, journal, publisher) in this process
+on a real mosquitto started on its own port, a capture of every message the broker carries
+(subscribed to ``#`` before the daemon starts), the daemon's info-level JSON log in a file, and a
+fixture replayed through its protocol's real driver (a pseudo-terminal for the serial readers,
+pyusb's replay backend for the USB HID one) into the daemon's input queue.
+
+On a squeeze table the rig plays the game server too: before each card it hands on, when the
+round in progress has its four opening cards (or a third card) dealt and not revealed, it gives
+the daemon the ``reveal`` command for them the way its command channel does once a signed command
+verified (``Daemon.submit_command``) and waits for the answer; at the end it reveals whatever is
+left. (Sent over MQTT it needs a key whose role may send ``reveal``.) Cards of a one-deck shoe
+are all different, which is what lets the detector (:mod:`tests.support.leak_detector`) call
+any mention of a hidden card a leak.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import paho.mqtt.client as mqtt
+from paho.mqtt.enums import CallbackAPIVersion
+
+from common.inputs import CardRead, EngineInput, SupervisorCommand
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.topics import TableTopics
+from daemon.service.config import LoadedConfig, load_config
+from daemon.service.logging import configure_logging, reset_logging
+from daemon.service.runner import Daemon
+from drivers.fixtures import Fixture
+from drivers.pty_device import PtyDevice
+from drivers.replay import replay_fixture
+from tests.support.leak_detector import Captured, HiddenCard
+from tests.support.secrets import write_secret
+
+TABLE_ID = "LEAK-1"
+REVEAL_ORDER = ["P1", "B1", "P2", "B2", "P3", "B3"]
+WAIT = 20.0
+
+HandOn = Callable[[EngineInput, Daemon], None]
+"""Hands one replayed input to the daemon (and may add the camera's reads around it)."""
+
+
+@dataclass
+class Capture:
+    """Every message on the broker (topic ``#``), in arrival order."""
+
+    port: int
+    messages: list[Captured] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    subscribed: threading.Event = field(default_factory=threading.Event)
+    client: mqtt.Client = field(init=False)
+
+    def start(self) -> None:
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=f"capture-{secrets.token_hex(3)}", protocol=mqtt.MQTTv5
+        )
+        self.client.on_connect = lambda c, *_a: c.subscribe("#", qos=1)
+        self.client.on_subscribe = lambda *_a: self.subscribed.set()
+        self.client.on_message = self._on_message
+        self.client.connect("127.0.0.1", self.port)
+        self.client.loop_start()
+        assert self.subscribed.wait(10), "the capture never subscribed"
+
+    def _on_message(self, _c: mqtt.Client, _u: Any, msg: mqtt.MQTTMessage) -> None:
+        with self.lock:
+            self.messages.append(Captured(len(self.messages), msg.topic, bytes(msg.payload)))
+
+    def snapshot(self) -> list[Captured]:
+        with self.lock:
+            return list(self.messages)
+
+    def events(self) -> list[dict[str, Any]]:
+        topic = TableTopics(TABLE_ID).events
+        return [json.loads(m.payload) for m in self.snapshot() if m.topic == topic]
+
+    def stop(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
+@dataclass
+class LeakRun:
+    """What one run left: the capture, the daemon's log lines and the journal's sealed cards."""
+
+    messages: list[Captured]
+    log_lines: list[Captured]
+    hidden: list[HiddenCard]
+    journal_events: list[dict[str, Any]]
+    reveals_refused: list[str]
+    events_key: Secret
+
+
+def _config(
+    tmp: Path, port: int, table: dict[str, Any], idle_reader: str
+) -> tuple[LoadedConfig, bytes, bytes]:
+    events_key, command_key = secrets.token_hex(32).encode(), secrets.token_hex(32).encode()
+    write_secret(tmp / "events.key", events_key + b"\n")
+    write_secret(tmp / "command.key", command_key + b"\n")
+    overrides: dict[tuple[str | int, ...], Any] = {
+        ("table_id",): TABLE_ID,
+        ("state_dir",): str(tmp / "state"),
+        ("broker", "port"): port,
+        ("broker", "protocol"): "mqtt5",
+        ("broker", "signing", "events_key"): {"file": str(tmp / "events.key")},
+        ("broker", "signing", "command_key"): {"file": str(tmp / "command.key")},
+        ("log", "level"): "info",
+        ("log", "format"): "json",
+        ("readers", 0, "settings", "url"): idle_reader,
+        ("service", "health_interval_s"): 0.5,
+    }
+    for key, value in table.items():
+        overrides[("table", key)] = value
+    return load_config(None, environ={}, overrides=overrides), events_key, command_key
+
+
+def shifted(fixture: Fixture, to: float) -> Fixture:
+    """The fixture with its clock moved to start at ``to`` (the daemon's own ticks are wall time)."""
+    first = fixture.steps[0].t if fixture.steps else 0.0
+    steps = tuple(s.model_copy(update={"t": s.t - first + to}) for s in fixture.steps)
+    return dataclasses.replace(fixture, steps=steps)
+
+
+class _GameServer:
+    """Hands the replay's inputs to the daemon; reveals a squeeze round's dealt cards in order."""
+
+    def __init__(self, daemon: Daemon, squeeze: bool, hand_on: HandOn | None) -> None:
+        self.daemon = daemon
+        self.squeeze = squeeze
+        self.hand_on = hand_on
+        self.refused: list[str] = []
+        self.revealed = 0
+
+    def __call__(self, inp: EngineInput) -> None:
+        if self.squeeze and isinstance(inp, CardRead):
+            self.reveal_dealt(minimum=4)
+        if self.hand_on is None:
+            self.daemon.submit(inp)
+        else:
+            self.hand_on(inp, self.daemon)
+
+    def reveal_dealt(self, minimum: int) -> None:
+        """Reveal each round (in progress or held) with ``minimum`` cards dealt and some face down."""
+        assert self.daemon.wait_until_processed(WAIT), "the engine did not take the inputs"
+        snapshot = self.daemon.engine.snapshot()
+        rounds = [snapshot.get("round"), *snapshot.get("held_rounds", [])]
+        for rnd in rounds:
+            if not isinstance(rnd, dict):
+                continue
+            cards: dict[str, Any] = rnd.get("cards") or {}
+            hidden = [slot for slot in REVEAL_ORDER if slot in cards and cards[slot] is None]
+            if hidden and len(cards) >= minimum:
+                self._reveal(hidden, rnd["hand"])
+
+    def _reveal(self, slots: list[str], hand: int) -> None:
+        """The game server's ``reveal``, handed to the daemon as its command channel does once a
+        command verified (the roles table does not list ``reveal`` for a key yet)."""
+        answered = threading.Event()
+        answers: list[Any] = []
+
+        def reply(answer: Any) -> None:
+            answers.append(answer)
+            answered.set()
+
+        self.revealed += 1
+        command = SupervisorCommand(
+            action="reveal", at=time.time(), actor="game_server", command_id=f"reveal-{self.revealed}",
+            args={"slots": slots, "hand": hand},
+        )  # fmt: skip
+        self.daemon.submit_command(command, reply)
+        assert answered.wait(WAIT), "no answer to the reveal"
+        if not answers[0].get("accepted"):
+            self.refused.append(f"round {hand} {slots}: {answers[0].get('reason')}")
+
+
+def run_fixture(
+    tmp: Path,
+    broker_port: int,
+    fixture: Fixture,
+    *,
+    reveal_mode: str,
+    hand_on: HandOn | None = None,
+) -> LeakRun:
+    """Replay ``fixture`` through the daemon on a ``reveal_mode`` table; everything it let out."""
+    table = {**fixture.header.table, "unneeded_card_window_s": 0}
+    if reveal_mode == "squeeze":
+        table["reveal"] = {"mode": "squeeze", "order_source": "server", "order": REVEAL_ORDER}
+    tmp.mkdir(parents=True, exist_ok=True)
+    idle = PtyDevice(tmp / "idle-shoe")  # the configured reader: opened, never sends a byte
+    loaded, events_key, _command_key = _config(tmp, broker_port, table, idle.path)
+    capture = Capture(broker_port)
+    capture.start()
+    log_path = tmp / "daemon.log"
+    with open(log_path, "a", encoding="utf-8") as log_stream:
+        configure_logging("info", "json", stream=log_stream)
+        daemon = Daemon(loaded)
+        daemon.start()
+        try:
+            _await(daemon.publisher.subscribed.is_set, "the daemon's command subscription")
+            server = _GameServer(daemon, reveal_mode == "squeeze", hand_on)
+            replay_fixture(shifted(fixture, time.time()), server, final_tick=False)
+            if reveal_mode == "squeeze":
+                server.reveal_dealt(minimum=1)
+            assert daemon.wait_until_processed(WAIT)
+            assert daemon.journal is not None
+            last = daemon.journal.last_seq()
+            _await(
+                lambda: any(e.get("seq") == last for e in capture.events()), f"event seq {last} on the broker"
+            )
+        finally:
+            daemon.stop()
+            reset_logging()
+            idle.close()
+    capture.stop()
+    journal_events = _journal(tmp / "state", loaded)
+    lines = [Captured(i, "log", line.encode()) for i, line in enumerate(log_path.read_text().splitlines())]
+    return LeakRun(
+        capture.snapshot(),
+        lines,
+        _hidden(journal_events),
+        journal_events,
+        server.refused,
+        Secret(events_key, "events"),
+    )
+
+
+def _await(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, f"waiting for {what}"
+        time.sleep(0.02)
+
+
+def _journal(state_dir: Path, loaded: LoadedConfig) -> list[dict[str, Any]]:
+    from daemon.journal import Journal
+
+    journal = Journal(loaded.config.journal, TABLE_ID)
+    try:
+        return [
+            {"kind": e.kind, "shoe_id": e.shoe_id, "hand": e.hand, "seq": e.seq, "data": e.data}
+            for e in journal.events()
+        ]
+    finally:
+        journal.close()
+
+
+def _hidden(events: list[dict[str, Any]]) -> list[HiddenCard]:
+    """Every card the journal holds sealed (or, on an open table, every round and burn card)."""
+    out = []
+    for event in events:
+        if event.get("kind") != "card_dealt":
+            continue
+        data = event.get("data") or {}
+        sealed = data.get("sealed") or {}
+        card = sealed.get("card", data.get("card"))
+        read = sealed.get("read", data.get("read")) or {}
+        slot = str(data.get("slot"))
+        if slot == "indicator" or card is None:
+            continue
+        hand = data.get("round", event.get("hand"))
+        out.append(HiddenCard(str(event.get("shoe_id")), int(hand or 0), slot, str(card), read.get("raw")))
+    return out
