@@ -24,6 +24,7 @@ import pytest
 
 from common.cards import Card
 from common.inputs import CardRead, DeviceTarget, EngineInput, ReadFailed, Source
+from daemon.alerts import AlertCode
 from daemon.mqtt.consumer import EventConsumer, Verdict
 from daemon.mqtt.reveal_check import RevealStatus
 from daemon.mqtt.topics import TableTopics
@@ -52,20 +53,48 @@ def _checked(run: LeakRun) -> None:
             assert received.verdict in (Verdict.NEW, Verdict.DUPLICATE), received.reason
             if received.reveal is not None:
                 verdicts.append(received.reveal)
-    round_cards = [c for c in run.hidden if c.slot != "burn"]
+    voided = {(e["shoe_id"], e["data"]["hand"]) for e in run.journal_events if e["kind"] == "round_voided"}
+    round_cards = [c for c in run.hidden if c.slot != "burn" and (c.shoe_id, c.hand) not in voided]
     assert round_cards, "the shoe dealt no round"
     assert len(verdicts) == len(round_cards)
+    codes = [e["data"].get("code") for e in run.journal_events if e["kind"] == "alert_raised"]
+    assert AlertCode.ENGINE_ERROR not in codes, "the engine failed on an input"
     assert all(v.status is RevealStatus.VERIFIED for v in verdicts), [
         v.describe() for v in verdicts if not v.ok
     ]
     assert any(m.topic == EVENTS for m in run.messages)
 
 
-@pytest.mark.parametrize("protocol", ["angel_eye", "ascii_lines", "usb_hid"])
+VERDICT_LEAK = pytest.mark.xfail(
+    strict=True,
+    reason="a leak this test found: the Angel Eye's round verdict (details.verdict.outcome of a "
+    "missing_card alert) is published before the round's cards are revealed",
+)
+
+
+@pytest.mark.parametrize(
+    ("protocol", "faults"),
+    [
+        pytest.param("angel_eye", (), marks=VERDICT_LEAK),
+        ("ascii_lines", ()),
+        ("usb_hid", ()),
+        pytest.param("angel_eye", (FaultSpec(Fault.MISREAD, 2),), marks=VERDICT_LEAK),
+        ("ascii_lines", (FaultSpec(Fault.CARD_EXPOSED, 2),)),
+        ("usb_hid", (FaultSpec(Fault.MISREAD, 3),)),
+    ],
+    ids=[
+        "angel_eye",
+        "ascii_lines",
+        "usb_hid",
+        "angel_eye-misread",
+        "ascii_lines-exposed-voided",
+        "usb_hid-misread",
+    ],
+)
 def test_no_card_is_named_before_its_reveal_on_any_reader(
-    protocol: str, tmp_path: Path, mosquitto: MosquittoBroker
+    protocol: str, faults: tuple[FaultSpec, ...], tmp_path: Path, mosquitto: MosquittoBroker
 ) -> None:
-    fixture = make_fixture("leak", protocol, DealSettings(decks=1, seed=SEED))
+    fixture = make_fixture("leak", protocol, DealSettings(decks=1, seed=SEED), faults)
     run = run_fixture(tmp_path, mosquitto.port, fixture, reveal_mode="squeeze")
     assert any(c.raw for c in run.hidden), "the journal keeps each card's raw reader bytes"
     _checked(run)

@@ -113,6 +113,18 @@ def reveal_positions(messages: Iterable[Captured], events_topic: str) -> dict[tu
     return out
 
 
+def voided_positions(messages: Iterable[Captured], events_topic: str) -> dict[tuple[str, int], int]:
+    """Where each round's ``round_voided`` arrived: (shoe, hand) -> message index."""
+    out: dict[tuple[str, int], int] = {}
+    for message in messages:
+        env = _json(message.payload) if message.topic == events_topic else None
+        if isinstance(env, dict) and env.get("kind") == "round_voided":
+            out.setdefault(
+                (str(env.get("shoe_id")), _int((env.get("data") or {}).get("hand"))), message.index
+            )
+    return out
+
+
 def find_leaks(
     messages: list[Captured],
     hidden: list[HiddenCard],
@@ -120,13 +132,19 @@ def find_leaks(
     *,
     log_lines: Sequence[Captured] = (),
 ) -> list[str]:
-    """Every place a hidden card (or what implies it) shows before its reveal."""
+    """Every place a hidden card (or what implies it) shows before its reveal. The auditors'
+    topic (``.../audit``, beside ``events``) may name the cards of a round voided before."""
     revealed_at = reveal_positions(messages, events_topic)
+    voided_at = voided_positions(messages, events_topic)
+    audit_topic = events_topic.rsplit("/", 1)[0] + "/audit"
     leaks: list[str] = []
     for card in hidden:
         until = revealed_at.get((card.shoe_id, card.hand, card.slot), len(messages))
+        voided = voided_at.get((card.shoe_id, card.hand), len(messages))
         patterns = encodings(card.card, card.raw)
         for message in messages[:until]:
+            if message.topic == audit_topic and message.index > voided:
+                continue
             leaks.extend(_named(message, card, patterns))
     leaks.extend(_implied(messages, hidden, revealed_at, events_topic))
     leaks.extend(_in_logs(log_lines, hidden))
@@ -190,6 +208,10 @@ def _round_parts(body: dict[str, Any], is_event: bool, shoe_id: str, hand: int) 
 
 
 def _implying_member(part: Any) -> str | None:
+    """A member (at any depth: an alert's details, a device's verdict) that tells the round's
+    cards or result, or the third-card decision taken on hidden cards."""
+    if isinstance(part, list):
+        return next((found for item in part if (found := _implying_member(item)) is not None), None)
     if not isinstance(part, dict):
         return None
     for key, value in part.items():
@@ -203,7 +225,7 @@ def _implying_member(part: Any) -> str | None:
         and None in cards.values()
     ):
         return f"next_slot={part['next_slot']} (the third-card rule on hidden cards)"
-    return None
+    return next((found for value in part.values() if (found := _implying_member(value)) is not None), None)
 
 
 def _in_logs(lines: Sequence[Captured], hidden: list[HiddenCard]) -> Iterator[str]:
