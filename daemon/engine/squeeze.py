@@ -32,7 +32,7 @@ COMMITMENT_PREFIX = "baccarat-edge card commitment v1\n"
 NONCE = re.compile(r"^[0-9a-f]{32}$")
 """A nonce as the engine accepts it: 16 bytes as lowercase hex."""
 
-_CARD_KEYS = ("card", "read", "reads", "cards", "codes", "held", "released")
+_CARD_KEYS = ("card", "read", "reads", "cards", "codes", "held", "released", "verdict", "needed_slot")
 """The ``data`` members that can name a card (an event's own, and an alert's ``details``)."""
 _PUBLIC_KINDS = frozenset({EventKind.CARD_REVEALED, EventKind.ROUND_COMPLETED})
 """Kinds whose cards are public by the time they are emitted (a round completes once revealed)."""

@@ -8,6 +8,10 @@ journaled before the chain): an auditor can recompute each hash from the line
 (:mod:`daemon.journal.chain`). The journal stores no signatures: ``sig`` is computed over the envelope
 when an event is published, so it is not in the export.
 
+A squeeze table's events keep their sealed member (``data.sealed``: card faces, reads, nonces),
+which the hash does not cover (it covers ``data`` without it, as published); each committed card's
+``card_dealt`` line has ``revealed``: ``{"at", "seq"}`` of its ``card_revealed``, or null.
+
 The file is opened read-only (the daemon may be running; a damaged file is read as far as it
 can be), so exporting never changes a journal.
 """
@@ -21,6 +25,7 @@ from typing import TextIO
 
 from daemon.journal.errors import JournalError
 from daemon.journal.integrity import check_file
+from daemon.journal.sealed import mark_reveal, reveal_marks
 
 BATCH = 500
 
@@ -57,6 +62,7 @@ def export_events(path: Path, out: TextIO, from_seq: int = 1, to_seq: int | None
         table_id = None if row is None else str(row[0])
         columns = {str(r[1]) for r in db.execute("PRAGMA table_info(events)")}
         chain = "epoch, prev_hash, hash" if "hash" in columns else "NULL, NULL, NULL"  # before the chain
+        marks = reveal_marks(db)
         while True:
             rows = db.execute(
                 "SELECT seq, event_id, origin, body, journaled_at, delivered_at, dead_letter, "  # noqa: S608
@@ -79,6 +85,7 @@ def export_events(path: Path, out: TextIO, from_seq: int = 1, to_seq: int | None
                     prev_hash=links[1],
                     hash=links[2],
                 )
+                mark_reveal(record, marks)
                 out.write(json.dumps(record, sort_keys=True, allow_nan=False) + "\n")
                 written += 1
                 cursor = int(seq)

@@ -29,7 +29,9 @@ class Role(Enum):
 
 
 ROLE_ACTIONS: dict[Role, frozenset[str]] = {
-    Role.GAME_SERVER: frozenset({"new_shoe", "super_round_die", "open_betting", "close_betting", "resend"}),
+    Role.GAME_SERVER: frozenset(
+        {"new_shoe", "super_round_die", "open_betting", "close_betting", "reveal", "resend"}
+    ),
     Role.SUPERVISOR: frozenset(
         {
             "void_round",

@@ -31,6 +31,7 @@ SCHEMA_BY_SUFFIX = {
     "cmd/reply": "reply",
     "cmd": "command",
     "ack": "ack",
+    "audit": "audit",
 }
 
 

@@ -44,6 +44,7 @@ def test_asyncapi_channels_are_the_topics_the_code_uses() -> None:
         topics.cmd,
         topics.cmd_reply,
         topics.ack,
+        topics.audit,
     }
     assert {a.replace("{table_id}", "TABLE") for a in addresses} == expected
     referenced = {

@@ -7,7 +7,7 @@ import json
 from importlib import resources
 from typing import Any
 
-SCHEMA_NAMES = ("event", "status", "state", "health", "command", "reply", "ack")
+SCHEMA_NAMES = ("event", "status", "state", "health", "command", "reply", "ack", "audit")
 
 
 def load_schema(name: str) -> dict[str, Any]:
