@@ -1,6 +1,7 @@
 """Finds a squeeze table's hidden cards in what the table let out before their reveal.
 
-Input: every message the broker carried, in arrival order (:class:`Captured`), the daemon's log
+Input: every message the broker carried, in arrival order (:class:`Captured`; what a view drew
+after message *i* may be added with index *i*), the daemon's log
 lines in order, and the truth from the table's own journal (:class:`HiddenCard`: each sealed
 card, its slot, round and raw reader bytes). Run on a one-deck shoe, every card identity occurs
 once in the shoe, so any encoding of a hidden card's identity before its ``card_revealed`` is a
@@ -38,6 +39,8 @@ IMPLYING_KEYS = frozenset(
      "player_pair", "banker_pair", "player_draws", "banker_draws"}
 )  # fmt: skip
 """Members that tell a round's cards (or their points) before they are all revealed."""
+NEVER = 2**62
+"""The position of a reveal that never came."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +142,11 @@ def find_leaks(
     audit_topic = events_topic.rsplit("/", 1)[0] + "/audit"
     leaks: list[str] = []
     for card in hidden:
-        until = revealed_at.get((card.shoe_id, card.hand, card.slot), len(messages))
-        voided = voided_at.get((card.shoe_id, card.hand), len(messages))
+        until = revealed_at.get((card.shoe_id, card.hand, card.slot), NEVER)
+        voided = voided_at.get((card.shoe_id, card.hand), NEVER)
         patterns = encodings(card.card, card.raw)
-        for message in messages[:until]:
-            if message.topic == audit_topic and message.index > voided:
+        for message in messages:
+            if message.index >= until or (message.topic == audit_topic and message.index > voided):
                 continue
             leaks.extend(_named(message, card, patterns))
     leaks.extend(_implied(messages, hidden, revealed_at, events_topic))
@@ -174,7 +177,7 @@ def _implied(
         if card.slot == "burn":
             continue
         key = (card.shoe_id, card.hand)
-        at = revealed_at.get((card.shoe_id, card.hand, card.slot), len(messages))
+        at = revealed_at.get((card.shoe_id, card.hand, card.slot), NEVER)
         last[key] = max(last.get(key, 0), at)
     for message in messages:
         body = _json(message.payload)
