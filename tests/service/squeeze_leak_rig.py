@@ -96,6 +96,8 @@ class LeakRun:
     journal_events: list[dict[str, Any]]
     reveals_refused: list[str]
     events_key: Secret
+    public: list[str]
+    """Faces turned up for all at the deal (the indicator)."""
 
 
 def _config(
@@ -189,9 +191,13 @@ def run_fixture(
     hand_on: HandOn | None = None,
 ) -> LeakRun:
     """Replay ``fixture`` through the daemon on a ``reveal_mode`` table; everything it let out."""
-    table = {**fixture.header.table, "unneeded_card_window_s": 0}
-    if reveal_mode == "squeeze":
+    table = dict(fixture.header.table)
+    if reveal_mode == "squeeze" and "reveal" not in table:
         table["reveal"] = {"mode": "squeeze", "order_source": "server", "order": REVEAL_ORDER}
+    # a squeeze fixture plays the game server's reveals itself; else the rig reveals
+    auto_reveal = reveal_mode == "squeeze" and not any(
+        s.supervisor is not None and s.supervisor.action == "reveal" for s in fixture.steps
+    )
     tmp.mkdir(parents=True, exist_ok=True)
     idle = PtyDevice(tmp / "idle-shoe")  # the configured reader: opened, never sends a byte
     loaded, events_key, _command_key = _config(tmp, broker_port, table, idle.path)
@@ -204,9 +210,20 @@ def run_fixture(
         daemon.start()
         try:
             _await(daemon.publisher.subscribed.is_set, "the daemon's command subscription")
-            server = _GameServer(daemon, reveal_mode == "squeeze", hand_on)
-            replay_fixture(shifted(fixture, time.time()), server, final_tick=False)
-            if reveal_mode == "squeeze":
+            server = _GameServer(daemon, auto_reveal, hand_on)
+
+            def restart(_t: float) -> None:
+                """The edge restarts mid-shoe: the daemon stops and a new one resumes its journal."""
+                nonlocal daemon
+                assert daemon.wait_until_processed(WAIT)
+                daemon.stop()
+                daemon = Daemon(loaded)
+                daemon.start()
+                server.daemon = daemon
+                _await(daemon.publisher.subscribed.is_set, "the restarted daemon's command subscription")
+
+            replay_fixture(shifted(fixture, time.time()), server, final_tick=False, on_restart=restart)
+            if auto_reveal:
                 server.reveal_dealt(minimum=1)
             assert daemon.wait_until_processed(WAIT)
             assert daemon.journal is not None
@@ -228,6 +245,7 @@ def run_fixture(
         journal_events,
         server.refused,
         Secret(events_key, "events"),
+        [str(e["data"].get("card")) for e in journal_events if e["data"].get("slot") == "indicator"],
     )
 
 
@@ -252,18 +270,21 @@ def _journal(state_dir: Path, loaded: LoadedConfig) -> list[dict[str, Any]]:
 
 
 def _hidden(events: list[dict[str, Any]]) -> list[HiddenCard]:
-    """Every card the journal holds sealed (or, on an open table, every round and burn card)."""
+    """Every card the journal holds sealed: each card dealt (on an open table, every round and
+    burn card), and each card another event kept sealed (refused, held, drawn outside the game:
+    never revealed at all; their slot is named ``kind:seq``)."""
     out = []
     for event in events:
-        if event.get("kind") != "card_dealt":
-            continue
         data = event.get("data") or {}
         sealed = data.get("sealed") or {}
-        card = sealed.get("card", data.get("card"))
-        read = sealed.get("read", data.get("read")) or {}
-        slot = str(data.get("slot"))
-        if slot == "indicator" or card is None:
+        card = sealed.get("card", data.get("card") if event.get("kind") == "card_dealt" else None)
+        if not isinstance(card, str) or data.get("slot") == "indicator":
             continue
-        hand = data.get("round", event.get("hand"))
-        out.append(HiddenCard(str(event.get("shoe_id")), int(hand or 0), slot, str(card), read.get("raw")))
+        read = sealed.get("read", data.get("read")) or {}
+        raw = read.get("raw") if isinstance(read, dict) else None
+        if event.get("kind") == "card_dealt":
+            hand, slot = int(data.get("round", event.get("hand")) or 0), str(data.get("slot"))
+        else:
+            hand, slot = -1, f"{event.get('kind')}:{event.get('seq')}"
+        out.append(HiddenCard(str(event.get("shoe_id")), hand, slot, card, raw))
     return out

@@ -39,6 +39,7 @@ IMPLYING_KEYS = frozenset(
      "player_pair", "banker_pair", "player_draws", "banker_draws"}
 )  # fmt: skip
 """Members that tell a round's cards (or their points) before they are all revealed."""
+_RAW_MEMBER = re.compile(r'"raw"\s*:\s*"[^"]*"')
 NEVER = 2**62
 """The position of a reveal that never came."""
 
@@ -134,9 +135,15 @@ def find_leaks(
     events_topic: str,
     *,
     log_lines: Sequence[Captured] = (),
+    public: Sequence[str] = (),
 ) -> list[str]:
     """Every place a hidden card (or what implies it) shows before its reveal. The auditors'
-    topic (``.../audit``, beside ``events``) may name the cards of a round voided before."""
+    topic (``.../audit``, beside ``events``) may name the cards of a round voided before.
+
+    In a shoe of several decks a face can be dealt twice: once another card of the same face is
+    public (revealed, or in ``public``: the indicator, turned up for all), a mention of that face
+    may be the public card, so from then on the hidden one is checked by its raw bytes and its
+    round's results only (:func:`checkable` counts the cards checked by name throughout)."""
     revealed_at = reveal_positions(messages, events_topic)
     voided_at = voided_positions(messages, events_topic)
     audit_topic = events_topic.rsplit("/", 1)[0] + "/audit"
@@ -144,20 +151,51 @@ def find_leaks(
     for card in hidden:
         until = revealed_at.get((card.shoe_id, card.hand, card.slot), NEVER)
         voided = voided_at.get((card.shoe_id, card.hand), NEVER)
+        ambiguous = _same_face_public_at(card, hidden, revealed_at, public)
         patterns = encodings(card.card, card.raw)
+        raw_only = [(name, p) for name, p in patterns if name.startswith("raw")]
         for message in messages:
             if message.index >= until or (message.topic == audit_topic and message.index > voided):
                 continue
-            leaks.extend(_named(message, card, patterns))
+            leaks.extend(_named(message, card, raw_only if message.index >= ambiguous else patterns))
     leaks.extend(_implied(messages, hidden, revealed_at, events_topic))
-    leaks.extend(_in_logs(log_lines, hidden))
+    leaks.extend(_in_logs(log_lines, hidden, public))
     return leaks
+
+
+def _same_face_public_at(
+    card: HiddenCard,
+    hidden: Sequence[HiddenCard],
+    revealed_at: dict[tuple[str, int, str], int],
+    public: Sequence[str],
+) -> int:
+    """From which message on another card of ``card``'s face is public (NEVER: none is)."""
+    if card.card in public:
+        return 0
+    return min(
+        (
+            revealed_at.get((other.shoe_id, other.hand, other.slot), NEVER)
+            for other in hidden
+            if other.card == card.card and other is not card
+        ),
+        default=NEVER,
+    )
+
+
+def checkable(hidden: Sequence[HiddenCard], public: Sequence[str] = ()) -> int:
+    """Cards whose face no other card of the shoe (nor a public one) shares: checked by name
+    throughout."""
+    faces = [c.card for c in hidden] + list(public)
+    return sum(1 for c in hidden if faces.count(c.card) == 1)
 
 
 def _named(message: Captured, card: HiddenCard, patterns: list[tuple[str, re.Pattern[str]]]) -> Iterator[str]:
     text = message.payload.decode("utf-8", errors="replace")
+    # a device's raw bytes in hex ("05 4c 65 81") are searched for the card's own bytes only: a
+    # byte that reads like a card code ("4c") is no card
+    without_raw = _RAW_MEMBER.sub('"raw": ""', text)
     for name, pattern in patterns:
-        if pattern.search(text):
+        if pattern.search(text if name.startswith("raw") else without_raw):
             yield (
                 f"#{message.index} {message.topic}: {name} names {card.card} "
                 f"(shoe {card.shoe_id} round {card.hand} {card.slot}) before its reveal"
@@ -231,7 +269,7 @@ def _implying_member(part: Any) -> str | None:
     return next((found for value in part.values() if (found := _implying_member(value)) is not None), None)
 
 
-def _in_logs(lines: Sequence[Captured], hidden: list[HiddenCard]) -> Iterator[str]:
+def _in_logs(lines: Sequence[Captured], hidden: list[HiddenCard], public: Sequence[str]) -> Iterator[str]:
     """A hidden card in a log line before the line that logs its ``card_revealed``."""
     revealed: dict[tuple[str, int, str], int] = {}
     for line in lines:
@@ -241,11 +279,14 @@ def _in_logs(lines: Sequence[Captured], hidden: list[HiddenCard]) -> Iterator[st
             key = (str(body.get("shoe_id")), _int(body.get("round")), str(body.get("slot")))
             revealed.setdefault(key, line.index)
     for card in hidden:
-        until = revealed.get((card.shoe_id, card.hand, card.slot), len(lines))
+        until = revealed.get((card.shoe_id, card.hand, card.slot), NEVER)
+        ambiguous = _same_face_public_at(card, hidden, revealed, public)
         patterns = encodings(card.card, card.raw)
-        for line in lines[:until]:
-            for leak in _named(line, card, patterns):
-                yield "log " + leak
+        raw_only = [(name, p) for name, p in patterns if name.startswith("raw")]
+        for line in lines:
+            if line.index < until:
+                for leak in _named(line, card, raw_only if line.index >= ambiguous else patterns):
+                    yield "log " + leak
 
 
 def _int(value: Any) -> int:
