@@ -4,13 +4,12 @@ on a real mosquitto started on its own port, a capture of every message the brok
 fixture replayed through its protocol's real driver (a pseudo-terminal for the serial readers,
 pyusb's replay backend for the USB HID one) into the daemon's input queue.
 
-On a squeeze table the rig plays the game server too: before each card it hands on, when the
-round in progress has its four opening cards (or a third card) dealt and not revealed, it gives
-the daemon the ``reveal`` command for them the way its command channel does once a signed command
-verified (``Daemon.submit_command``) and waits for the answer; at the end it reveals whatever is
-left. (Sent over MQTT it needs a key whose role may send ``reveal``.) Cards of a one-deck shoe
-are all different, which is what lets the detector (:mod:`tests.support.leak_detector`) call
-any mention of a hidden card a leak.
+On a squeeze table whose fixture carries no reveals the rig plays the game server too: before
+each card it hands on, when the round in progress has its four opening cards (or a third card)
+dealt and not revealed, it sends the ``reveal`` command for them over MQTT, signed with a
+``game_server`` keyring key, and waits for the table's reply; at the end it reveals whatever is
+left. Cards of a one-deck shoe are all different, which is what lets the detector
+(:mod:`tests.support.leak_detector`) call any mention of a hidden card a leak.
 """
 
 from __future__ import annotations
@@ -28,8 +27,9 @@ from typing import Any
 import paho.mqtt.client as mqtt
 from paho.mqtt.enums import CallbackAPIVersion
 
-from common.inputs import CardRead, EngineInput, SupervisorCommand
+from common.inputs import CardRead, EngineInput
 from daemon.mqtt.secrets import Secret
+from daemon.mqtt.supervisor_commands import CommandSender
 from daemon.mqtt.topics import TableTopics
 from daemon.service.config import LoadedConfig, load_config
 from daemon.service.logging import configure_logging, reset_logging
@@ -42,6 +42,7 @@ from tests.support.secrets import write_secret
 
 TABLE_ID = "LEAK-1"
 REVEAL_ORDER = ["P1", "B1", "P2", "B2", "P3", "B3"]
+GS_KEY_ID = "gs-leak"
 WAIT = 20.0
 
 HandOn = Callable[[EngineInput, Daemon], None]
@@ -86,6 +87,27 @@ class Capture:
         self.client.disconnect()
 
 
+class GameServerClient:
+    """The game server's MQTT client: signed commands with its keyring key, replies back."""
+
+    def __init__(self, port: int, key: Secret) -> None:
+        self.client = mqtt.Client(
+            CallbackAPIVersion.VERSION2, client_id=f"gs-{secrets.token_hex(3)}", protocol=mqtt.MQTTv5
+        )
+        self.sender = CommandSender(self.client, TABLE_ID, key, key_id=GS_KEY_ID)
+        subscribed = threading.Event()
+        self.client.on_connect = lambda c, *_a: c.subscribe(self.sender.reply_topic, qos=1)
+        self.client.on_subscribe = lambda *_a: subscribed.set()
+        self.client.on_message = lambda _c, _u, msg: self.sender.on_reply(bytes(msg.payload))
+        self.client.connect("127.0.0.1", port)
+        self.client.loop_start()
+        assert subscribed.wait(10), "the game server never subscribed to the replies"
+
+    def stop(self) -> None:
+        self.client.loop_stop()
+        self.client.disconnect()
+
+
 @dataclass
 class LeakRun:
     """What one run left: the capture, the daemon's log lines and the journal's sealed cards."""
@@ -103,9 +125,12 @@ class LeakRun:
 def _config(
     tmp: Path, port: int, table: dict[str, Any], idle_reader: str
 ) -> tuple[LoadedConfig, bytes, bytes]:
+    """The daemon's config; returns it with the events key and the game server's command key."""
     events_key, command_key = secrets.token_hex(32).encode(), secrets.token_hex(32).encode()
+    gs_key = secrets.token_hex(32).encode()
     write_secret(tmp / "events.key", events_key + b"\n")
     write_secret(tmp / "command.key", command_key + b"\n")
+    write_secret(tmp / "gs.key", gs_key + b"\n")
     overrides: dict[tuple[str | int, ...], Any] = {
         ("table_id",): TABLE_ID,
         ("state_dir",): str(tmp / "state"),
@@ -113,6 +138,9 @@ def _config(
         ("broker", "protocol"): "mqtt5",
         ("broker", "signing", "events_key"): {"file": str(tmp / "events.key")},
         ("broker", "signing", "command_key"): {"file": str(tmp / "command.key")},
+        ("broker", "signing", "command_keys"): [
+            {"key_id": GS_KEY_ID, "role": "game_server", "secret": {"file": str(tmp / "gs.key")}}
+        ],
         ("log", "level"): "info",
         ("log", "format"): "json",
         ("readers", 0, "settings", "url"): idle_reader,
@@ -120,7 +148,7 @@ def _config(
     }
     for key, value in table.items():
         overrides[("table", key)] = value
-    return load_config(None, environ={}, overrides=overrides), events_key, command_key
+    return load_config(None, environ={}, overrides=overrides), events_key, gs_key
 
 
 def shifted(fixture: Fixture, to: float) -> Fixture:
@@ -133,8 +161,11 @@ def shifted(fixture: Fixture, to: float) -> Fixture:
 class _GameServer:
     """Hands the replay's inputs to the daemon; reveals a squeeze round's dealt cards in order."""
 
-    def __init__(self, daemon: Daemon, squeeze: bool, hand_on: HandOn | None) -> None:
+    def __init__(
+        self, daemon: Daemon, squeeze: bool, hand_on: HandOn | None, sender: CommandSender | None
+    ) -> None:
         self.daemon = daemon
+        self.sender = sender
         self.squeeze = squeeze
         self.hand_on = hand_on
         self.refused: list[str] = []
@@ -162,24 +193,12 @@ class _GameServer:
                 self._reveal(hidden, rnd["hand"])
 
     def _reveal(self, slots: list[str], hand: int) -> None:
-        """The game server's ``reveal``, handed to the daemon as its command channel does once a
-        command verified (the roles table does not list ``reveal`` for a key yet)."""
-        answered = threading.Event()
-        answers: list[Any] = []
-
-        def reply(answer: Any) -> None:
-            answers.append(answer)
-            answered.set()
-
+        """The game server's signed ``reveal`` over MQTT; a refusal is noted."""
+        assert self.sender is not None, "a table that needs reveals needs the game server's key"
         self.revealed += 1
-        command = SupervisorCommand(
-            action="reveal", at=time.time(), actor="game_server", command_id=f"reveal-{self.revealed}",
-            args={"slots": slots, "hand": hand},
-        )  # fmt: skip
-        self.daemon.submit_command(command, reply)
-        assert answered.wait(WAIT), "no answer to the reveal"
-        if not answers[0].get("accepted"):
-            self.refused.append(f"round {hand} {slots}: {answers[0].get('reason')}")
+        reply = self.sender.send("reveal", {"slots": slots, "hand": hand}, timeout=WAIT)
+        if reply.get("status") != "accepted":
+            self.refused.append(f"round {hand} {slots}: {reply.get('reason')}")
 
 
 def run_fixture(
@@ -200,9 +219,10 @@ def run_fixture(
     )
     tmp.mkdir(parents=True, exist_ok=True)
     idle = PtyDevice(tmp / "idle-shoe")  # the configured reader: opened, never sends a byte
-    loaded, events_key, _command_key = _config(tmp, broker_port, table, idle.path)
+    loaded, events_key, gs_key = _config(tmp, broker_port, table, idle.path)
     capture = Capture(broker_port)
     capture.start()
+    game_server = GameServerClient(broker_port, Secret(gs_key, "gs"))
     log_path = tmp / "daemon.log"
     with open(log_path, "a", encoding="utf-8") as log_stream:
         configure_logging("info", "json", stream=log_stream)
@@ -210,7 +230,7 @@ def run_fixture(
         daemon.start()
         try:
             _await(daemon.publisher.subscribed.is_set, "the daemon's command subscription")
-            server = _GameServer(daemon, auto_reveal, hand_on)
+            server = _GameServer(daemon, auto_reveal, hand_on, game_server.sender)
 
             def restart(_t: float) -> None:
                 """The edge restarts mid-shoe: the daemon stops and a new one resumes its journal."""
@@ -235,6 +255,7 @@ def run_fixture(
             daemon.stop()
             reset_logging()
             idle.close()
+            game_server.stop()
     capture.stop()
     journal_events = _journal(tmp / "state", loaded)
     lines = [Captured(i, "log", line.encode()) for i, line in enumerate(log_path.read_text().splitlines())]

@@ -98,8 +98,13 @@ def _checked(run: LeakRun) -> None:
     round_cards = [c for c in run.hidden if c.slot in ROUND_SLOTS and (c.shoe_id, c.hand) not in voided]
     assert round_cards, "the shoe dealt no round"
     assert len(verdicts) == len(round_cards)
-    codes = [e["data"].get("code") for e in run.journal_events if e["kind"] == "alert_raised"]
-    assert AlertCode.ENGINE_ERROR not in codes, "the engine failed on an input"
+    events = [json.loads(m.payload) for m in run.messages if m.topic == EVENTS]
+    errors = [
+        e["data"]
+        for e in events
+        if e["kind"] == "alert_raised" and e["data"]["code"] == AlertCode.ENGINE_ERROR
+    ]
+    assert errors == [], errors[:3]
     assert all(v.status is RevealStatus.VERIFIED for v in verdicts), [
         v.describe() for v in verdicts if not v.ok
     ]
@@ -115,6 +120,15 @@ def _checked(run: LeakRun) -> None:
         ("angel_eye", (FaultSpec(Fault.MISREAD, 2),)),
         ("ascii_lines", (FaultSpec(Fault.CARD_EXPOSED, 2),)),
         ("usb_hid", (FaultSpec(Fault.MISREAD, 3),)),
+        pytest.param(
+            "angel_eye",
+            (FaultSpec(Fault.UNNEEDED_CARD, 2),),
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="found by this test: the engine fails (engine_error 'a squeeze table's card is "
+                "placed only from a read with a nonce') when a reveal releases a card held in a pull",
+            ),
+        ),
     ],
     ids=[
         "angel_eye",
@@ -123,6 +137,7 @@ def _checked(run: LeakRun) -> None:
         "angel_eye-misread",
         "ascii_lines-exposed-voided",
         "usb_hid-misread",
+        "angel_eye-unneeded",
     ],
 )
 def test_no_card_is_named_before_its_reveal_on_any_reader(
