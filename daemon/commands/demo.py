@@ -53,6 +53,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "cut_card@9, unscanned@4 (the round's last card never read), empty_window@3; cards_only: misread@3, "
         "unneeded_card@5, ...",
     )  # fmt: skip
+    parser.add_argument(
+        "--reveal", choices=["open", "squeeze"], default="open",
+        help="open (default): every card shown as it is read; squeeze: each card dealt face down "
+        "(a commitment), the demo's game server reveals each slot in order (betting_window only)",
+    )  # fmt: skip
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--live", dest="live", action="store_true", default=None, help="full-screen live view")
     view.add_argument("--lines", dest="live", action="store_false", help="one line per round")
@@ -65,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
     from daemon.service.demo import DemoOptions, DemoRun, parse_flow_fault, summary, summary_json
     from daemon.simulation.dealer import FaultSpec
 
+    if args.reveal == "squeeze" and args.game_flow != "betting_window":
+        print(
+            "demo: --reveal squeeze needs --game-flow betting_window (the game server reveals)",
+            file=sys.stderr,
+        )
+        return 2
     for fault in args.fault:
         try:
             if args.game_flow == "betting_window":
@@ -82,6 +93,7 @@ def run(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         faults=tuple(args.fault),
         game_flow=args.game_flow,
+        reveal=args.reveal,
         live_view=args.live,
         state_dir=args.state_dir,
     )
