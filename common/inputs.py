@@ -182,7 +182,9 @@ class SupervisorCommand(NamedTuple):
 
     ``action`` names the command (see the engine for the accepted set and the
     arguments each takes); ``args`` carries JSON-ready arguments; ``actor`` is who
-    asked; ``command_id`` is the caller's id, echoed in the reply.
+    asked; ``command_id`` is the caller's id, echoed in the reply. ``issued_at`` is the time
+    the sender signed into the command (its ``ts``; None when it carries none): ``at`` is when
+    the table received it.
     """
 
     action: str
@@ -190,6 +192,20 @@ class SupervisorCommand(NamedTuple):
     actor: str
     command_id: str
     args: dict[str, object]
+    issued_at: float | None = None
+
+
+class ClockStatus(NamedTuple):
+    """Whether the table's system clock is synchronised (polled by the service, not a device).
+
+    ``source`` names where the status was read (e.g. ``adjtimex``); ``detail`` says why it is
+    not synchronised (or the estimated error), for the alert and health.
+    """
+
+    synchronised: bool
+    at: float
+    source: str
+    detail: str | None = None
 
 
 class StorageState(NamedTuple):
@@ -277,6 +293,7 @@ EngineInput = (
     | Tick
     | SupervisorCommand
     | StorageState
+    | ClockStatus
     | BettingOpened
     | BettingClosed
     | ShoeSignal

@@ -69,6 +69,9 @@ class AlertCode(StrEnum):
     # squeeze tables (table.reveal.mode: squeeze)
     CARD_BEFORE_REVEAL = "card_before_reveal"
     REVEAL_REFUSED = "reveal_refused"
+    # the clock gate: the table's clock synchronisation, the server's command times
+    CLOCK_UNSYNCHRONISED = "clock_unsynchronised"
+    CLOCK_GATE_CLOSED = "clock_gate_closed"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -470,6 +473,21 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "not_dealt, already_revealed, out_of_order): no card was shown",
         "acknowledge_alert",
         details=("reason", "slots", "explanation", "reveal_source"),
+    ),
+    AlertCode.CLOCK_UNSYNCHRONISED: AlertSpec(
+        Severity.CRITICAL,
+        "the table's system clock is not synchronised (the service's clock status source): card and "
+        "command times cannot be trusted against the game server's, so betting does not open "
+        "(table.betting.clock_gate)",
+        "the clock synchronised again (cleared by the engine), acknowledge_alert",
+        details=("clock_source", "detail"),
+    ),
+    AlertCode.CLOCK_GATE_CLOSED: AlertSpec(
+        Severity.CRITICAL,
+        "open_betting was refused by the clock gate: the table's clock is not synchronised, or the server's "
+        "command time is further than table.betting.max_skew_s from the table's receive time",
+        "betting opened again (cleared by the engine), acknowledge_alert",
+        details=("round_id", "reason", "synchronised", "skew_s", "max_skew_s"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

@@ -100,6 +100,9 @@ class SupervisorStep(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
     actor: str = "fixture"
     command_id: str | None = None
+    # the time the game server signed into the command (its ``ts``), on the fixture's clock; None:
+    # the command carries none (a supervisor's, or a recording without it)
+    issued_at: float | None = Field(default=None, allow_inf_nan=False)
 
     @model_validator(mode="after")
     def _game_flow_arguments(self) -> Self:

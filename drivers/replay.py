@@ -68,6 +68,7 @@ def _command(step: FixtureStep, index: int) -> SupervisorCommand:
         actor=sup.actor,
         command_id=sup.command_id or f"fixture-step-{index}",
         args=dict(sup.args),
+        issued_at=sup.issued_at,
     )
 
 

@@ -41,6 +41,8 @@ PIT_WORDS: dict[str, str] = {
     "reader_gap": "The card reader dropped out during a round",
     "empty_betting_window": "Betting closed but no card came",
     "shoe_silent": "No card has come from the shoe for a while",
+    "clock_unsynchronised": "The table's clock is not synchronised: betting cannot open",
+    "clock_gate_closed": "Betting was refused: the table's clock cannot be trusted",
     "mqtt_dead_letter": "Some events could not be delivered to the game server",
     "mqtt_delivery_failing": "Events are not reaching the game server",
     "journal_nearly_full": "The table's record is nearly full",

@@ -38,6 +38,8 @@ _FOLD_MODULES = (
     "daemon.engine.phases",
     "daemon.engine.state",
     "daemon.engine.fold",
+    "daemon.engine.reveal_fold",
+    "daemon.engine.squeeze",
     "daemon.engine.checkpoint",
 )
 """The code a fold runs (``TableState.apply`` and what it calls) and this codec."""

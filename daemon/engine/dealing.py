@@ -14,6 +14,7 @@ from daemon.alerts import AlertCode
 from daemon.engine.aggregate import AFTER_LAST_ROUND, JOURNAL_FULL, NO_SHOE, RefusalEpisodes
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
+from daemon.engine.flow_timing import unneeded_in_time
 from daemon.engine.payloads import ReadFields
 from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
 from daemon.engine.rounds import RoundState
@@ -227,7 +228,7 @@ class Dealing:
         if st.burn_signalled:
             return _SIGNALLED_BURN
         if self.shoe.settings.game_flow is _BETTING_WINDOW:
-            return self._plan_by_betting_window()
+            return self._plan_by_betting_window(at)
         window = self.shoe.settings.unneeded_card_window_s
         recent = detect_unneeded and window > 0 and st.decided_at is not None and at - st.decided_at <= window
         if recent and st.unneeded_count == 0:
@@ -238,12 +239,13 @@ class Dealing:
             return _ROUND_BURN
         return _NEW_ROUND
 
-    def _plan_by_betting_window(self) -> Placement:
-        """Between rounds, with ``game_flow: betting_window``: the betting window, not the time since
-        the last decision, says what the next card is (``README.md``, "Game flow")."""
+    def _plan_by_betting_window(self, at: float) -> Placement:
+        """Between rounds, with ``game_flow: betting_window``: the betting window says what the next
+        card is; a card soon after the last decision is its unneeded card even if betting has
+        reopened (``README.md``, "Game flow")."""
         st = self.state
         flow = st.flow_phase
-        if flow == _FLOW_BETTING:
+        if flow == _FLOW_BETTING and not unneeded_in_time(st, self.shoe.settings.betting, at):
             return EXPOSED
         if st.round_burn_remaining > 0:
             return _ROUND_BURN  # (an unneeded card counts as the next round's burn: RULES.md mistake 1)
@@ -262,8 +264,11 @@ class Dealing:
         target: DeviceTarget | None = None,
         cmd: SupervisorCommand | None = None,
         hand: int | None = None,
+        from_outside_game: bool = False,
     ) -> None:
-        """Emit a card's events: round opening, the card, its alerts, and what it decides."""
+        """Emit a card's events: round opening, the card, its alerts, and what it decides.
+        ``from_outside_game``: the card was counted when it was drawn (exposed during betting, made
+        the round's by a late close): it is moved into the round, not counted again."""
         st = self.state
         if plan.opens_round:
             self._open_round(at, source)
@@ -289,6 +294,8 @@ class Dealing:
             data["read"] = read
         if cmd is not None:
             data.update(actor=cmd.actor, command_id=cmd.command_id)
+        if from_outside_game:
+            data["from_outside_game"] = True
         if self.emitter.squeeze and slot is not _PLACE_INDICATOR:
             data = sealed_card(data, self.table_id, st.shoe_id or "", round_hand or st.hand)
         self.emitter.emit(_CARD_DEALT, at, source, data, hand=round_hand)

@@ -48,6 +48,9 @@ class EventKind(StrEnum):
     BETTING_OPENED = "betting_opened"
     BETTING_CLOSED = "betting_closed"
     SHOE_SIGNAL = "shoe_signal"
+    # the table's clock synchronisation as the service reports it (``data.synchronised``, ``source``,
+    # ``detail``), emitted when it changes; the clock gate refuses betting while it is lost
+    CLOCK_STATUS = "clock_status"
     # the dealer on the table (``data.dealer_id``, ``name``, ``actor``): the supervisor command
     # ``dealer_changed``; the fold keeps it as ``TableState.dealer``, the pace reading attributes
     # each round to the dealer on the table when it starts

@@ -14,7 +14,7 @@ from common.inputs import ShoeSignalKind, Source
 from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
-from daemon.engine.payloads import AlertData, ReadFields
+from daemon.engine.payloads import AlertData, ExposedRead, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
 from daemon.engine.reveal_fold import card_revealed, forget_round, note_commitment
 from daemon.engine.rounds import RoundState, find_loose, result_line
@@ -115,6 +115,7 @@ def _flow_waiting(st: TableState) -> None:
     st.flow_round_id = None
     st.flow_closes_at = None
     st.flow_closed_at = None
+    st.flow_exposed = []
 
 
 def _card_dealt(st: TableState, e: Event) -> None:
@@ -122,8 +123,14 @@ def _card_dealt(st: TableState, e: Event) -> None:
     if "commitment" in d:
         note_commitment(st, d)
     code = d["card"]
-    st.counts[code] = st.counts.get(code, 0) + 1
-    st.cards_out += 1
+    if d.get("from_outside_game"):
+        # exposed during betting, then made the round's by a late close: counted once, when drawn
+        index = find_loose(st.loose_cards, code, "outside", d.get("round", st.hand + 1))
+        if index is not None:
+            del st.loose_cards[index]
+    else:
+        st.counts[code] = st.counts.get(code, 0) + 1
+        st.cards_out += 1
     st.last_card_at = e.at
     slot = d["slot"]
     if slot == _INDICATOR:
@@ -167,6 +174,15 @@ def _card_outside_game(st: TableState, e: Event) -> None:
         st.cards_out += 1
         if st.phase not in (Phase.NO_SHOE, Phase.OVER):
             st.loose_cards.append({"card": code, "place": "outside", "hand": st.hand})
+    if e.data["mode"] == "betting" and "read" in e.data:
+        read = cast(ReadFields, {k: v for k, v in e.data["read"].items() if k != "mode"})
+        exposed: ExposedRead = {
+            "card": e.data["card"],
+            "read_at": read["read_at"],
+            "counted": e.data["counted"],
+            "read": read,
+        }
+        st.flow_exposed.append(exposed)
 
 
 def _card_refused(st: TableState, e: Event) -> None:
@@ -416,12 +432,19 @@ def _betting_opened(st: TableState, e: Event) -> None:
     st.flow_windows += 1
     if e.data["round_id"] is not None:
         st.last_round_id = e.data["round_id"]
+    st.flow_exposed = []
 
 
 def _betting_closed(st: TableState, e: Event) -> None:
     st.flow_phase = FlowPhase.DEALING
     st.flow_closes_at = None
     st.flow_closed_at = e.at
+    st.flow_exposed = []
+
+
+def _clock_status(st: TableState, e: Event) -> None:
+    st.clock_synchronised = e.data["synchronised"]
+    st.clock_detail = e.data["detail"]
 
 
 def _shoe_signal(st: TableState, e: Event) -> None:
@@ -482,6 +505,7 @@ APPLY: dict[str, Callable[[TableState, Event], None]] = {
     EventKind.SUPER_ROUND_DIE: _super_round_die,
     EventKind.BETTING_OPENED: _betting_opened,
     EventKind.BETTING_CLOSED: _betting_closed,
+    EventKind.CLOCK_STATUS: _clock_status,
     EventKind.SHOE_SIGNAL: _shoe_signal,
     EventKind.READER_COMMAND_REQUESTED: _reader_command_requested,
     EventKind.READER_STATUS: _reader_status,

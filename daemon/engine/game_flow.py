@@ -30,10 +30,12 @@ from common.inputs import (
 from common.slots import Slot
 from daemon.alerts import AlertCode
 from daemon.engine import commands as args_
+from daemon.engine.clock_gate import ClockGate
 from daemon.engine.commands import Outcome, Refused
 from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
+from daemon.engine.flow_timing import LateClose, claim_late_cards, judge_close
 from daemon.engine.payloads import AlertData, ReadFields
 from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, OUTSIDE_SHOE, FlowPhase, Phase
 from daemon.engine.settings import GameFlow
@@ -109,6 +111,7 @@ class BettingWindow:
     emitter: Emitter
     dealing: Dealing
     signals: DeviceSignals
+    clock: ClockGate
 
     def __init__(
         self,
@@ -118,12 +121,14 @@ class BettingWindow:
         emitter: Emitter,
         dealing: Dealing,
         signals: DeviceSignals,
+        clock: ClockGate,
     ) -> None:
         self.state = state
         self.shoe = shoe
         self.emitter = emitter
         self.dealing = dealing
         self.signals = signals
+        self.clock = clock
 
     # ------------------------------------------------------------------ checks
     def _flow_problem(
@@ -187,6 +192,9 @@ class BettingWindow:
         problem = self._flow_problem(_OPEN, GameFlowSource.SERVER, round_id)
         if problem is not None:
             return self._refused(problem, cmd, round_id)
+        gate = self.clock.refusal(cmd, round_id)
+        if gate is not None:
+            return gate
         sequence = round_id_sequence(self.state.last_round_id, round_id)
         if not sequence.accepted:
             reason = (
@@ -204,7 +212,10 @@ class BettingWindow:
         if problem is not None:
             return self._refused(problem, cmd, round_id)
         closing = BettingClosed(cmd.at, GameFlowSource.SERVER, round_id, "server", cmd.command_id)
-        return lambda: self._close(closing, cmd.actor)
+        late = None
+        if cmd.issued_at is not None:
+            late = judge_close(self.state, self.shoe.settings.betting, cmd.issued_at, cmd.at)
+        return lambda: self._close(closing, cmd.actor, late)
 
     def _refused(self, problem: FlowProblem, cmd: SupervisorCommand, round_id: str | None) -> Refused:
         if problem.code is None:
@@ -277,27 +288,33 @@ class BettingWindow:
                 "next_hand": st.hand + 1,
             },
         )
+        self.clock.opened(inp.at)
         if sequence.reason is not None and inp.round_id is not None:
             self._sequence_alert(inp.at, inp.round_id, sequence, last)
         if self.shoe.settings.betting.lock_shoe:
             self._request_lock(LockAction.LOCK, inp.at)
 
-    def _close(self, inp: BettingClosed, actor: str | None) -> None:
+    def _close(self, inp: BettingClosed, actor: str | None, late: LateClose | None = None) -> None:
         st = self.state
-        self.emitter.emit(
-            EventKind.BETTING_CLOSED,
-            inp.at,
-            Source.SYSTEM,
-            {
-                "phase": FlowPhase.DEALING,
-                "round_id": inp.round_id,
-                "source": inp.source,
-                "device": inp.device,
-                "command_id": inp.command_id,
-                "actor": actor,
-                "next_hand": st.hand + 1,
-            },
-        )
+        data: dict[str, Any] = {
+            "phase": FlowPhase.DEALING,
+            "round_id": inp.round_id,
+            "source": inp.source,
+            "device": inp.device,
+            "command_id": inp.command_id,
+            "actor": actor,
+            "next_hand": st.hand + 1,
+        }
+        if late is not None:  # the server's own time: how the close was judged (README "Judged by time")
+            data.update(
+                issued_at=late.issued_at,
+                skew_s=late.skew_s,
+                within_skew=late.honoured,
+                claimed=[c["card"] for c in late.claimed],
+            )
+        self.emitter.emit(EventKind.BETTING_CLOSED, inp.at, Source.SYSTEM, data)
+        if late is not None:
+            claim_late_cards(late, inp.at, state=st, emitter=self.emitter, dealing=self.dealing)
         if self.shoe.settings.betting.lock_shoe:
             pending = st.lock_request
             if pending is not None and pending["action"] == LockAction.LOCK:

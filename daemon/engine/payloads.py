@@ -88,6 +88,16 @@ class LooseCard(TypedDict):
     hand: int
 
 
+class ExposedRead(TypedDict):
+    """A reader's card exposed while the current betting window was open (``card_outside_game``,
+    mode "betting"): a late ``close_betting`` issued before it was read makes it the round's card."""
+
+    card: str
+    read_at: float
+    counted: bool
+    read: ReadFields
+
+
 class CameraFill(TypedDict):
     """A card the camera filled in for a failed reader, until the reader's rescan confirms it."""
 

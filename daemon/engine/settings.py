@@ -105,6 +105,32 @@ class BettingSettings(BaseModel):
         description="Seconds after betting closes without a card of its round before empty_betting_window "
         "is raised (naming the round id); 0 turns it off.",
     )
+    # the game server's command times (late commands, the clock gate: README "Game flow")
+    max_skew_s: float = Field(
+        default=1.0,
+        ge=0,
+        le=30,
+        allow_inf_nan=False,
+        description="How far a server command's own time (its signed ts) may be from the table's receive "
+        "time: a close_betting arriving after cards it was issued before is honoured within it (those "
+        "cards are the round's); an open_betting further off is refused (clock_gate_closed). 0: late "
+        "closes are never honoured and the skew is not checked.",
+    )
+    unneeded_window_s: float = Field(
+        default=1.5,
+        ge=0,
+        le=30,
+        allow_inf_nan=False,
+        description="A card read within this time after a round was decided (or after the unneeded card "
+        "before it), before the next round's betting closes, is that round's unneeded card (burned, "
+        "RULES.md dealing mistake 1) even if betting has reopened; later cards while betting is open are "
+        "exposed (mistake 7). 0: every card while betting is open is exposed.",
+    )
+    clock_gate: bool = Field(
+        default=True,
+        description="Refuse open_betting (clock_gate_closed) while the table's clock is reported "
+        "unsynchronised (service.clock.source) or a server command's skew exceeds max_skew_s.",
+    )
 
     @model_validator(mode="after")
     def _lock_needs_another_source(self) -> BettingSettings:

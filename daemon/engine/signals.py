@@ -140,6 +140,10 @@ class DeviceSignals:
         if awaiting:
             self._check_verdict(awaiting[0], st.held[awaiting[0]].cards, verdict, inp.at)
             return
+        if self.emitter.squeeze and st.round is not None and st.round.cards and st.round.next_slot() is None:
+            # a squeeze round complete on the table, awaiting its reveal: checked now, sealed
+            self._check_verdict(st.round.hand, st.round.cards, verdict, inp.at)
+            return
         if st.round is not None and st.round.cards:
             self.emitter.alert(
                 AlertCode.MISSING_CARD,

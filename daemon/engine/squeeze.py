@@ -1,7 +1,10 @@
-"""Squeeze tables: what is sealed in an event, and the card commitment (``README.md``, "Squeeze").
+"""Squeeze tables: what is sealed in an event, and the card commitment (``README.md``, "Squeeze
+tables").
 
 On a squeeze table (``table.reveal.mode: squeeze``) every card identity the engine would put in an
-event is moved into the event's one sealed member, ``data["sealed"]``, until its slot is revealed.
+event (a member named for it, or any member whose value is or holds a card code), and what would
+tell a hidden face (a verdict, the slot a round needs next, an outcome), is moved into the event's
+one sealed member, ``data["sealed"]``.
 The journal keeps the whole event; :func:`public_data` (the one projection) drops the sealed member
 before anything leaves the table PC: the event chain's hash, the published envelope, the logs. The
 fold sees the event whole (:func:`unsealed`), so the engine checks the hidden cards as usual.
@@ -32,8 +35,13 @@ COMMITMENT_PREFIX = "baccarat-edge card commitment v1\n"
 NONCE = re.compile(r"^[0-9a-f]{32}$")
 """A nonce as the engine accepts it: 16 bytes as lowercase hex."""
 
-_CARD_KEYS = ("card", "read", "reads", "cards", "codes", "held", "released", "verdict", "needed_slot")
-"""The ``data`` members that can name a card (an event's own, and an alert's ``details``)."""
+_CARD_KEYS = (
+    *("card", "read", "reads", "cards", "codes", "held", "released"),
+    *("verdict", "needed_slot", "engine", "outcome", "winner", "totals"),
+)
+"""The ``data`` members that can name a card or tell a hidden face (an event's own, and an alert's
+``details``); any other member holding a card code is sealed too (:func:`names_card`)."""
+_CARD_CODE = re.compile(r"^[A2-9TJQK][cdhs]$")
 _PUBLIC_KINDS = frozenset({EventKind.CARD_REVEALED, EventKind.ROUND_COMPLETED})
 """Kinds whose cards are public by the time they are emitted (a round completes once revealed)."""
 
@@ -80,20 +88,32 @@ def seal(kind: EventKind, data: dict[str, Any], revealed: dict[str, str | None] 
     hidden: dict[str, Any] = {}
     public: dict[str, Any] = {}
     for key, value in data.items():
-        if key in _CARD_KEYS and value is not None:
-            hidden[key] = value
-            if key == "cards" and isinstance(value, dict) and revealed is not None:
-                public[key] = {slot: revealed.get(slot) for slot in value}
-        elif key == "details" and isinstance(value, dict):
-            inner = {k: v for k, v in value.items() if k in _CARD_KEYS and v is not None}
+        if key == "details" and isinstance(value, dict):
+            inner = {k: v for k, v in value.items() if (k in _CARD_KEYS and v is not None) or names_card(v)}
             public[key] = {k: v for k, v in value.items() if k not in inner}
             if inner:
                 hidden["details"] = inner
+        elif (key in _CARD_KEYS and value is not None) or names_card(value):
+            hidden[key] = value
+            if key == "cards" and isinstance(value, dict) and revealed is not None:
+                public[key] = {slot: revealed.get(slot) for slot in value}
         else:
             public[key] = value
     if hidden:
         public[SEALED] = hidden
     return public
+
+
+def names_card(value: object) -> bool:
+    """Whether ``value`` is, or holds anywhere inside it, a card code (``8s``): the catch-all that
+    seals a member whatever its name (``reader_card``, ``camera_card``, a list of refused cards)."""
+    if isinstance(value, str):
+        return _CARD_CODE.match(value) is not None
+    if isinstance(value, dict):
+        return any(names_card(v) or names_card(k) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(names_card(v) for v in value)
+    return False
 
 
 def sealed_card(data: dict[str, Any], table_id: str, shoe_id: str, hand: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from daemon.engine.payloads import (
     CameraFill,
     DealerOnTable,
     DecidedRound,
+    ExposedRead,
     LockRequest,
     LooseCard,
     ReadFields,
@@ -110,6 +111,11 @@ class TableState:
     # squeeze tables: each round card's commitment and secret nonce, by "hand/slot", until its
     # round completes or is voided (``squeeze.py``; the journal keeps them, nothing publishes them)
     sealed_slots: dict[str, SealedSlot] = field(default_factory=dict)
+    # the cards exposed while the current betting window was open (a late close may claim them)
+    flow_exposed: list[ExposedRead] = field(default_factory=list)
+    # the table's clock (``clock_status``): None until the service reports it; kept across shoes
+    clock_synchronised: bool | None = None
+    clock_detail: str | None = None
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:

@@ -22,6 +22,7 @@ from common.inputs import (
     BettingClosed,
     BettingOpened,
     CardRead,
+    ClockStatus,
     CutCardDrawn,
     DeviceConnection,
     EngineInput,
@@ -40,6 +41,7 @@ from daemon.alerts import AlertCode
 from daemon.engine.aggregate import RefusalEpisodes
 from daemon.engine.camera import CameraArbiter
 from daemon.engine.checkpoint import CheckpointError, EngineCheckpoint, fold_key
+from daemon.engine.clock_gate import ClockGate
 from daemon.engine.corrections import RoundCorrections
 from daemon.engine.dealing import Dealing
 from daemon.engine.emitter import Emitter
@@ -73,6 +75,7 @@ class Engine:
     refusals: RefusalEpisodes
     dealing: Dealing
     signals: DeviceSignals
+    clock: ClockGate
     flow: BettingWindow
     restart: RestartCheck
     window_watch: EmptyWindowWatch
@@ -105,8 +108,9 @@ class Engine:
         )
         self.reveals = reveals = Reveals(state=state, shoe=shoe, emitter=emitter, dealing=dealing)
         self.signals = signals = DeviceSignals(state=state, shoe=shoe, emitter=emitter, dealing=dealing)
+        self.clock = clock = ClockGate(state=state, shoe=shoe, emitter=emitter)
         self.flow = flow = BettingWindow(
-            state=state, shoe=shoe, emitter=emitter, dealing=dealing, signals=signals
+            state=state, shoe=shoe, emitter=emitter, dealing=dealing, signals=signals, clock=clock
         )
         self.restart = RestartCheck(state=state, shoe=shoe, emitter=emitter)
         self.window_watch = EmptyWindowWatch(state=state, shoe=shoe, emitter=emitter)
@@ -310,6 +314,8 @@ class Engine:
                 self.signals.on_connection(inp)
             case StorageState():
                 self.signals.on_storage(inp)
+            case ClockStatus():
+                self.clock.on_clock_status(inp)
             case BettingOpened():
                 self.flow.on_betting_opened(inp)
             case BettingClosed():

@@ -36,6 +36,7 @@ from typing import Any
 
 from daemon.engine.squeeze import public_data
 from daemon.journal.records import JournalableEvent
+from daemon.journal.sealed import sealed_mismatch
 from daemon.mqtt.canonical import canonical_json
 
 ENVELOPE_SCHEMA_VERSION = 1
@@ -188,6 +189,9 @@ def verify_chain(db: sqlite3.Connection, table_id: str) -> tuple[int, ChainBreak
             )
         if recomputed != stored:
             return checked, ChainBreak(seq, "its hash does not match its content (the row was altered)")
+        mismatch = sealed_mismatch(table_id, parsed["shoe_id"], parsed["data"])
+        if mismatch is not None:  # a squeeze card: its sealed member is checked by its commitment
+            return checked, ChainBreak(seq, mismatch)
         checked += 1
         expected_prev, previous_seq = stored, seq
     return checked, None

@@ -12,6 +12,8 @@ import json
 import sqlite3
 from typing import Any
 
+from daemon.engine.squeeze import commitment
+
 RevealKey = tuple[str | None, int, str]
 """``(shoe_id, round, slot)`` of a committed round card."""
 
@@ -35,3 +37,23 @@ def mark_reveal(record: dict[str, Any], marks: dict[RevealKey, tuple[float, int]
         return
     found = marks.get((record.get("shoe_id"), data.get("round"), data.get("slot")))  # type: ignore[arg-type]
     record["revealed"] = None if found is None else {"at": found[0], "seq": found[1]}
+
+
+def sealed_mismatch(table_id: str, shoe_id: str | None, data: dict[str, Any]) -> str | None:
+    """Why a stored squeeze ``card_dealt``'s sealed card does not match its published commitment
+    (the hash covers the commitment, not the sealed member: this check covers the member), or None."""
+    sealed = data.get("sealed")
+    if not isinstance(sealed, dict) or "commitment" not in data:
+        return None
+    try:
+        expected = commitment(
+            table_id=table_id,
+            shoe_id=shoe_id or "",
+            hand=int(data["round"]),
+            slot=str(data["slot"]),
+            card=str(sealed["card"]),
+            nonce=str(sealed["nonce"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        return f"its sealed card cannot be checked ({exc})"
+    return None if expected == data["commitment"] else "its sealed card does not match its commitment"

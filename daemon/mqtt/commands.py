@@ -187,6 +187,7 @@ class CommandVerifier:
             actor=actor,
             command_id=request.command_id,
             args=dict(request.args),
+            issued_at=request.ts,
         )
         return Verified(command, request)
 

@@ -43,6 +43,7 @@ from daemon.rules.variants import (
     load_variant_by_name,
     shipped_variant_names,
 )
+from daemon.service.clock_status import ClockSettings
 from daemon.service.configfile import (
     ConfigError,
     ConfigProblem,
@@ -55,6 +56,7 @@ from daemon.service.configfile import (
 from daemon.service.device_checks import check_betting_inputs, check_camera_devices
 from daemon.service.device_checks import device_name as device_name  # re-exported: runner, check-config
 from daemon.service.game_flow_config import game_flow_problems
+from daemon.service.reveal_config import reveal_problems
 from daemon.shipped import shipped_config_dir
 
 CONFIG_DIR = shipped_config_dir()
@@ -102,6 +104,7 @@ class ServiceSettings(BaseModel):
         ge=100,
         description="Queue depth at which a warning is logged (the queue is unbounded: no input is dropped).",
     )
+    clock: ClockSettings = Field(default_factory=ClockSettings)
 
 
 class ReaderSection(BaseModel):
@@ -242,6 +245,7 @@ def validate_raw(
         found.extend(
             game_flow_problems(raw, config.table, config.broker.signing, [r.driver for r in config.readers])
         )
+        found.extend(reveal_problems(raw, config.table, config.broker.signing, reader_settings))
     variant = _load_variant(raw, _variant_name(raw, config), found)
     if check_secrets:
         broker = config.broker if config is not None else None

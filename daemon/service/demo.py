@@ -169,7 +169,14 @@ def _flow_shoe(opts: DemoOptions, seed: int) -> tuple[Any, dict[str, Any], dict[
     game = plan_flow_game(seed, opts.protocol, rounds, tuple(faults), decks=opts.decks)
     line_reader = opts.protocol == "ascii_lines"
     actions = [as_sent(a, "server", reader_signals=line_reader) for a in game.plan.actions]
-    table = {"decks": opts.decks, "game_flow": "betting_window", "betting": {"source": "server"}}
+    # a card this soon after a decision is its round's unneeded card even if betting reopened: the
+    # dealer's 1.5 s, sped up like the dealer
+    unneeded = round(min(1.5, 1.5 / opts.speed), 4)
+    table = {
+        "decks": opts.decks,
+        "game_flow": "betting_window",
+        "betting": {"source": "server", "unneeded_window_s": unneeded},
+    }
     reader = simulated_signal_settings("ascii_lines") if line_reader else {}
     return replace(game.plan, actions=actions), table, reader
 

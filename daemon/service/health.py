@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import structlog
 
 from daemon.mqtt.publisher import Publisher
+from daemon.service.clock_status import ClockHealth
 from daemon.service.engine_loop import EngineLoop, InputQueue
 from daemon.service.liveness import Liveness, Probe
 from daemon.service.reader_commands import ReaderCommandsHealth
@@ -60,6 +61,7 @@ class EngineHealth(TypedDict):
     command_channel_ready: bool
     stalled_workers: list[str]
     insecure_broker_settings: list[str]
+    clock: NotRequired[ClockHealth]
 
 
 class DaemonHealth(TypedDict):

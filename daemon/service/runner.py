@@ -56,6 +56,7 @@ from daemon.mqtt.open_alerts import open_episode_alerts
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.tls_dates import TlsDateWatch
+from daemon.service.clock_status import ClockWatch, clock_source
 from daemon.service.config import (
     RELOADABLE,
     LoadedConfig,
@@ -133,6 +134,16 @@ class Daemon:
         self.journal: Journal | None = None
         self.pace = TablePace()
         """The table's pace (health ``pace``): read from the journal at start, then per event."""
+        betting = self.config.table.betting
+        self.clock_watch = ClockWatch(
+            clock_source(self.config.service.clock),
+            self.submit,
+            settings=self.config.service.clock,
+            max_skew_s=betting.max_skew_s,
+            clock_gate=betting.clock_gate,
+            clock=clock,
+        )
+        """The clock status, polled by the main loop (``clock_status.py``); tests replace its source."""
         self._publisher: Publisher | None = None
         self.drivers: dict[str, Device] = {}
         self.snapshot = StateSnapshot(self.config.broker.delivery.state_interval_s)
@@ -283,6 +294,7 @@ class Daemon:
 
     def submit_command(self, command: SupervisorCommand, reply: ReplyFn) -> None:
         """Called by the publisher's network thread for every verified command (lock/unlock too)."""
+        self.clock_watch.note_command(command)
         self.queue.put(Command(command, reply))
 
     def wait_until_processed(self, timeout: float) -> bool:
@@ -308,7 +320,7 @@ class Daemon:
         return report
 
     def _engine_health(self) -> EngineHealth:
-        return engine_health(
+        report = engine_health(
             self.stats,
             self.queue,
             self.engine_loop,
@@ -317,6 +329,8 @@ class Daemon:
             self.reader_commands.health(),
             self.insecure_broker_settings,
         )
+        report["clock"] = self.clock_watch.health()
+        return report
 
     def health(self) -> DaemonHealth:
         """Every worker's health plus the runner's counters (logged as ``health``)."""
@@ -342,6 +356,7 @@ class Daemon:
                 log.error("engine_thread_died")
                 raise RuntimeError("the engine thread stopped unexpectedly")
             self.watchdog.turn()
+            self.clock_watch.poll(time.monotonic())
             if self.tls_dates is not None:
                 self.tls_dates.check()
             if self.reload_requested.is_set():

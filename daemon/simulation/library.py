@@ -16,6 +16,7 @@ from pathlib import Path
 from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, make_fixture
 from daemon.simulation.flow_library import FLOW_LIBRARY, FlowEntry
 from daemon.simulation.squeeze_library import SQUEEZE_LIBRARY, SqueezeEntry
+from daemon.simulation.timed_library import TIMED_LIBRARY, TimedEntry
 from drivers.fixtures import EXPECTED_SUFFIX, FIXTURE_SUFFIX, Fixture, load_fixture, write_expected
 
 
@@ -152,7 +153,9 @@ def expected_json(events: list[dict[str, object]]) -> list[dict[str, object]]:
     return loaded
 
 
-def write_entry(entry: LibraryEntry | FlowEntry | SqueezeEntry, directory: Path) -> tuple[Path, int]:
+def write_entry(
+    entry: LibraryEntry | FlowEntry | TimedEntry | SqueezeEntry, directory: Path
+) -> tuple[Path, int]:
     """Generate one fixture and its expected stream into ``directory``; return the path and event count."""
     from daemon.simulation.golden import engine_events
 
@@ -166,5 +169,10 @@ def write_entry(entry: LibraryEntry | FlowEntry | SqueezeEntry, directory: Path)
 def write_library(directory: Path) -> list[tuple[Path, int]]:
     """Regenerate every committed fixture and expected stream (the game-flow and squeeze ones included)."""
     directory.mkdir(parents=True, exist_ok=True)
-    entries: tuple[LibraryEntry | FlowEntry | SqueezeEntry, ...] = (*LIBRARY, *FLOW_LIBRARY, *SQUEEZE_LIBRARY)
+    entries: tuple[LibraryEntry | FlowEntry | TimedEntry | SqueezeEntry, ...] = (
+        *LIBRARY,
+        *FLOW_LIBRARY,
+        *TIMED_LIBRARY,
+        *SQUEEZE_LIBRARY,
+    )
     return [write_entry(entry, directory) for entry in entries]

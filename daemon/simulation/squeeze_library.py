@@ -35,6 +35,9 @@ class SqueezeEntry:
     wrong_reveals: dict[int, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
     after_reveal: dict[int, tuple[dict[str, Any], ...]] = field(default_factory=dict)
     restart_hands: frozenset[int] = frozenset()
+    button_line: bytes | None = None
+    """A line reader's dealer button (``reveal_button`` signal text plus CR LF): each round is
+    revealed by one press per slot instead of the server's command."""
 
     def base(self) -> Fixture:
         return make_fixture(
@@ -58,8 +61,15 @@ class SqueezeEntry:
             at = _next_card_after(events, last_at) if hand in self.late_hands else last_at
             extra = self._steps_for(hand, at, slots)
             steps = sorted([*steps, *extra], key=lambda s: s.t)  # (stable: each lands after its equals)
-        table = {**base.header.table, "reveal": {"mode": "squeeze"}}
-        header = base.header.model_copy(update={"table": table})
+        reveal: dict[str, Any] = {"mode": "squeeze"}
+        update: dict[str, Any] = {}
+        if self.button_line is not None:
+            reveal["order_source"] = "button"
+            text = self.button_line.decode("ascii").strip()
+            signals = {"reveal_button": [text]}
+            update["protocol_settings"] = {**base.header.protocol_settings, "signals": signals}
+        update["table"] = {**base.header.table, "reveal": reveal}
+        header = base.header.model_copy(update=update)
         return Fixture(header=header, steps=tuple(steps))
 
     def _steps_for(self, hand: int, at: float, slots: list[str]) -> list[FixtureStep]:
@@ -70,7 +80,11 @@ class SqueezeEntry:
         for k, wrong in enumerate(self.wrong_reveals.get(hand, ())):
             out.append(_reveal(round(t + 0.01 * (k + 1), 3), hand, list(wrong), f"wrong-{hand}-{k}"))
         order = [s for s in REVEAL_ORDER if s in slots]
-        out.append(_reveal(round(at + REVEAL_LAG, 3), hand, order, f"reveal-{hand}"))
+        if self.button_line is not None:
+            for k in range(len(order)):  # one press per slot, in the table's reveal order
+                out.append(FixtureStep(t=round(at + REVEAL_LAG + 0.01 * k, 3), data=self.button_line))
+        else:
+            out.append(_reveal(round(at + REVEAL_LAG, 3), hand, order, f"reveal-{hand}"))
         for k, extra in enumerate(self.after_reveal.get(hand, ())):
             step = SupervisorStep(command_id=f"after-{hand}-{k}", **extra)
             out.append(FixtureStep(t=round(at + REVEAL_LAG + 0.01 * (k + 1), 3), supervisor=step))
@@ -145,6 +159,17 @@ def _entries(protocol: str) -> tuple[SqueezeEntry, ...]:
             faults=(FaultSpec(Fault.CARD_EXPOSED, 2),),
         ),
     ]
+    if protocol == "ascii_lines":
+        entries.append(
+            SqueezeEntry(
+                f"{protocol}-squeeze-button",
+                protocol,
+                "Four squeeze hands revealed by the dealer's button (a configured line), one press per "
+                "slot in the table's reveal order.",
+                ("squeeze: reveals from a dealer button",),
+                button_line=b"SQUEEZE\r\n",
+            )
+        )
     if protocol != "usb_hid":  # (a restart is replayed on serial readers only)
         entries.append(
             SqueezeEntry(

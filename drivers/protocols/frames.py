@@ -22,6 +22,7 @@ from common.inputs import (
     OutsideGameCard,
     ReaderSignal,
     ReadFailed,
+    RevealSignal,
     ShoeSignal,
     ShoeVerdict,
 )
@@ -36,6 +37,7 @@ ReaderInput = (
     | ShoeSignal
     | BettingOpened
     | BettingClosed
+    | RevealSignal
 )
 """The engine inputs a reader's decoder can produce."""
 

@@ -17,6 +17,10 @@ signal             engine input
                    the dealer's "no more bets" press, the next cards are the round's
 ``betting_opened`` :class:`~common.inputs.BettingOpened` from ``GameFlowSource.BUTTON``:
                    the dealer's "place your bets" press
+``reveal_button``  :class:`~common.inputs.RevealSignal` from ``button``: a squeeze table's
+                   dealer button, the next slot in ``table.reveal.order`` is shown
+``reveal_signal``  :class:`~common.inputs.RevealSignal` from ``reader_signal``: the reader's
+                   own mark that the next card was turned over (squeeze tables)
 =================  =====================================================================
 
 Signals are **exact texts**, not regular expressions, so that a configuration is proved
@@ -39,6 +43,7 @@ from common.inputs import (
     BettingOpened,
     CutCardDrawn,
     GameFlowSource,
+    RevealSignal,
     ShoeSignal,
     ShoeSignalKind,
     Source,
@@ -59,11 +64,17 @@ class SignalName(StrEnum):
     BURN_ENDED = "burn_ended"
     BETTING_CLOSED = "betting_closed"
     BETTING_OPENED = "betting_opened"
+    REVEAL_BUTTON = "reveal_button"
+    REVEAL_SIGNAL = "reveal_signal"
 
 
-SignalInput = CutCardDrawn | ShoeSignal | BettingOpened | BettingClosed
+SignalInput = CutCardDrawn | ShoeSignal | BettingOpened | BettingClosed | RevealSignal
 """The engine inputs a signal becomes."""
 
+_REVEAL_SOURCES: dict[SignalName, str] = {
+    SignalName.REVEAL_BUTTON: "button",
+    SignalName.REVEAL_SIGNAL: "reader_signal",
+}
 _SHOE_KINDS: dict[SignalName, ShoeSignalKind] = {
     SignalName.SHOE_STARTED: ShoeSignalKind.SHOE_STARTED,
     SignalName.SHOE_ENDED: ShoeSignalKind.SHOE_ENDED,
@@ -80,6 +91,8 @@ def signal_input(name: SignalName, at: float, *, raw: str | None, device: str) -
         return BettingClosed(at=at, source=GameFlowSource.BUTTON, device=device)
     if name is SignalName.BETTING_OPENED:
         return BettingOpened(at=at, source=GameFlowSource.BUTTON, device=device)
+    if name in _REVEAL_SOURCES:
+        return RevealSignal(at=at, source=_REVEAL_SOURCES[name], raw=raw, device=device)
     return ShoeSignal(kind=_SHOE_KINDS[name], at=at, raw=raw, device=device)
 
 
@@ -101,6 +114,12 @@ class SignalTexts(BaseModel):
         default=(), description="Dealer button: 'no more bets', the next cards are the round's."
     )
     betting_opened: tuple[str, ...] = Field(default=(), description="Dealer button: 'place your bets'.")
+    reveal_button: tuple[str, ...] = Field(
+        default=(), description="Squeeze table's dealer button: show the next slot (table.reveal.order)."
+    )
+    reveal_signal: tuple[str, ...] = Field(
+        default=(), description="Squeeze table: the reader's mark that the next card was turned over."
+    )
     ignore_case: bool = Field(default=False, description="Match the texts in any case.")
 
     @field_validator(*(name.value for name in SignalName))

@@ -19,6 +19,7 @@ from common.inputs import (
     ReaderSignal,
     ReaderSignalKind,
     ReadFailed,
+    RevealSignal,
     ShoeSignal,
     ShoeSignalKind,
 )
@@ -38,6 +39,8 @@ LINE_SIGNALS = {
     "burn_ended": ["BURN END"],
     "betting_closed": ["NO MORE BETS"],
     "betting_opened": ["PLACE BETS"],
+    "reveal_button": ["SQUEEZE"],
+    "reveal_signal": ["TURNED"],
 }
 EXPECTED: dict[str, tuple[type, object]] = {
     "cut_card": (CutCardDrawn, None),
@@ -47,6 +50,8 @@ EXPECTED: dict[str, tuple[type, object]] = {
     "burn_ended": (ShoeSignal, ShoeSignalKind.BURN_ENDED),
     "betting_closed": (BettingClosed, GameFlowSource.BUTTON),
     "betting_opened": (BettingOpened, GameFlowSource.BUTTON),
+    "reveal_button": (RevealSignal, "button"),
+    "reveal_signal": (RevealSignal, "reader_signal"),
 }
 
 
@@ -67,6 +72,8 @@ def assert_is(signal: str, inp: object, device: str = "reader") -> None:
     if kind in (BettingOpened, BettingClosed):
         assert getattr(inp, "source") is detail  # noqa: B009
         assert getattr(inp, "round_id") is None  # noqa: B009  (a button carries no round id)
+    if kind is RevealSignal:
+        assert getattr(inp, "source") == detail  # noqa: B009
 
 
 # --- line readers ---------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from common.inputs import CardRead, EngineInput, SupervisorCommand
 from daemon.alerts import ALERTS, AlertCode, IdScheme, RaisedBy
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
+from daemon.engine.squeeze import unsealed
 from daemon.engine.table import Engine
 from daemon.rules.outcome import RoundOutcome, next_slot
 from daemon.rules.variants import Variant, load_variant_by_name
@@ -78,7 +79,9 @@ def assert_restores(eng: Engine, events: list[Event]) -> None:
 
 
 def assert_engine_alert_as_catalogued(data: dict[str, Any]) -> None:
-    """An engine ``alert_raised`` event's data is as ``daemon.alerts`` describes its code."""
+    """An engine ``alert_raised`` event's data is as ``daemon.alerts`` describes its code (on a
+    squeeze table with its sealed members in their places)."""
+    data = unsealed(data)
     spec = ALERTS[AlertCode(data["code"])]
     assert spec.raised_by is RaisedBy.ENGINE, data["code"]
     assert data["message"] == spec.summary

@@ -10,7 +10,16 @@ from typing import Any
 
 import pytest
 
-from common.inputs import ReadFailed, RevealSignal
+from common.inputs import (
+    CardRead,
+    DeviceTarget,
+    ReadFailed,
+    RevealSignal,
+    ShoeVerdict,
+    Source,
+    VerdictOutcome,
+)
+from daemon.engine.checkpoint import capture
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.squeeze import SEALED, public_data
@@ -294,3 +303,63 @@ def test_reveal_settings_are_validated() -> None:
         TableSettings.model_validate({"reveal": {"order": ["P1", "P3", "B1", "B2", "P2", "B3"]}})
     with pytest.raises(ValueError, match="mode"):
         TableSettings.model_validate({"reveal": {"mode": "peek"}})
+
+
+def test_the_camera_path_fills_a_misread_with_a_sealed_commitment_and_cross_checks_sealed() -> None:
+    eng, nonce = squeeze(), Nonces()
+    out = start(eng, nonce)
+
+    def camera(code: str, at: float, slot: str) -> CardRead:
+        return read(
+            code,
+            at,
+            source=Source.CAMERA,
+            device="camera",
+            target=DeviceTarget(slot),
+            confidence=0.99,
+            nonce=nonce(),
+        )
+
+    out += deal(eng, nonce, ["8s"], 10)
+    out += feed(eng, [camera("7h", 10.5, "P1")])  # disagrees with the reader: an alert, sealed
+    assert alerts(out, "camera_disagreement")
+    out += feed(eng, [ReadFailed(11.0)])
+    out += feed(eng, [camera("Td", 11.5, "B1")])  # fills the misread
+    filled = of_kind(out, "card_dealt")[-1]
+    assert public_data(filled.data)["fills_rescan"] is True
+    assert filled.data["commitment"] == expected_commitment("S1", 1, "B1", "Td", filled.data[SEALED]["nonce"])
+    assert_no_card_published(out)
+    assert_restores(eng, out)
+
+
+def test_the_shoes_verdict_before_the_reveal_is_checked_sealed_and_holds_nothing() -> None:
+    eng, nonce = squeeze(), Nonces()
+    out = start(eng, nonce)
+    out += deal(eng, nonce, ["8s", "Td", "Qh", "9c"], 10)  # the Banker wins 9 to 8
+    out += feed(eng, [ShoeVerdict(VerdictOutcome.BANKER, False, False, 14.0, raw="G B")])
+    (checked,) = of_kind(out, "verdict_checked")
+    assert public_data(checked.data) == {"hand": 1, "agrees": True}  # the verdict itself sealed
+    assert not alerts(out, "missing_card")
+    out += feed(eng, [ShoeVerdict(VerdictOutcome.PLAYER, False, False, 14.5, raw="G P")])
+    (disagreement,) = alerts(out, "verdict_disagreement")
+    assert "engine" not in public_data(disagreement.data)["details"]
+    assert "verdict" not in public_data(disagreement.data)["details"]
+    out += feed(eng, [cmd("reveal", 20, "r1", slots=["P1", "P2", "B1", "B2"])])
+    assert "round_held" in kinds(out)  # the disagreement holds it, named
+    assert_no_card_published(out)
+    assert_restores(eng, out)
+
+
+def test_a_checkpoint_mid_squeeze_keeps_the_sealed_cards_and_nonces() -> None:
+    eng, nonce = squeeze(), Nonces()
+    out = start(eng, nonce)
+    out += deal(eng, nonce, ["8s", "Td", "Qh", "9c"], 10)
+    out += feed(eng, [cmd("reveal", 20, "r1", slots=["P1"])])
+    checkpoint = capture(eng, out[-1].at)
+    restored = Engine.restore(
+        eng.configured_settings, eng.configured_variant, [], start=checkpoint, table_id=TABLE
+    )
+    assert restored.state.comparable() == eng.state.comparable()
+    later = feed(restored, [cmd("reveal", 30, "r2", slots=["P2", "B1", "B2"])])
+    assert [e.data["card"] for e in of_kind(later, "card_revealed")] == ["Qh", "Td", "9c"]
+    assert "round_completed" in kinds(later)

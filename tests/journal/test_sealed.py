@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sqlite3
 from pathlib import Path
 
 from common.inputs import CardRead, EngineInput
@@ -136,3 +137,22 @@ def test_an_open_tables_reads_carry_no_nonce() -> None:
     (dealt,) = eng.handle(CardRead(read("2c", 2).card, 2.0))
     assert "nonce" not in dealt.data["read"]
     assert "commitment" not in dealt.data
+
+
+def test_journal_verify_finds_a_sealed_card_swapped_in_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "j.sqlite3"
+    journal = Journal(JournalSettings(path=path), TABLE)
+    squeeze_shoe(journal)
+    journal.close()
+    db = sqlite3.connect(path)
+    seq, body = db.execute(
+        "SELECT seq, body FROM events WHERE kind = 'card_dealt' AND body LIKE '%\"P1\"%' ORDER BY seq LIMIT 1"
+    ).fetchone()
+    event = json.loads(body)
+    event["data"][SEALED]["card"] = "Kc"  # the hash does not cover it: its commitment does
+    db.execute("UPDATE events SET body = ? WHERE seq = ?", (json.dumps(event), seq))
+    db.commit()
+    db.close()
+    report = verify_journal(path)
+    assert not report.ok
+    assert any(f"seq {seq}" in p and "commitment" in p for p in report.problems), report.problems
