@@ -123,7 +123,7 @@ class LeakRun:
 
 
 def _config(
-    tmp: Path, port: int, table: dict[str, Any], idle_reader: str
+    tmp: Path, port: int, table: dict[str, Any], idle_reader: dict[str, Any]
 ) -> tuple[LoadedConfig, bytes, bytes]:
     """The daemon's config; returns it with the events key and the game server's command key."""
     events_key, command_key = secrets.token_hex(32).encode(), secrets.token_hex(32).encode()
@@ -143,12 +143,22 @@ def _config(
         ],
         ("log", "level"): "info",
         ("log", "format"): "json",
-        ("readers", 0, "settings", "url"): idle_reader,
+        ("readers", 0): idle_reader,
         ("service", "health_interval_s"): 0.5,
     }
     for key, value in table.items():
         overrides[("table", key)] = value
     return load_config(None, environ={}, overrides=overrides), events_key, gs_key
+
+
+def _idle_reader(fixture: Fixture, path: str) -> dict[str, Any]:
+    """The configured reader: the fixture's serial protocol with its settings (a dealer button's
+    signal, say), on a pty that never sends a byte; an Angel Eye one for a USB fixture."""
+    serial = fixture.header.transport == "serial"
+    settings: dict[str, Any] = {"url": path, "device_name": "reader"}
+    if serial and fixture.header.protocol_settings:
+        settings["protocol"] = dict(fixture.header.protocol_settings)
+    return {"driver": fixture.header.protocol if serial else "angel_eye", "settings": settings}
 
 
 def shifted(fixture: Fixture, to: float) -> Fixture:
@@ -213,13 +223,16 @@ def run_fixture(
     table = dict(fixture.header.table)
     if reveal_mode == "squeeze" and "reveal" not in table:
         table["reveal"] = {"mode": "squeeze", "order_source": "server", "order": REVEAL_ORDER}
-    # a squeeze fixture plays the game server's reveals itself; else the rig reveals
-    auto_reveal = reveal_mode == "squeeze" and not any(
-        s.supervisor is not None and s.supervisor.action == "reveal" for s in fixture.steps
+    # a squeeze fixture plays its reveals itself (the game server's commands, or the dealer's
+    # button in the reader's bytes); else the rig reveals as the game server
+    auto_reveal = (
+        reveal_mode == "squeeze"
+        and table["reveal"].get("order_source", "server") == "server"
+        and not any(s.supervisor is not None and s.supervisor.action == "reveal" for s in fixture.steps)
     )
     tmp.mkdir(parents=True, exist_ok=True)
     idle = PtyDevice(tmp / "idle-shoe")  # the configured reader: opened, never sends a byte
-    loaded, events_key, gs_key = _config(tmp, broker_port, table, idle.path)
+    loaded, events_key, gs_key = _config(tmp, broker_port, table, _idle_reader(fixture, idle.path))
     capture = Capture(broker_port)
     capture.start()
     game_server = GameServerClient(broker_port, Secret(gs_key, "gs"))

@@ -236,11 +236,6 @@ def test_no_card_is_named_before_its_reveal_on_the_camera_path(
     _checked(run)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a leak this test found: camera_disagreement's details.reader_card and camera_card are "
-    "published unsealed on a squeeze table (events, alerts, the log)",
-)
 def test_a_camera_disagreement_names_no_hidden_card(tmp_path: Path, mosquitto: MosquittoBroker) -> None:
     fixture = make_fixture("leak-dispute", "ascii_lines", DealSettings(decks=1, seed=SEED))
     camera = CameraPath(dispute_card=12)  # the first round's Player 1 (after the indicator and its burns)
