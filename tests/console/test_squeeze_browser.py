@@ -185,3 +185,30 @@ def test_face_down_cards_show_their_backs_until_revealed_then_each_reveal_is_che
     _open(rig, "/dealer/SQ1")  # the dealer display checks the reveals itself
     _until(rig, lambda d: d.find_elements(By.CSS_SELECTOR, problem), "the mismatch on the dealer display")
     assert len(rig.driver.find_elements(By.CSS_SELECTOR, "#layout .card.face-down")) == 2
+
+
+def test_a_held_squeeze_round_shows_its_backs_and_offers_no_correction(rig: SqueezeRig) -> None:
+    """A round held with cards face down (``null`` in the event's map): backs in the holds, and no
+    "Correct a card" (it sends every card of the round, which the page does not know)."""
+    from selenium.webdriver.common.by import By
+
+    table = rig.table
+    hand = table.open_round()
+    _deal_face_down(table, hand)
+    _reveal(table, hand, "P1", "8s")
+    cards = {"P1": "8s", "B1": None, "P2": None, "B2": None}
+    table.event("round_held", {"hand": hand, "cards": cards, "blocked_by": ["card_before_reveal"]}, hand)
+    _open(rig, "/table/SQ1")
+    held = f'#holds .hold[data-hand="{hand}"]'
+    _until(
+        rig, lambda d: len(d.find_elements(By.CSS_SELECTOR, held + " .card.face-down")) == 3, "the held backs"
+    )
+    assert [
+        c.get_attribute("data-card") for c in rig.driver.find_elements(By.CSS_SELECTOR, held + " [data-card]")
+    ] == ["8s"]
+    actions = [
+        b.get_attribute("data-action") for b in rig.driver.find_elements(By.CSS_SELECTOR, held + " button")
+    ]
+    assert "rearrange" not in actions
+    assert {"resolve_hold", "void_round"} <= set(actions)
+    assert set(FACES.findall(_page_text(rig))) == {"8♠"}  # the face up one (layout, hold), no other

@@ -413,7 +413,7 @@
       for (const slot of Object.keys(held.cards)) cards.appendChild(cardNode(held.cards[slot], slot, held.hand));
       for (const slot of held.hidden || []) cards.appendChild(faceDownNode(slot, held.hand));
       item.appendChild(cards);
-      item.appendChild(holdActions(held.hand, held.cards, model));
+      item.appendChild(holdActions(held.hand, held.cards, model, (held.hidden || []).length > 0));
       wrap.appendChild(item);
     }
     for (const alert of model.alerts) {
@@ -436,7 +436,8 @@
       const buttons = el("div", "buttons");
       if (alert.holds !== null) {
         const cards = hand !== null && model.round.hand === hand ? model.round.cards : {};
-        buttons.appendChild(holdActions(hand, cards, model));
+        const faceDown = hand !== null && model.round.hand === hand && (model.round.hidden || []).length > 0;
+        buttons.appendChild(holdActions(hand, cards, model, faceDown));
       }
       buttons.appendChild(actionButton("Acknowledge", "acknowledge_alert", { alert_id: alert.alert_id }, [], model, alert.alert_id));
       item.appendChild(buttons);
@@ -445,13 +446,17 @@
     return wrap;
   }
 
-  function holdActions(hand, cards, model) {
+  // faceDown: a squeeze round with cards not revealed: the page does not know them, so it cannot
+  // send the whole round corrected (rearrange names every card); confirm and void still work.
+  function holdActions(hand, cards, model, faceDown) {
     const args = hand === null ? {} : { hand: hand };
     const box = el("span", "hold-actions");
     box.appendChild(actionButton("Confirm (resolve hold)", "resolve_hold", args, [], model, hand));
-    box.appendChild(actionButton("Correct a card", "rearrange", Object.assign({ cards: cards }, args),
-      [{ name: "slot", label: "Slot", options: ["P1", "B1", "P2", "B2", "P3", "B3"] },
-       { name: "card", label: "Card (e.g. 8s, Th)" }], model, hand));
+    if (!faceDown) {
+      box.appendChild(actionButton("Correct a card", "rearrange", Object.assign({ cards: cards }, args),
+        [{ name: "slot", label: "Slot", options: ["P1", "B1", "P2", "B2", "P3", "B3"] },
+         { name: "card", label: "Card (e.g. 8s, Th)" }], model, hand));
+    }
     box.appendChild(actionButton("Void round", "void_round", args, [{ name: "reason", label: "Reason" }], model, hand));
     return box;
   }
