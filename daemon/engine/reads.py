@@ -89,4 +89,5 @@ def read_from_fields(fields: ReadFields) -> CardRead | ReadFailed:
         confidence=fields.get("confidence"),
         raw=fields.get("raw"),
         device=fields["device"],
+        nonce=fields.get("nonce"),
     )

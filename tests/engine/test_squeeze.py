@@ -363,3 +363,23 @@ def test_a_checkpoint_mid_squeeze_keeps_the_sealed_cards_and_nonces() -> None:
     later = feed(restored, [cmd("reveal", 30, "r2", slots=["P2", "B1", "B2"])])
     assert [e.data["card"] for e in of_kind(later, "card_revealed")] == ["Qh", "Td", "9c"]
     assert "round_completed" in kinds(later)
+
+
+def test_a_pull_held_and_released_keeps_each_cards_nonce() -> None:
+    eng, nonce = squeeze(), Nonces()
+    out = start(eng, nonce)
+    out += deal(eng, nonce, ["8s", "Td"], 10)
+    # P2 and B2 pulled together, the lower card reported first: it waits for the one above it
+    out += feed(
+        eng, [read("9c", 12.0, position=2, nonce=nonce()), read("Qh", 12.1, position=1, nonce=nonce())]
+    )
+    out += feed(eng, [cmd("reveal", 13, "r1", slots=["P1", "P2", "B1", "B2"])])  # after a held read
+    assert of_kind(out, "read_held")
+    dealt = {e.data["slot"]: e for e in of_kind(out, "card_dealt") if e.data.get("round") == 1}
+    assert [dealt[s].data[SEALED]["card"] for s in ("P2", "B2")] == ["Qh", "9c"]
+    for slot, event in dealt.items():
+        sealed = event.data[SEALED]
+        assert event.data["commitment"] == expected_commitment("S1", 1, slot, sealed["card"], sealed["nonce"])
+    assert "round_completed" in kinds(out)
+    assert_no_card_published(out)
+    assert_restores(eng, out)
