@@ -120,15 +120,7 @@ def _checked(run: LeakRun) -> None:
         ("angel_eye", (FaultSpec(Fault.MISREAD, 2),)),
         ("ascii_lines", (FaultSpec(Fault.CARD_EXPOSED, 2),)),
         ("usb_hid", (FaultSpec(Fault.MISREAD, 3),)),
-        pytest.param(
-            "angel_eye",
-            (FaultSpec(Fault.UNNEEDED_CARD, 2),),
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="found by this test: the engine fails (engine_error 'a squeeze table's card is "
-                "placed only from a read with a nonce') when a reveal releases a card held in a pull",
-            ),
-        ),
+        ("angel_eye", (FaultSpec(Fault.UNNEEDED_CARD, 2),)),
     ],
     ids=[
         "angel_eye",
