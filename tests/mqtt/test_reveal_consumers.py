@@ -92,3 +92,22 @@ def test_tail_says_each_reveal_and_exits_1_on_a_mismatch(
     assert "REVEAL PROBLEM reveal_mismatch: shoe S1 round 1 slot B1: card 9h" in err
     assert "reveals: 1 verified, 0 unchecked, 1 failed" in err
     assert tail.returncode == 1, err
+
+
+def test_consume_reports_a_failed_reveal_and_exits_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``consume``'s closing report (its shard member's consumers as the test left them)."""
+    from types import SimpleNamespace
+
+    from daemon.commands.consume import _report
+
+    consumer = OrderedConsumer("T1", Checkpoint(tmp_path / "c.sqlite3", "T1"), KEY)
+    for seq, (kind, data) in enumerate(_squeeze_data("T1", "S1"), start=1):
+        consumer.feed(envelope(seq, kind=kind, data=data), now=0.0)
+    member = SimpleNamespace(consumers={"T1": consumer}, failure=None)
+    assert _report(member, SimpleNamespace(handed=5, repeats=0)) == 1
+    err = capsys.readouterr().err
+    assert "consume: table T1: reveal_mismatch: shoe S1 round 1 slot B1: card 9h" in err
+    assert "1 reveals failed their commitment" in err
+    consumer.checkpoint.close()
