@@ -71,3 +71,31 @@ def test_each_reveal_turns_its_slot_face_up_and_the_total_shows_once_a_side_is_o
     assert "total ? (face down)" in text
     assert view.round_reveals["P1"] == {"card": "8s", "nonce": NONCE, "commitment": _digest("P1")}
     assert view.round_hidden == ["B2"]
+
+
+def test_a_squeeze_retained_state_is_taken_by_the_schema_and_drawn_face_down() -> None:
+    """The retained state of a squeeze round: null cards and the slots' commitments, valid by the
+    contract's schema (the fleet view's parser too); drawn face down, no total."""
+    from daemon.fleet.payloads import check
+    from tests.fleet.synthetic import SyntheticTable
+
+    body = json.loads(SyntheticTable(TABLE, shoe_id=SHOE, hand=4).state(1.0))
+    cards: dict[str, str | None] = {"P1": "8s", "B1": None, "P2": None}
+    body["state"]["round"] = {
+        "hand": 4, "opened_at": 1.0, "cards": cards, "sources": dict.fromkeys(cards, "reader"),
+        "holds": [], "awaiting_verdict": False, "super_round_die": None, "corrected": False,
+        "player_total": None, "banker_total": None, "next_slot": "B2", "blocked_by": [],
+        "commitments": {slot: _digest(slot) for slot in cards},
+    }  # fmt: skip
+    payload = json.dumps(body).encode()
+    checked = check("state", TABLE, payload)
+    assert checked.problem is None
+    view = TableView(TABLE)
+    view.apply(f"baccarat/v1/{TABLE}/state", payload)
+    assert view.malformed == 0, view.last_problem
+    assert (view.round_cards, view.round_hidden) == ({"P1": "8s"}, ["B1", "P2"])
+    assert view.round_commitments == {slot: _digest(slot) for slot in cards}
+    text = render(view, colour=False)
+    assert _faces(text) == {"8♠"}
+    assert f"Player  8♠ {FACE_DOWN}" in text
+    assert f"Banker  {FACE_DOWN}" in text
