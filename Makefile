@@ -66,7 +66,8 @@ test-explore: $(STAMP)
 	@echo "hypothesis seed $(SEED) (again: make test-explore SEED=$(SEED))"
 	HYPOTHESIS_PROFILE=explore $(PYTEST) -m hypothesis --hypothesis-seed=$(SEED)
 
-# The Debian package build/deb/baccarat-edge_<version>_<arch>.deb (systemd/README.md).
+# The Debian package build/deb/baccarat-edge_<version>_<arch>.deb (systemd/README.md); needs
+# ATTESTATION_KEY_FILE, the path of the Ed25519 build key that signs its manifest of files.
 .PHONY: deb
 deb:
 	@bash .ci/system-deps deb

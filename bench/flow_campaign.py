@@ -3,14 +3,20 @@
 Shoes of 9 rounds are dealt by the rules with the game server's betting window
 (``daemon.simulation.flow_dealer``), with one fault in rounds 1, 3, 5 and 7, encoded in a reader
 protocol and decoded by the real decoders into a fresh engine (a reader unplugged mid-round is a
-``DeviceConnection`` down and up). Then a supervisor rearranges each held round to its physical
-cards (when they differ) and resolves its hold. Each physical round is counted as:
+``DeviceConnection`` down and up; an outage of the edge drops what was sent meanwhile and restores
+the engine from its own events, through JSON, as the daemon does from its journal; a late close
+carries the time the server issued it where commands carry one). Then a supervisor rearranges
+each held round to its physical cards (when they differ) and resolves its hold. Each physical
+round is counted as:
 
 * ``identical``: completed with its physical cards, no hold;
 * ``held_then_corrected``: held first, then completed with its physical cards;
 * ``held_uncorrected``: held, and the correction did not complete it;
-* ``lost_alerted`` / ``lost_silent``: never completed nor held under its round id;
+* ``lost_alerted`` / ``lost_silent``: never completed nor held under its round id, with / without
+  an alert naming it (its round id, or a skipped range of ids around it);
 * ``WRONG``: completed with other cards than the physical ones (must be 0).
+
+One command prints the table, per fault and protocol (60 shoes: 540 rounds each)::
 
     .venv/bin/python -m bench.flow_campaign [--games 60] [--faults unscanned ...] [--protocols ...]
 """
@@ -18,29 +24,60 @@ cards (when they differ) and resolves its hold. Each physical round is counted a
 from __future__ import annotations
 
 import argparse
+import json
 import random
 from collections import Counter
 
 from common.inputs import DeviceConnection, SupervisorCommand, Tick
+from daemon.engine.commands import round_id_parts
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.rules.variants import load_variant_by_name
-from daemon.simulation.flow_dealer import FLOW_FAULTS, FlowFault, FlowGame, plan_flow_game
+from daemon.simulation.flow_dealer import FlowFault, FlowGame, plan_flow_game
 from daemon.simulation.flow_library import with_reader_outages
+from drivers.fixtures import SupervisorStep
 from drivers.protocols import make_decoder
 from drivers.simulate import encode_plan
 
 SETTINGS = TableSettings.model_validate({"game_flow": "betting_window"})
 PROTOCOLS = ("ascii_lines", "usb_hid", "angel_eye")
+FAULTS = (
+    "unplug_mid_round",
+    "unscanned",
+    "late_close",
+    "quick_reopen",
+    "misread_deal_on",
+    "outage",
+    "empty_window",
+)
+COLUMNS = ("identical", "held_then_corrected", "held_uncorrected", "lost_alerted", "lost_silent", "WRONG")
+
+
+def _command(sup: SupervisorStep, t: float, game: FlowGame) -> SupervisorCommand:
+    """The server's command as the table receives it: a late one with the time it was issued."""
+    issued = game.issued_at.get(f"{sup.action.split('_')[0]}:{sup.args.get('round_id')}")
+    return SupervisorCommand(sup.action, t, "gs", sup.command_id or "c", sup.args, issued_at=issued)
+
+
+def _restored(events: list[Event]) -> Engine:
+    journal = [Event.from_dict(json.loads(json.dumps(e.to_dict(), allow_nan=False))) for e in events]
+    return Engine.restore(SETTINGS, load_variant_by_name("standard"), journal, load_variant_by_name)
 
 
 def run(game: FlowGame, protocol: str) -> tuple[Engine, list[Event]]:
-    """The engine fed with the game as the daemon would feed it (no outage of the edge)."""
+    """The engine fed with the game as the daemon would feed it, outages of the edge included."""
     engine = Engine(SETTINGS, load_variant_by_name("standard"))
     decoder = make_decoder(protocol)
     events: list[Event] = []
+    outages = list(game.outages)
     for step in with_reader_outages(encode_plan(game.plan, protocol, seed=3), game.reader_outages):
+        if outages and outages[0][0] <= step.t < outages[0][1]:
+            continue  # the edge is down: nothing reaches it
+        if outages and step.t >= outages[0][1]:
+            outages.pop(0)  # the edge restarts from its journal, with a fresh decoder
+            engine = _restored(events)
+            decoder = make_decoder(protocol)
         raw = step.data if step.data is not None else step.report
         if raw is not None:
             for frame in decoder.feed(raw, step.t):
@@ -52,10 +89,9 @@ def run(game: FlowGame, protocol: str) -> tuple[Engine, list[Event]]:
         elif step.event == "replug":
             events += engine.handle(DeviceConnection(True, step.t, detail="plugged back"))
         elif step.supervisor is not None:
-            sup = step.supervisor
-            events += engine.handle(
-                SupervisorCommand(sup.action, step.t, "gs", sup.command_id or "c", sup.args)
-            )
+            events += engine.handle(_command(step.supervisor, step.t, game))
+        elif step.tick:
+            events += engine.handle(Tick(step.t))
     events += engine.handle(Tick(10_000.0))
     return engine, events
 
@@ -83,6 +119,23 @@ def correct(engine: Engine, game: FlowGame) -> set[str]:
     return fixed
 
 
+def _alerted_ids(events: list[Event]) -> set[str]:
+    """The round ids an alert names: its ``round_id``, and the ids a skipped range lies over."""
+    named: set[str] = set()
+    for e in events:
+        if e.kind != "alert_raised":
+            continue
+        details = e.data.get("details") or {}
+        round_id, last = details.get("round_id"), details.get("last_round_id")
+        if isinstance(round_id, str):
+            named.add(round_id)
+        if isinstance(round_id, str) and isinstance(last, str):
+            before, after = round_id_parts(last), round_id_parts(round_id)
+            if before is not None and after is not None and before[0] == after[0]:
+                named |= {f"{after[0]}{n}" for n in range(before[1] + 1, after[1])}
+    return named
+
+
 def classify(game: FlowGame, events: list[Event], fixed: set[str]) -> Counter[str]:
     """Each physical round's ending (module docstring)."""
     status: dict[str, str] = {}
@@ -94,9 +147,11 @@ def classify(game: FlowGame, events: list[Event], fixed: set[str]) -> Counter[st
             status[round_id] = "held_then_corrected" if round_id in fixed else "held_uncorrected"
         else:
             status[round_id] = "identical" if e.data["cards"] == game.rounds[round_id] else "WRONG"
-    alerted = any(e.kind == "alert_raised" for e in events)
-    lost = "lost_alerted" if alerted else "lost_silent"
-    return Counter(status.get(round_id, lost) for round_id in game.round_ids)
+    named = _alerted_ids(events)
+    return Counter(
+        status.get(round_id, "lost_alerted" if round_id in named else "lost_silent")
+        for round_id in game.round_ids
+    )
 
 
 def campaign(fault: str, protocol: str, games: int) -> Counter[str]:
@@ -104,7 +159,12 @@ def campaign(fault: str, protocol: str, games: int) -> Counter[str]:
     total: Counter[str] = Counter()
     for seed in range(games):
         faults = tuple(
-            FlowFault(fault, r, card_index=-1 if fault == "unscanned" else rng.randint(0, 3))
+            FlowFault(
+                fault,
+                r,
+                card_index=-1 if fault == "unscanned" else rng.randint(0, 3),
+                delay=90.0 if fault == "empty_window" else 5.0,
+            )
             for r in (1, 3, 5, 7)
         )
         game = plan_flow_game(seed, protocol, 9, faults)
@@ -116,16 +176,18 @@ def campaign(fault: str, protocol: str, games: int) -> Counter[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=60, help="shoes per fault and protocol (9 rounds each)")
-    parser.add_argument("--faults", nargs="+", default=["unscanned", "unplug_mid_round", "misread_deal_on"])
-    parser.add_argument("--protocols", nargs="+", default=list(PROTOCOLS))
+    parser.add_argument("--faults", nargs="+", default=list(FAULTS), choices=FAULTS, metavar="FAULT")
+    parser.add_argument(
+        "--protocols", nargs="+", default=list(PROTOCOLS), choices=PROTOCOLS, metavar="PROTOCOL"
+    )
     args = parser.parse_args()
+    print(f"| fault | protocol | rounds | {' | '.join(COLUMNS)} |")
+    print("|---|---|---|" + "---|" * len(COLUMNS))
     for fault in args.faults:
-        if fault not in FLOW_FAULTS or fault in ("cut_card", "outage"):
-            parser.error(f"unknown or unsupported fault {fault!r}")
         for protocol in args.protocols:
             total = campaign(fault, protocol, args.games)
-            figures = " ".join(f"{k}={v}" for k, v in sorted(total.items()))
-            print(f"{fault:18s} {protocol:12s} rounds={sum(total.values())} {figures}", flush=True)
+            cells = " | ".join(str(total.get(column, 0)) for column in COLUMNS)
+            print(f"| {fault} | {protocol} | {sum(total.values())} | {cells} |", flush=True)
 
 
 if __name__ == "__main__":

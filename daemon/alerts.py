@@ -88,6 +88,8 @@ class AlertCode(StrEnum):
     SERVER_ACK_LAGGING = "server_ack_lagging"
     # a TLS certificate outside its dates (raised by the service)
     TLS_CERTIFICATE_DATES = "tls_certificate_dates"
+    # the installed files against the package's signed manifest (raised by the service)
+    INTEGRITY_FAILED = "integrity_failed"
 
 
 class AlertEventKind(StrEnum):
@@ -610,6 +612,18 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         raised_by=RaisedBy.SERVICE,
         id_scheme=IdScheme.DELIVERY,
         fields=(*_DELIVERY_FIELDS, "problems"),
+    ),
+    # self-attestation
+    AlertCode.INTEGRITY_FAILED: AlertSpec(
+        Severity.CRITICAL,
+        "the installed files differ from the package's signed manifest (a changed, missing or extra "
+        "file, or a manifest whose signature the configured public key does not verify): the table "
+        "goes on journaling, and every event journaled after this alert is held from the broker",
+        "a supervisor's attest command finds the files matching the manifest again (cleared by the "
+        "service; the held events are then published in seq order); a restart does not clear it",
+        raised_by=RaisedBy.SERVICE,
+        id_scheme=IdScheme.DELIVERY,
+        fields=(*_DELIVERY_FIELDS, "manifest_digest", "problems"),
     ),
 }
 """Every alert code, in the order of ``AlertCode``."""

@@ -8,7 +8,11 @@
 #   4. lintian, failing on any error or warning not overridden (with its reason) in
 #      systemd/debian/baccarat-edge.lintian-overrides.
 #
-# Environment: WHEELHOUSE (default ~/.cache/baccarat-edge/wheelhouse), DEB_OUT (default
+# Environment: ATTESTATION_KEY_FILE (required): the path of the build key, an Ed25519 PEM private
+# key (openssl genpkey -algorithm ed25519 -out build.key; keep it off the tables): the package's
+# manifest of its installed files is signed with it, and its public half is written beside the
+# .deb (baccarat-edge_<version>_attestation.pub) for the tables' attestation.public_key_file.
+# WHEELHOUSE (default ~/.cache/baccarat-edge/wheelhouse), DEB_OUT (default
 # build/deb), DEB_COMPRESS (dpkg-deb -Z: zstd by default; xz for the smallest file, slowly),
 # LINTIAN=0 to skip step 4, PIP_NO_INDEX=1 to build offline from a filled wheel cache.
 set -euo pipefail
@@ -27,6 +31,12 @@ done
 PYTHON=$(readlink -f /usr/bin/python3)
 dpkg -S "$PYTHON" >/dev/null 2>&1 || die "$PYTHON (from /usr/bin/python3) does not belong to a Debian package"
 "$PYTHON" -c 'import ensurepip, venv' 2>/dev/null || die "$PYTHON has no venv module: apt-get install python3-venv"
+# The build key: its path only, from the environment (never its content on a command line).
+[ -n "${ATTESTATION_KEY_FILE:-}" ] ||
+    die "ATTESTATION_KEY_FILE is not set: the path of the build's Ed25519 private key (openssl genpkey -algorithm ed25519 -out build.key)"
+[ -r "$ATTESTATION_KEY_FILE" ] || die "ATTESTATION_KEY_FILE: $ATTESTATION_KEY_FILE cannot be read"
+ATTESTATION_KEY_FILE=$(readlink -f "$ATTESTATION_KEY_FILE")
+export ATTESTATION_KEY_FILE
 
 VERSION=$("$PYTHON" -c 'import sys, tomllib; print(tomllib.load(open(sys.argv[1], "rb"))["project"]["version"])' \
     "$REPO/pyproject.toml")
@@ -83,6 +93,7 @@ exec 9>&-
 ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 DEB=$OUT/baccarat-edge_${VERSION}_${ARCH}.deb
 [ -f "$DEB" ] || die "dpkg-buildpackage did not produce $DEB"
+cp "$STAGE/debian/attestation.pub" "$OUT/baccarat-edge_${VERSION}_attestation.pub"
 
 # 4. lintian.
 if [ "${LINTIAN:-1}" != 0 ]; then

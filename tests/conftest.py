@@ -72,6 +72,7 @@ LANE_MARKERS: dict[str, tuple[str, ...]] = {
     "tests/drivers/test_commands.py": ("slow",),  # the record/replay/decode commands as processes
     "tests/mqtt/test_tls_acl.py": ("slow",),  # a PKI made with openssl per module
     "tests/mqtt/test_tls_files.py": ("slow",),
+    "tests/mqtt/test_contract_official_parser.py": ("slow",),  # node + the AsyncAPI parser, npm ci once
     "tests/fleet/test_fleet.py": ("slow",),  # hundreds of tables on a real broker
     "tests/engine/test_reference.py::test_engine_events_equal_the_reference_dealers": ("slow",),
     "tests/engine/test_reference.py::test_pulled_cards_in_any_arrival_order_give_the_reference_result": (

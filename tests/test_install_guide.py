@@ -19,12 +19,14 @@ SECRETS = PurePosixPath("/etc/baccarat-edge/secrets")
 
 
 def _files_named(config: dict[str, Any]) -> set[PurePosixPath]:
-    """Every file the example config's broker section names (TLS files and secrets)."""
+    """Every file the example config's broker section names (TLS files and secrets), and the
+    build key's public half (attestation)."""
     broker = config["broker"]
     named = [broker["tls"][key] for key in ("ca_file", "cert_file", "key_file")]
     named.append(broker["auth"]["password"]["file"])
     named.append(broker["signing"]["events_key"]["file"])
     named += [key["secret"]["file"] for key in broker["signing"]["command_keys"]]
+    named.append(config["attestation"]["public_key_file"])
     return {PurePosixPath(path) for path in named}
 
 

@@ -56,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    from daemon.service.attestation import attestation_finding
     from daemon.service.config import config_digest, device_name, load_config
     from daemon.service.configfile import ConfigError
     from daemon.service.probes import (
@@ -106,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             if args.verify_snapshots:
                 findings.append(_snapshots_finding(cfg.journal.path))
         findings.extend(probe_secrets(cfg.broker))
+        findings.append(attestation_finding(cfg.attestation))
         findings.extend(probe_broker(cfg.broker, cfg.table_id, timeout=args.timeout))
     problems = [f for f in findings if not f.ok]
     if args.json:

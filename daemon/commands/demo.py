@@ -50,8 +50,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--fault", action="append", default=[], metavar="KIND@HAND",
         help="inject a dealing mistake (repeatable); betting_window: late_unneeded@5, exposed@2, "
-        "cut_card@9, unscanned@4 (the round's last card never read), empty_window@3; cards_only: misread@3, "
-        "unneeded_card@5, ...",
+        "cut_card@9, unscanned@4 (the round's last card never read), empty_window@3, unplug_mid_round@3 "
+        "(the reader unplugged after P1/B1, P2/B2 dealt unseen), late_close@2 (close_betting, issued before "
+        "the first card, arrives 0.3 s after it), quick_reopen@2 (betting reopened 0.8 s after the round, "
+        "then an unneeded card); cards_only: misread@3, unneeded_card@5, ...",
     )  # fmt: skip
     parser.add_argument(
         "--reveal", choices=["open", "squeeze"], default="open",

@@ -53,6 +53,7 @@ PIT_WORDS: dict[str, str] = {
     "engine_error": "The table's game logic stopped on an error",
     "server_ack_lagging": "The game server is slow to confirm events",
     "tls_certificate_dates": "A certificate is expired or not yet valid",
+    "integrity_failed": "The table's software differs from what was shipped",
 }
 
 

@@ -48,6 +48,8 @@ ACTIONS: dict[str, str] = {
     "reveal": "a squeeze table shows cards (table.reveal.order_source server): args: slots (a list of "
     "P1 P2 B1 B2 P3 B3, in table.reveal.order), hand (optional: the round in progress, else the oldest held "
     "one)",
+    "attest": "check the installed files against the package's signed manifest (done by the service once "
+    "this is journaled; a passing check clears integrity_failed); no args",
 }
 """Every supervisor action the engine accepts, with its arguments."""
 

@@ -18,7 +18,7 @@ from daemon.engine.dealing import Dealing, Placement
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.phases import OUTSIDE_SHOE, CardPlace
-from daemon.engine.rounds import RoundState, find_loose
+from daemon.engine.rounds import RoundState, find_loose, oldest_loose_hand
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
 from daemon.rules.outcome import next_slot
@@ -156,7 +156,8 @@ class RoundCorrections:
         moved: dict[str, list[str]] = {"burn": [], "outside": []}
         for slot in supplied:
             for place in ("burn", "outside"):
-                index = find_loose(loose, ordered[slot], place, rnd.hand)
+                oldest = oldest_loose_hand(place, slot, rnd.hand)
+                index = find_loose(loose, ordered[slot], place, rnd.hand, oldest_hand=oldest)
                 if index is not None:
                     del loose[index]
                     moved[place].append(slot)

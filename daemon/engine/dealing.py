@@ -16,7 +16,16 @@ from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.flow_timing import unneeded_in_time
 from daemon.engine.payloads import ReadFields
-from daemon.engine.phases import NEXT_ROUND, OUTSIDE_SHOE, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.phases import (
+    LAST_ROUND_ENDS,
+    NEXT_ROUND,
+    OUTSIDE_SHOE,
+    BurnKind,
+    CardPlace,
+    FlowPhase,
+    Phase,
+    ShoeEnd,
+)
 from daemon.engine.rounds import RoundState
 from daemon.engine.settings import GameFlow
 from daemon.engine.settle import RANKS
@@ -116,7 +125,7 @@ class Dealing:
 
     def refuse_outside_shoe(self, at: float, source: str, fields: ReadFields) -> None:
         st = self.state
-        after_last = st.phase == Phase.OVER and st.shoe_end_reason == ShoeEnd.CUT_CARD
+        after_last = st.phase == Phase.OVER and st.shoe_end_reason in LAST_ROUND_ENDS
         code = AlertCode.CARD_AFTER_LAST_ROUND if after_last else AlertCode.NO_SHOE
         episode = st.open_alert_ids(code, fields["device"])  # one open alert per episode
         reason = AFTER_LAST_ROUND if after_last else NO_SHOE
@@ -322,7 +331,8 @@ class Dealing:
     def _open_round(self, at: float, source: str) -> None:
         st = self.state
         next_hand = st.hand + 1
-        opened: dict[str, Any] = {"hand": next_hand, "bets": self.shoe.settler.offered(next_hand)}
+        bets = self.shoe.settler.offered(next_hand + st.rounds_lost)  # the physical round number
+        opened: dict[str, Any] = {"hand": next_hand, "bets": bets}
         if st.flow_round_id is not None and st.flow_phase == _FLOW_DEALING:
             opened["round_id"] = st.flow_round_id
         self.emitter.emit(_ROUND_OPENED, at, source, opened, hand=next_hand)
@@ -388,9 +398,9 @@ class Dealing:
                     self.try_complete_held(rnd, at, source)
 
     def offer(self, hand: int, at: float, source: str) -> None:
-        self.emitter.emit(
-            _BETS_OFFERED, at, source, {"hand": hand, "bets": self.shoe.settler.offered(hand)}, hand=hand
-        )
+        """The bets offered on ``hand``: by its physical round number (lost rounds counted)."""
+        bets = self.shoe.settler.offered(hand + self.state.rounds_lost)
+        self.emitter.emit(_BETS_OFFERED, at, source, {"hand": hand, "bets": bets}, hand=hand)
 
     def decide(self, rnd: RoundState, at: float, source: str, decided_at: float) -> None:
         """The round in progress is decided: complete it, or hold it while something blocks it."""
@@ -454,11 +464,23 @@ class Dealing:
         self.after_round(rnd.hand, at, source)
 
     def after_round(self, hand: int, at: float, source: str) -> None:
-        st = self.state
-        if st.last_hand is not None and hand >= st.last_hand:
-            self.end_shoe(at, source, ShoeEnd.CUT_CARD)
+        """Round ``hand`` was decided, voided or cut short: the shoe's end, or the next round's bets."""
+        ends = self.last_round_end(hand)
+        if ends is not None:
+            self.end_shoe(at, source, ends)
         else:
             self.offer(hand + 1, at, source)
+
+    def last_round_end(self, hand: int) -> ShoeEnd | None:
+        """Why round ``hand`` is the shoe's last (the cut card's, or the configured limit counting
+        the rounds lost before it), or None when another round follows it."""
+        st = self.state
+        limit = self.shoe.settings.max_rounds_per_shoe
+        if st.last_hand is not None and hand >= st.last_hand:
+            return ShoeEnd.CUT_CARD
+        if limit is not None and hand + st.rounds_lost >= limit:
+            return ShoeEnd.ROUND_LIMIT
+        return None
 
     def end_shoe(self, at: float, source: str, reason: ShoeEnd) -> None:
         st = self.state
@@ -470,7 +492,7 @@ class Dealing:
         )
 
     def _complete(self, rnd: RoundState, at: float, source: str, decided_at: float | None) -> None:
-        outcome, bets = self.shoe.settler.settle(*rnd.codes(), rnd.hand, rnd.die)
+        outcome, bets = self.shoe.settler.settle(*rnd.codes(), rnd.physical, rnd.die)
         self.emitter.emit(
             _ROUND_COMPLETED,
             at,

@@ -15,9 +15,17 @@ from common.slots import ROUND_SLOTS
 from daemon.alerts import AlertCode, engine_alert_number
 from daemon.engine.events import Event, EventKind
 from daemon.engine.payloads import AlertData, ExposedRead, ReadFields
-from daemon.engine.phases import GAME_FLOW_ACTOR, NEXT_ROUND, BurnKind, CardPlace, FlowPhase, Phase, ShoeEnd
+from daemon.engine.phases import (
+    GAME_FLOW_ACTOR,
+    LAST_ROUND_ENDS,
+    NEXT_ROUND,
+    BurnKind,
+    CardPlace,
+    FlowPhase,
+    Phase,
+)
 from daemon.engine.reveal_fold import card_revealed, forget_round, note_commitment
-from daemon.engine.rounds import RoundState, find_loose, result_line
+from daemon.engine.rounds import RoundState, find_loose, oldest_loose_hand, result_line, rounds_skipped
 
 if TYPE_CHECKING:
     from daemon.engine.state import TableState
@@ -108,6 +116,7 @@ def _shoe_started(st: TableState, e: Event) -> None:
     st.burn_signalled = False
     st.loose_cards = []
     st.last_card_at = e.at
+    st.rounds_lost = 0
 
 
 def _flow_waiting(st: TableState) -> None:
@@ -219,7 +228,7 @@ def _storage_state(st: TableState, e: Event) -> None:
 def _round_opened(st: TableState, e: Event) -> None:
     hand = e.data["hand"]
     st.hand = hand
-    st.round = RoundState(hand=hand, opened_at=e.at, die=st.dies.pop(hand, None))
+    st.round = RoundState(hand=hand, opened_at=e.at, die=st.dies.pop(hand, None), lost_before=st.rounds_lost)
     holds = st.next_round_holds
     # A card refused over the shoe's composition is somewhere on the layout or in the
     # discard until a supervisor settles it: every round dealt meanwhile is held too.
@@ -249,8 +258,9 @@ def _round_held(st: TableState, e: Event) -> None:
     rnd.awaiting_verdict = e.data["awaiting_verdict"]
     st.held[rnd.hand] = rnd
     _round_decided(st, rnd, e.data["decided_at"])
-    if rnd.next_slot() is not None:  # cut short (the next round's betting opened): nothing to cross-check
-        st.last_decided = None
+    if rnd.next_slot() is not None:  # cut short (the next round's betting opened): nothing to cross-check,
+        st.last_decided = None  # and it was over on the table before that opening: no card after
+        st.decided_at = None  # the opening is its unneeded card (a card drawn in betting is exposed)
 
 
 def _round_completed(st: TableState, e: Event) -> None:
@@ -302,9 +312,9 @@ def _round_corrected(st: TableState, e: Event) -> None:
         rnd.sources[slot] = "supervisor"
         if slot in from_burn or slot in from_outside:
             # moved from where it was counted (an unneeded burn, a card outside the game)
-            index = find_loose(
-                st.loose_cards, after[slot], "burn" if slot in from_burn else "outside", rnd.hand
-            )
+            place = "burn" if slot in from_burn else "outside"
+            oldest = oldest_loose_hand(place, slot, rnd.hand)
+            index = find_loose(st.loose_cards, after[slot], place, rnd.hand, oldest_hand=oldest)
             if index is not None:
                 del st.loose_cards[index]
             continue
@@ -348,7 +358,7 @@ def _shoe_ended(st: TableState, e: Event) -> None:
     st.next_round_holds = []  # no next round: such alerts stay open for acknowledgement
     _flow_waiting(st)
     st.burn_signalled = False
-    if e.data["reason"] != ShoeEnd.CUT_CARD:
+    if e.data["reason"] not in LAST_ROUND_ENDS:  # (after its last round: held rounds stay)
         st.round = None
         st.held = {}
 
@@ -368,6 +378,9 @@ def _alert_raised(st: TableState, e: Event) -> None:
     if code == AlertCode.JOURNAL_FULL_CARD_REFUSED:
         st.storage_alert = alert_id
         st.storage_refused = 0
+    if code == AlertCode.ROUND_ID_OUT_OF_SEQUENCE and d["details"].get("reason") == "skipped" and st.hand:
+        # (a skip before the shoe's first round may be the last shoe's rounds: not counted)
+        st.rounds_lost += rounds_skipped(d["details"].get("last_round_id"), d["details"].get("round_id"))
     holds = d.get("holds")
     if holds == NEXT_ROUND:
         st.next_round_holds.append(alert_id)

@@ -62,5 +62,10 @@ class ShoeEnd(StrEnum):
     """Why a shoe ended (``shoe_ended`` data ``reason``)."""
 
     CUT_CARD = "cut_card"  # its last round (after the cut card) was decided
+    ROUND_LIMIT = "round_limit"  # its last round by the configured limit (max_rounds_per_shoe) was decided
     REPLACED = "replaced"  # a new shoe started before it ended
     VOIDED = "voided"  # a supervisor voided it
+
+
+LAST_ROUND_ENDS: frozenset[str] = frozenset({ShoeEnd.CUT_CARD, ShoeEnd.ROUND_LIMIT})
+"""The ``shoe_ended`` reasons of a shoe that ended after its last round (its held rounds stay)."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from common.cards import ALL_CARDS, Card
 from common.slots import BANKER_SLOTS, OPENING_SLOTS, PLAYER_SLOTS, Slot
+from daemon.engine.commands import round_id_parts
 from daemon.engine.payloads import LooseCard, ResultLine
 from daemon.rules.tableau import banker_draws, player_draws
 
@@ -38,14 +39,40 @@ def side_codes(cards: dict[str, str]) -> tuple[list[str], list[str]]:
     return [cards[s] for s in PLAYER_SLOTS if s in cards], [cards[s] for s in BANKER_SLOTS if s in cards]
 
 
-def find_loose(loose: list[LooseCard], code: str, place: str, hand: int) -> int | None:
+def find_loose(
+    loose: list[LooseCard], code: str, place: str, hand: int, *, oldest_hand: int | None = None
+) -> int | None:
     """Where the first counted card ``code`` in no round (at ``place``) that a correction of round
     ``hand`` may move is in ``loose``: drawn while round ``hand - 1`` or ``hand`` was the last one
-    opened (just before the round, or after it was decided); None if there is none."""
+    opened (just before the round, or after it was decided; ``oldest_hand`` may raise that lower
+    bound); None if there is none."""
+    lowest = hand - 1 if oldest_hand is None else max(hand - 1, oldest_hand)
     for index, entry in enumerate(loose):
-        if entry["card"] == code and entry["place"] == place and hand - 1 <= entry["hand"] <= hand:
+        if entry["card"] == code and entry["place"] == place and lowest <= entry["hand"] <= hand:
             return index
     return None
+
+
+def rounds_skipped(last_round_id: object, round_id: object) -> int:
+    """How many server round ids lie between ``last_round_id`` and ``round_id`` (same prefix, a
+    higher number): rounds dealt that the edge never saw. 0 when they cannot be compared."""
+    if not isinstance(last_round_id, str) or not isinstance(round_id, str):
+        return 0
+    before, after = round_id_parts(last_round_id), round_id_parts(round_id)
+    if before is None or after is None or before[0] != after[0]:
+        return 0
+    return max(0, after[1] - before[1] - 1)
+
+
+def oldest_loose_hand(place: str, slot: str, hand: int) -> int | None:
+    """The oldest round a loose card moved into slot ``slot`` of round ``hand`` may have been drawn
+    in (:func:`find_loose`'s ``oldest_hand``; None: the default, the round before).
+
+    An unneeded card burned after the previous round goes into this round only as its Player 1
+    (dealing mistake 2: of two unneeded cards the second is the next round's Player 1, the first
+    its burn); into any other slot only a card burned during this round moves (its real last card
+    after a misread dealt on): another card of that code is a new one, counted."""
+    return hand if place == "burn" and slot != Slot.P1 else None
 
 
 @dataclass
@@ -60,6 +87,14 @@ class RoundState:
     awaiting_verdict: bool = False
     die: int | None = None
     corrected: bool = False
+    lost_before: int = 0
+    """Rounds of the shoe dealt unseen before this one opened: its physical round number is
+    ``hand + lost_before`` (side-bet hand limits, ``README.md`` "Hand numbers after lost rounds")."""
+
+    @property
+    def physical(self) -> int:
+        """The round's number among the rounds physically dealt from the shoe."""
+        return self.hand + self.lost_before
 
     def sides(self) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
         """The Player's and the Banker's cards, in deal order."""

@@ -241,6 +241,14 @@ class TableSettings(BaseModel):
         le=5.0,
         description="How long reads carrying a pull position wait for the cards above them.",
     )
+    max_rounds_per_shoe: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="The shoe ends when this round is decided (held or completed), voided or cut short, "
+        "counting the rounds dealt while the edge was down (server round ids skipped), as after the cut "
+        "card's last round; null: only the cut card, new_shoe or void_shoe end it.",
+    )
     silent_shoe_s: float = Field(
         default=300.0,
         ge=0.0,

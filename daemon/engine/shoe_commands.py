@@ -16,7 +16,7 @@ from daemon.engine.corrections import RoundCorrections
 from daemon.engine.dealing import Dealing
 from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
-from daemon.engine.phases import OUTSIDE_SHOE, Phase, ShoeEnd
+from daemon.engine.phases import LAST_ROUND_ENDS, OUTSIDE_SHOE, Phase, ShoeEnd
 from daemon.engine.shoe import ShoeSetup
 from daemon.engine.state import TableState
 
@@ -49,6 +49,15 @@ class ShoeCommands:
         args_.check_keys(cmd.args, {"shoe_id"})
         shoe_id = args_.opt_shoe_id(cmd.args)
         st = self.state
+        if st.phase == Phase.ROUND and self.dealing.last_round_end(st.hand) is not None:
+            # the shoe's last round never got its last card (misread, never scanned): the shoe ends
+            return Refused(
+                f"round {st.hand}, the shoe's last, was cut short and held; the shoe ended: resolve or "
+                "void it, then new_shoe",
+                alert=lambda: self.dealing.cut_short(
+                    cmd.at, Source.SUPERVISOR, next_round_id=None, betting_source="new_shoe"
+                ),
+            )
         if st.phase == Phase.ROUND:
             return Refused(f"round {st.hand} is in progress: finish or void it first")
         if st.held:
@@ -176,7 +185,7 @@ class ShoeCommands:
         reason = args_.opt_text(cmd.args, "reason") or ""
         st = self.state
         if st.shoe_id is None or (
-            st.phase == Phase.OVER and not st.held and st.shoe_end_reason != ShoeEnd.CUT_CARD
+            st.phase == Phase.OVER and not st.held and st.shoe_end_reason not in LAST_ROUND_ENDS
         ):
             return Refused("no shoe to void")
 

@@ -264,19 +264,17 @@ class DeviceSignals:
         self, device: str, at: float, source: str, *, reason: str, detail: str | None
     ) -> None:
         """A reader that names no slot lost its continuity (went away, came back, reported an error)
-        while a round is dealt (``game_flow: betting_window``): cards of the round may have been
-        dealt unseen, and its next cards would take their places. The round is held (once per
-        device), as after a restart; an Angel Eye reader (slots and sequence marks) is not."""
+        while a round is dealt (either game flow): cards of the round may have been dealt unseen,
+        and its next cards would take their places. The round is held (once per device), as after
+        a restart; an Angel Eye reader (slots and sequence marks) is not."""
         st = self.state
         rnd = st.round
-        if (
-            rnd is None
-            or st.phase != Phase.ROUND
-            or self.shoe.settings.game_flow is not GameFlow.BETTING_WINDOW
-        ):
+        if rnd is None or st.phase != Phase.ROUND:
             return
         if device in self.shoe.settings.camera.devices or any(d == device for d, _tid, _card in st.recent):
             return  # a camera, or a reader whose frames carry marks and slots (Angel Eye)
+        if any(src == Source.CAMERA for src in rnd.sources.values()):
+            return  # a camera filled in the round's cards while the reader was away: it sees the layout
         if any(
             st.alerts[a]["code"] == AlertCode.READER_GAP and st.alerts[a]["device"] == device
             for a in rnd.holds

@@ -106,6 +106,8 @@ class TableState:
     # the shoe's counted cards in no round (unneeded burns, cards drawn outside the game): a
     # correction putting one into a round moves it, never counts it again
     loose_cards: list[LooseCard] = field(default_factory=list)
+    # rounds of the shoe dealt unseen (server round ids skipped): side-bet hand limits count them
+    rounds_lost: int = 0
     # the dealer on the table (the last ``dealer_changed``; kept across shoes), None until told
     dealer: DealerOnTable | None = None
     # squeeze tables: each round card's commitment and secret nonce, by "hand/slot", until its

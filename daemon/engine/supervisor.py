@@ -63,6 +63,7 @@ class SupervisorCommands:
             "cut_card": flow.cut_card,
             "dealer_changed": self.dealer_changed,
             "reveal": reveals.reveal_command,
+            "attest": self.attest,
         }
 
     def on_command(self, cmd: SupervisorCommand) -> None:
@@ -105,6 +106,11 @@ class SupervisorCommands:
             self.emitter.emit(EventKind.DEALER_CHANGED, cmd.at, Source.SUPERVISOR, data)
 
         return effect
+
+    def attest(self, cmd: SupervisorCommand) -> Outcome:
+        """``attest``: journaled here (who asked, when), carried out by the service (file I/O)."""
+        args_.check_keys(cmd.args, set())
+        return lambda: None
 
     def _answer(self, cmd: SupervisorCommand, refused: str | None) -> None:
         """The command's one reply: ``command_refused`` with its reason, else ``command_accepted``."""

@@ -65,7 +65,10 @@ class Delivery:
         wake: Callable[[], None],
         on_boundary: Callable[[], None],
         keyring: Keyring,
+        held_after: Callable[[], int | None] | None = None,
     ) -> None:
+        """``held_after``: the highest seq that may be published now, None for all (the
+        service's start-up checks and integrity hold: :mod:`daemon.service.startup_checks`)."""
         settings: DeliverySettings = connection.settings.delivery
         self._connection = connection
         self._journal = journal
@@ -74,6 +77,7 @@ class Delivery:
         self._clock = clock
         self._wake = wake
         self._on_boundary = on_boundary
+        self._held_after = held_after
         self._table_id = connection.table_id
         self._topics = connection.topics
         self.window = DeliveryWindow(
@@ -160,8 +164,9 @@ class Delivery:
             room -= len(again)
             if room <= 0 or self.resend.waiting:
                 return  # nothing newer before the range sent again is out, so it stays in order
+        held_after = None if self._held_after is None else self._held_after()
         for event in self._journal.pending(after_seq=plan.after_seq, limit=room):
-            if not self._connection.connected.is_set():
+            if not self._connection.connected.is_set() or (held_after is not None and event.seq > held_after):
                 break
             self._publish(event)
 

@@ -95,8 +95,12 @@ class Publisher:
         health_pace: HealthPaceFn | None = None,
         clock: Callable[[], float] = time.time,
         identity: Mapping[str, str] | None = None,
+        held_after: Callable[[], int | None] | None = None,
+        health_sections: HealthExtraFn | None = None,
     ) -> None:
-        """``identity``: ``version`` and ``config_digest`` for the retained status."""
+        """``identity``: ``version`` and ``config_digest`` for the retained status;
+        ``held_after``: the highest seq that may be published now (None: all); ``health_sections``:
+        top-level sections of the health report the service adds (``startup``, ``attestation``)."""
         self.table_id = table_id
         self.counters = Counters()
         signing = settings.signing
@@ -128,6 +132,7 @@ class Publisher:
             wake=self._wake.set,
             on_boundary=self._state.boundary_published,
             keyring=keyring,
+            held_after=held_after,
         )
         self._commands = CommandChannel(
             self.connection,
@@ -154,6 +159,7 @@ class Publisher:
             clock=clock,
             health_extra=health_extra,
             health_pace=health_pace,
+            health_sections=health_sections,
         )
         self.subscribed = self.connection.subscribed
         """Set once the broker acknowledged the ``cmd`` subscription (SUBACK) on the current

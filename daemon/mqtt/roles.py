@@ -11,7 +11,8 @@ every role.
   engine action, the publisher serves it).
 - ``supervisor``: corrections and voids: what changes a recorded result or closes an alert; and
   ``cut_card`` (it decides which round is the shoe's last: seen on the floor, not by a device), and
-  ``dealer_changed`` (who deals from the next round: the pit's record of its dealers).
+  ``dealer_changed`` (who deals from the next round: the pit's record of its dealers), and
+  ``attest`` (re-check the installed files; the only way to end ``integrity_failed``).
 - ``technician``: the reader itself: lock/unlock and closing a rescan-needed alert.
 """
 
@@ -44,6 +45,7 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
             "resolve_hold",
             "cut_card",
             "dealer_changed",
+            "attest",
         }
     ),
     Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),

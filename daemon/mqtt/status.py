@@ -124,8 +124,10 @@ class HealthReporter:
         clock: Callable[[], float],
         health_extra: HealthExtraFn | None,
         health_pace: HealthPaceFn | None = None,
+        health_sections: HealthExtraFn | None = None,
     ) -> None:
         self._connection = connection
+        self._health_sections = health_sections
         self._journal = journal
         self._delivery = delivery
         self._counters = counters
@@ -183,4 +185,9 @@ class HealthReporter:
                 report["pace"] = self._health_pace()
             except Exception:  # the pace is informational: a broken provider leaves it out
                 log.exception("pace provider failed")
+        if self._health_sections is not None:
+            try:
+                report.update(self._health_sections())
+            except Exception:  # a broken provider must not stop health reports
+                log.exception("health sections provider failed")
         return report

@@ -76,9 +76,17 @@ class CommandSender:
                 self._replies[body["command_id"]] = body
                 self._arrived.notify_all()
 
-    def send(self, action: str, args: dict[str, Any] | None = None, timeout: float = 10.0) -> dict[str, Any]:
-        """Publish one command; return its reply (``{"accepted": False, ...}`` on timeout)."""
-        command = signed_command(self._key, self._table_id, action, args, key_id=self._key_id)
+    def send(
+        self,
+        action: str,
+        args: dict[str, Any] | None = None,
+        timeout: float = 10.0,
+        *,
+        ts: float | None = None,
+    ) -> dict[str, Any]:
+        """Publish one command; return its reply (``{"accepted": False, ...}`` on timeout). ``ts``: the
+        time it was issued (default now)."""
+        command = signed_command(self._key, self._table_id, action, args, key_id=self._key_id, ts=ts)
         self._client.publish(self._topics.cmd, json.dumps(command).encode(), qos=1)
         command_id = command["command_id"]
         with self._arrived:

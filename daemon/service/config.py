@@ -29,6 +29,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from common.yamlfile import KeyPath
+from daemon.attestation.settings import AttestationSettings
 from daemon.engine.settings import TableSettings
 from daemon.journal.settings import JournalSettings
 from daemon.mqtt.secrets import SecretError, SecretSource
@@ -143,6 +144,7 @@ class DaemonConfig(BaseModel):
     camera: CameraSection | None = None
     journal: JournalSettings = JournalSettings()
     broker: BrokerSettings = BrokerSettings()
+    attestation: AttestationSettings = AttestationSettings()
 
     @field_validator("table_id")
     @classmethod

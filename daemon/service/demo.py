@@ -49,6 +49,7 @@ from daemon.service.runner import Daemon
 from daemon.service.table_text import render
 from daemon.service.table_view import TableView
 from drivers.base import ReaderDriver
+from drivers.pty_device import PtyDevice
 
 EVENTS_KEY_ENV = "BACCARAT_EDGE_DEMO_EVENTS_KEY"
 COMMAND_KEY_ENV = "BACCARAT_EDGE_DEMO_COMMAND_KEY"
@@ -139,20 +140,26 @@ def parse_flow_fault(text: str) -> Any:
     from daemon.simulation.flow_dealer import FLOW_FAULTS, FlowFault
 
     kind, sep, round_no = text.partition("@")
-    # Not the outage (the demo's daemon does not stop mid-shoe) nor a misread dealt on: its round is
-    # held for a supervisor's correction, which the demo does not play, so the shoe cannot go on.
-    # The reader unplugged mid-round needs the pty unplugged too: not played by the demo yet.
-    usable = [f for f in FLOW_FAULTS if f not in ("outage", "misread_deal_on", "unplug_mid_round")]
+    # Not the outage (the demo's daemon does not stop mid-shoe), a misread dealt on (its round is
+    # held for a supervisor's correction, which the demo does not play) nor the shoe's last card
+    # misread (it ends the shoe early). The reader unplugged mid-round unplugs the pty.
+    usable = [f for f in FLOW_FAULTS if f not in ("outage", "misread_deal_on", "last_card_misread")]
     if kind not in usable:
         raise ValueError(f"unknown fault {kind!r} (known with betting_window: {', '.join(usable)})")
     if not sep or not round_no.isdigit() or int(round_no) < 1:
         raise ValueError(f"fault {text!r}: expected KIND@ROUND with ROUND a positive round number")
     # a card never scanned: the round's last (the next round's betting holds the round a card short)
-    return FlowFault(kind, int(round_no), card_index=-1 if kind == "unscanned" else 0)
+    # an empty window: no card for 90 s (the demo's empty_window_s is 60 s, scaled like the dealer)
+    delay = 90.0 if kind == "empty_window" else 5.0
+    return FlowFault(kind, int(round_no), card_index=-1 if kind == "unscanned" else 0, delay=delay)
 
 
-def _flow_shoe(opts: DemoOptions, seed: int) -> tuple[Any, dict[str, Any], dict[str, Any]]:
-    """The flow game's plan as the reader sends it, the table settings and the reader's protocol."""
+def _flow_shoe(
+    opts: DemoOptions, seed: int
+) -> tuple[Any, dict[str, Any], dict[str, Any], list[tuple[float, float]], dict[str, float]]:
+    """The flow game's plan as the reader sends it, the table settings, the reader's protocol,
+    when the reader is unplugged (``unplug_mid_round``) and the plan time each late command was
+    issued at (``late_close``: ``"close:<round_id>"``)."""
     from dataclasses import replace
 
     from daemon.simulation.flow_dealer import FlowFault, plan_flow_game
@@ -170,15 +177,46 @@ def _flow_shoe(opts: DemoOptions, seed: int) -> tuple[Any, dict[str, Any], dict[
     line_reader = opts.protocol == "ascii_lines"
     actions = [as_sent(a, "server", reader_signals=line_reader) for a in game.plan.actions]
     # a card this soon after a decision is its round's unneeded card even if betting reopened: the
-    # dealer's 1.5 s, sped up like the dealer
+    # dealer's 1.5 s, sped up like the dealer; an empty window's 60 s sped up the same way
     unneeded = round(min(1.5, 1.5 / opts.speed), 4)
     table = {
         "decks": opts.decks,
         "game_flow": "betting_window",
-        "betting": {"source": "server", "unneeded_window_s": unneeded},
+        "betting": {"source": "server", "unneeded_window_s": unneeded, "empty_window_s": 60.0 / opts.speed},
     }
     reader = simulated_signal_settings("ascii_lines") if line_reader else {}
-    return replace(game.plan, actions=actions), table, reader
+    return replace(game.plan, actions=actions), table, reader, game.reader_outages, game.issued_at
+
+
+class _WatchedPty(PtyDevice):
+    """The demo's shoe: unplugging waits until the daemon's reader took every byte written before
+    (the cards read before the cable is pulled), and both wait until the reader saw the change, so
+    a sped-up outage is not shorter than the driver's reconnection (what it reads after reconnecting
+    is what the dealer deals after the replug, nothing flushed)."""
+
+    readers: list[Any]
+    written: int
+
+    def __init__(self, link: Path) -> None:
+        self.readers = []
+        self.written = 0
+        super().__init__(link)
+
+    def write(self, data: bytes) -> None:
+        super().write(data)
+        self.written += len(data)
+
+    def unplug(self) -> None:
+        for reader in self.readers:
+            reader.wait_until_received(self.written, 5.0)
+        super().unplug()
+        for reader in self.readers:
+            reader.wait_until_connected(False, 10.0)
+
+    def plug(self) -> None:
+        super().plug()
+        for reader in self.readers:
+            reader.wait_until_connected(True, 30.0)
 
 
 class DemoRun:
@@ -207,15 +245,16 @@ class DemoRun:
 
     def _run_in(self, state_dir: Path) -> None:
         from daemon.simulation.dealer import DealSettings, FaultSpec, plan_shoe
-        from drivers.pty_device import PtyDevice
+        from daemon.simulation.flow_library import with_reader_outages
         from drivers.simulate import VirtualShoe, encode_plan
 
         opts = self.options
         seed = opts.seed if opts.seed is not None else secrets.randbelow(1_000_000)
         reader_protocol: dict[str, Any] = {}
+        issued_at: dict[str, float] = {}
         if opts.game_flow == "betting_window":
-            plan, table, reader_protocol = _flow_shoe(opts, seed)
-            steps = encode_plan(plan, opts.protocol, seed=seed, signals=True)
+            plan, table, reader_protocol, unplugged, issued_at = _flow_shoe(opts, seed)
+            steps = with_reader_outages(encode_plan(plan, opts.protocol, seed=seed, signals=True), unplugged)
         else:
             deal = DealSettings(decks=opts.decks, seed=seed, max_hands=opts.hands, shoe_id=f"demo-{seed}")
             plan = plan_shoe(deal, [FaultSpec.parse(f) for f in opts.faults])
@@ -232,7 +271,7 @@ class DemoRun:
             EmbeddedBroker() as broker,
             open(log_file, "a", encoding="utf-8") as log_stream,
         ):
-            shoe = PtyDevice(state_dir / "baccarat-shoe")
+            shoe = _WatchedPty(state_dir / "baccarat-shoe")
             loaded = demo_config(state_dir, shoe.path, broker.port, opts, table, reader_protocol)
             configure_logging("info", "json", stream=log_stream)
             daemon = Daemon(loaded)
@@ -258,10 +297,11 @@ class DemoRun:
                 )
 
                 readers = [d for d in daemon.drivers.values() if isinstance(d, ReaderDriver)]
+                shoe.readers = readers
                 written_before = _bytes_before_each_command(steps)
                 revealer = self._revealer(daemon, sender, loaded) if opts.reveal == "squeeze" else None
 
-                def on_supervisor(step: Any, _t: float) -> None:
+                def on_supervisor(step: Any, step_t: float) -> None:
                     # A command and the bytes dealt just before it reach the engine by two paths
                     # (MQTT, the pty): the game server acts on what it saw, so the command waits
                     # until the reader has taken those bytes (bounded), keeping the dealt order.
@@ -271,7 +311,15 @@ class DemoRun:
                         time.sleep(0.002)
                     if revealer is not None and step.action == "open_betting":
                         revealer.reveal_all()  # the last round's cards, one by one, before the next
-                    reply = sender.send(step.action, dict(step.args))
+                    # a late close is signed with the time the server issued it (before the
+                    # round's first card), as a real server's delayed command would be
+                    issued = (
+                        issued_at.get(f"close:{step.args.get('round_id')}")
+                        if step.action == "close_betting"
+                        else None
+                    )
+                    ts = None if issued is None else time.time() - (step_t - issued) / opts.speed
+                    reply = sender.send(step.action, dict(step.args), ts=ts)
                     if reply.get("status") != "accepted":
                         self.result.refused_commands.append(f"{step.action}: {reply.get('reason')}")
 

@@ -243,6 +243,7 @@ class EngineLoop:
         for event in journaled:
             self.stats.events_by_kind[event.kind] = self.stats.events_by_kind.get(event.kind, 0) + 1
             log_event(event)
+        self.snapshot.observe(journaled)
         if events:
             self.snapshot.mark_stale()
             if any(event.kind in ROUND_BOUNDARY_KINDS for event in events):

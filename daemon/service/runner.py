@@ -18,6 +18,9 @@ Who does what:
   loop (watchdog, health log, SIGHUP) and swaps the publisher on a broker reload.
 
 * Start-up folds the journal into a fresh engine, so a restart resumes the shoe.
+* No event is published before the start-up self-checks ran (config, journal tail, the
+  installed files' attestation, devices started: :mod:`~daemon.service.startup_checks`);
+  ``integrity_failed`` holds every event after it (:mod:`~daemon.service.attestation`).
 * READY goes to systemd once devices, journal and engine are up (the broker may be
   away: the journal holds everything until it is back). WATCHDOG pings go out only
   while every worker shows progress.
@@ -56,6 +59,7 @@ from daemon.mqtt.open_alerts import open_episode_alerts
 from daemon.mqtt.publisher import Publisher
 from daemon.mqtt.settings import BrokerSettings
 from daemon.mqtt.tls_dates import TlsDateWatch
+from daemon.service.attestation import ATTEST_ACTION, Attestation, birth_fields, health_sections
 from daemon.service.clock_status import ClockWatch, clock_source
 from daemon.service.config import (
     RELOADABLE,
@@ -90,6 +94,7 @@ from daemon.service.pace_health import TablePace
 from daemon.service.probes import insecure_settings
 from daemon.service.reader_commands import ReaderCommandWorker
 from daemon.service.sdnotify import SystemdNotifier
+from daemon.service.startup_checks import PublishGate
 from daemon.service.state_snapshot import StateSnapshot
 from daemon.service.stats import RunnerStats
 from daemon.service.wakeup import Wakeup, WakingEvent
@@ -153,6 +158,9 @@ class Daemon:
         """What check-config would flag as insecure in the broker settings in use (health, log)."""
         self.tls_dates: TlsDateWatch | None = None
         """The ``tls_certificate_dates`` alert (a certificate outside its dates is no reason to stop)."""
+        self.gate = PublishGate()
+        """The start-up self-checks and what the publisher may send (startup_checks.py)."""
+        self.attestation: Attestation | None = None
 
     @property
     def publisher(self) -> Publisher:
@@ -173,6 +181,8 @@ class Daemon:
         """Open the journal, restore the engine, start publisher, engine thread and devices."""
         cfg = self.config
         self.stats.started_at = self.clock()
+        self.gate.passed("config")
+        self.gate.begin("journal_tail")
         cfg.state_dir.mkdir(parents=True, exist_ok=True)
         journal = LoggedJournal(cfg.journal, cfg.table_id, clock=self.clock)
         self.journal = journal
@@ -186,7 +196,12 @@ class Daemon:
             self.loaded.variant,
             progress=self._folding,
         ).engine
+        self.snapshot.seed_rounds(cfg.journal.path)
         self.snapshot.reset(engine)
+        self.gate.passed("journal_tail")
+        self.attestation = Attestation(
+            cfg.attestation, journal, self.gate, clock=self.clock, notify=self._notify_publisher
+        )
         self.pace = TablePace.from_journal(journal)
         self._warn_if_insecure(cfg.broker)
         self.tls_dates = TlsDateWatch(
@@ -200,6 +215,7 @@ class Daemon:
         self._publisher = publisher
         publisher.start()
         self.watchdog.watch("publisher", publisher.last_progress)
+        self.attestation.check_at_start()  # before any device starts: startup_checks.py
         writer = JournalWriter(
             journal, self.stats, self.clock, self._notify_publisher, self.queue.inputs_queued
         )
@@ -221,7 +237,11 @@ class Daemon:
         self.engine_loop.start(self.watchdog.heartbeat("engine"))
         self.reader_commands.start()
         self.watchdog.watch("reader_commands", self.reader_commands.last_progress)
+        self.gate.begin("device_probe")
         self._start_devices()
+        self.gate.passed("device_probe")
+        self.gate.startup_done()
+        self._notify_publisher()
         self.notifier.ready(status=f"table {cfg.table_id}: {len(self.drivers)} device(s), journal open")
         log.info("daemon_ready", table_id=cfg.table_id, devices=sorted(self.drivers))
 
@@ -256,7 +276,13 @@ class Daemon:
             health_extra=self._devices_health,
             health_pace=self.pace.report,
             clock=self.clock,
-            identity={"version": __version__, "config_digest": self._config_digest(settings)},
+            identity={
+                "version": __version__,
+                "config_digest": self._config_digest(settings),
+                **birth_fields(self.attestation),
+            },
+            held_after=self.gate.held_after,
+            health_sections=lambda: health_sections(self.gate, self.attestation),
         )
 
     def _config_digest(self, broker: BrokerSettings) -> str:
@@ -295,6 +321,8 @@ class Daemon:
     def submit_command(self, command: SupervisorCommand, reply: ReplyFn) -> None:
         """Called by the publisher's network thread for every verified command (lock/unlock too)."""
         self.clock_watch.note_command(command)
+        if command.action == ATTEST_ACTION and self.attestation is not None:
+            reply = self.attestation.on_command(command.actor, reply)  # the check, once journaled
         self.queue.put(Command(command, reply))
 
     def wait_until_processed(self, timeout: float) -> bool:

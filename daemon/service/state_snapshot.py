@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from daemon.engine.table import Engine
+from daemon.journal.errors import JournalError
+from daemon.journal.recall import ROUND_KINDS, RoundRecall, load_recall
+from daemon.journal.records import JournaledEvent
 
 log = structlog.get_logger("baccarat_edge.runner")
 
@@ -29,6 +34,9 @@ class StateSnapshot:
         self._lock = threading.Lock()
         self._stale = False
         self._due_at = 0.0
+        self.recall = RoundRecall()
+        """The last rounds (the snapshot's ``recent_rounds``): the journal's tail at start, then
+        every journaled event (engine thread only)."""
 
     def get(self) -> dict[str, Any]:
         """The latest snapshot (what the publisher retains)."""
@@ -42,11 +50,32 @@ class StateSnapshot:
         retained state may lag, but the engine thread, and so dealing, goes on."""
         try:
             snapshot = engine.snapshot()
+            snapshot["recent_rounds"] = self.recall.rounds()
         except Exception:
             log.exception("state_snapshot_failed")
             return
         with self._lock:
             self._snapshot = snapshot
+
+    def seed_rounds(self, journal_path: Path) -> None:
+        """At start: the last rounds from the journal's tail (a journal that cannot be read for
+        them is logged; the recall then starts empty and dealing goes on)."""
+        try:
+            self.recall = load_recall(journal_path)
+        except JournalError as exc:
+            log.warning("recent_rounds_not_read", error=str(exc))
+            self.recall = RoundRecall()
+
+    def observe(self, events: Iterable[JournaledEvent]) -> None:
+        """Journaled events (the engine thread, after each store, before the snapshot is rebuilt).
+        A recall that fails (a bug) is logged: the retained rounds may lag, dealing goes on."""
+        try:
+            for event in events:
+                if event.kind in ROUND_KINDS:
+                    body = {"kind": event.kind, "at": event.at, "shoe_id": event.shoe_id, "hand": event.hand}
+                    self.recall.add({**body, "data": event.data})
+        except Exception:
+            log.exception("recent_rounds_failed")
 
     def mark_stale(self) -> None:
         """The engine produced events: the snapshot is out of date."""

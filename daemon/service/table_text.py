@@ -77,6 +77,8 @@ def render(view: TableView, *, colour: bool = True, road_columns: int = 30) -> s
             f"P {rnd.player_total if rnd.player_total is not None else '?'} [{p}]  "
             f"B {rnd.banker_total if rnd.banker_total is not None else '?'} [{b}]"
         )
+    if view.recent_rounds:
+        lines.append(bold("Recall") + "  " + recall_line(view.recent_rounds))
     lines.append(bold("Bead plate") + f"  ({len(view.results)} rounds)")
     lines.extend("  " + _grid_row(row, road_columns, paint) for row in bead_plate(view.results))
     lines.append(bold("Big road"))
@@ -108,6 +110,20 @@ def betting_line(view: TableView) -> str:
         "waiting": "waiting for the next betting window",
     }[view.betting_phase]
     return f"{text}{round_id}{source}"
+
+
+def recall_line(rounds: list[dict[str, Any]]) -> str:
+    """The retained recall in one line, oldest first: hand then P/B/T, or H held, V voided, … in
+    progress; ``*`` corrected, ``!`` held at some time (``baccarat-edge rounds`` has the detail)."""
+    marks = []
+    for rnd in rounds:
+        outcome = rnd["outcome"]
+        letter = {"held": "H", "voided": "V", "in_progress": "…"}.get(rnd["status"], "?")
+        if rnd["status"] == "completed" and outcome is not None:
+            letter = outcome["winner"][0].upper()
+        flags = ("*" if rnd["corrections"] else "") + ("!" if rnd["holds"] else "")
+        marks.append(f"{rnd['hand']}{letter}{flags}")
+    return " ".join(marks)
 
 
 def _side_total(codes: list[str]) -> str:

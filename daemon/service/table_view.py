@@ -67,6 +67,7 @@ class TableView:
     offered_bets: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
     last_rounds: deque[RoundLine] = field(default_factory=lambda: deque(maxlen=8))
+    recent_rounds: list[dict[str, Any]] = field(default_factory=list)  # the state's recall, oldest first
     open_alerts: dict[str, dict[str, Any]] = field(default_factory=dict)
     recent_alerts: deque[str] = field(default_factory=lambda: deque(maxlen=6))
     events_seen: int = 0
@@ -162,6 +163,7 @@ class TableView:
         if flow["phase"] != "waiting" or self.betting_phase is not None:
             self.betting_phase = flow["phase"]
         self.betting_round_id = flow["round_id"]
+        self.recent_rounds = list(snapshot.get("recent_rounds", []))  # absent from older tables
         history = [(line["hand"], line["winner"], line) for line in snapshot["results"]]
         self._take_results(history, same_shoe)
 

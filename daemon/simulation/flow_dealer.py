@@ -24,12 +24,22 @@ and the faults injected with the round each one touches:
 - ``empty_window``: betting closes and no card comes for ``delay`` seconds (the service's idle
   tick comes meanwhile); then the round is dealt;
 - ``outage``: the edge is down while ``rounds_missed`` rounds are dealt after the round
-  (:attr:`FlowGame.outages`: the time spans the caller must not feed).
+  (:attr:`FlowGame.outages`: the time spans the caller must not feed);
+- ``late_close``: the server's ``close_betting`` reaches the table 0.3 s after the round's first
+  card (network lag), though the server issued it 0.2 s before that card
+  (:attr:`FlowGame.issued_at`: its own time, the command's signed ``ts``);
+- ``quick_reopen``: the server opens the next round's betting 0.8 s after the round is decided,
+  and an unneeded card of the decided round is drawn 0.4 s later, while betting is open (RULES.md
+  mistake 1: that round's burn, whatever the window says);
+- ``last_card_misread``: the cut card comes out during the round (it is the last) and the reader
+  cannot read the round's last card, never rescanned; 30 s later the server starts the next shoe
+  (``new_shoe``): the shoe must end on it.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from common.cards import ALL_CARDS, Card
@@ -45,6 +55,10 @@ FLOW_FAULTS = (
     "outage",
     "unscanned",
     "unplug_mid_round",
+    "empty_window",
+    "late_close",
+    "quick_reopen",
+    "last_card_misread",
 )
 """The faults :func:`plan_flow_game` can inject (module docstring)."""
 
@@ -74,6 +88,8 @@ class FlowGame:
     outages: list[tuple[float, float]] = field(default_factory=list)  # the edge is down from, until
     reader_outages: list[tuple[float, float]] = field(default_factory=list)  # the reader is unplugged
     last_round_id: str | None = None  # the round the cut card made the last
+    # when the server issued a command that reached the table late ("close:<round id>" -> its time)
+    issued_at: dict[str, float] = field(default_factory=dict)
 
 
 def round_id_of(round_no: int, prefix: str = "T9-") -> str:
@@ -102,7 +118,7 @@ def plan_flow_game(
     angel_eye = protocol == "angel_eye"
 
     def server(t: float, action: str, args: dict[str, object]) -> None:
-        acts.append(Action(t, "supervisor", supervisor={"action": action, "args": args}))
+        _server(acts, t, action, args)
 
     t = 0.0
     server(t, "new_shoe", {"shoe_id": f"flow-{seed}"})
@@ -124,49 +140,24 @@ def plan_flow_game(
             game.outages.append((outage_from, t - 0.5))
             game.touched.append(("outage", round_id))
             outage_from = None
-        server(t, "open_betting", {"round_id": round_id})
-        if fault is not None and fault.kind == "exposed":
-            card = next(taken)
-            acts.append(
-                Action(t + 2.0, "outside" if angel_eye else "draw", card=card, target=DeviceTarget.P1)
-            )
-            game.touched.append(("exposed", round_id))
-        t += 5.0
-        server(t, "close_betting", {"round_id": round_id})
-        t = _empty_window(fault, acts, t, game=game, round_id=round_id)
-        player: list[Card] = []
-        banker: list[Card] = []
-        cards: dict[str, str] = {}
-        k = 0
-        draws: list[int] = []  # where this round's draws are in ``acts``
-        while (slot := next_slot(player, banker)) is not None:
-            t += 0.8
-            card = next(taken)
-            (player if slot.value.startswith("P") else banker).append(card)
-            cards[slot.value] = card.code
-            if fault is not None and fault.kind == "misread_deal_on" and k == fault.card_index:
-                acts.append(Action(t, "misread"))
-                game.touched.append(("misread_deal_on", round_id))
-            else:
-                draws.append(len(acts))
-                acts.append(Action(t, "draw", card=card, target=DeviceTarget(slot.value), index=1))
-            if fault is not None and fault.kind == "cut_card" and k == 1:
-                if angel_eye:
-                    acts.append(Action(t + 0.3, "cut"))
-                else:
-                    server(t + 0.3, "cut_card", {})
-                game.last_round_id = round_id
-            k += 1
-        _unread(fault, acts, draws, game=game, round_id=round_id)
-        game.rounds[round_id] = cards
-        game.round_ids.append(round_id)
-        decided = t
-        t += 2.0  # the server learns the result and opens the next round
+        if round_no > 1 and by_round.get(round_no - 1, _NO_FAULT).kind == "quick_reopen":
+            game.touched.append(("quick_reopen", round_id))
+        t = _betting(fault, acts, t, game=game, round_id=round_id, taken=taken, angel_eye=angel_eye)
+        decided = _deal(fault, acts, t, game=game, round_id=round_id, taken=taken, angel_eye=angel_eye)
+        t = decided + 2.0  # the server learns the result and opens the next round
         if fault is None:
             continue
         if fault.kind == "cut_card":
             break
-        if fault.kind == "late_unneeded":
+        if fault.kind == "last_card_misread":
+            server(decided + 30.0, "new_shoe", {"shoe_id": f"flow-{seed}-next"})
+            break
+        if fault.kind == "quick_reopen" and round_no < rounds:
+            # betting for the next round reopens 0.8 s after the decision (at the loop's top), and
+            # the decided round's unneeded card comes 0.4 s after that
+            t = decided + 0.8
+            acts.append(Action(t + 0.4, "draw", card=next(taken), target=DeviceTarget.BURN, index=1))
+        elif fault.kind == "late_unneeded":
             acts.append(
                 Action(decided + fault.delay, "draw", card=next(taken), target=DeviceTarget.BURN, index=1)
             )
@@ -180,6 +171,88 @@ def plan_flow_game(
     game.plan.hands = len(game.round_ids)
     acts.sort(key=lambda a: a.t)
     return game
+
+
+_NO_FAULT = FlowFault("", 0)
+
+
+def _server(acts: list[Action], t: float, action: str, args: dict[str, object]) -> None:
+    """A game server's command at ``t`` (a supervisor step of the plan)."""
+    acts.append(Action(t, "supervisor", supervisor={"action": action, "args": args}))
+
+
+def _betting(
+    fault: FlowFault | None,
+    acts: list[Action],
+    t: float,
+    *,
+    game: FlowGame,
+    round_id: str,
+    taken: Iterator[Card],
+    angel_eye: bool,
+) -> float:
+    """The round's betting window from ``t``: open, a card exposed meanwhile, the close (late: it
+    reaches the table after the first card, issued before it), an empty window; when the round's
+    cards may start."""
+    _server(acts, t, "open_betting", {"round_id": round_id})
+    if fault is not None and fault.kind == "exposed":
+        card = next(taken)
+        acts.append(Action(t + 2.0, "outside" if angel_eye else "draw", card=card, target=DeviceTarget.P1))
+        game.touched.append(("exposed", round_id))
+    t += 5.0
+    if fault is not None and fault.kind == "late_close":  # the first card comes at t + 0.8
+        game.issued_at[f"close:{round_id}"] = t + 0.6
+        _server(acts, t + 0.8 + 0.3, "close_betting", {"round_id": round_id})
+        game.touched.append(("late_close", round_id))
+    else:
+        _server(acts, t, "close_betting", {"round_id": round_id})
+    return _empty_window(fault, acts, t, game=game, round_id=round_id)
+
+
+def _deal(
+    fault: FlowFault | None,
+    acts: list[Action],
+    t: float,
+    *,
+    game: FlowGame,
+    round_id: str,
+    taken: Iterator[Card],
+    angel_eye: bool,
+) -> float:
+    """The round's cards by the rules from ``t`` (misread, cut card, unread cards as the fault says),
+    recorded in ``game``; when the round is decided."""
+    player: list[Card] = []
+    banker: list[Card] = []
+    cards: dict[str, str] = {}
+    draws: list[int] = []  # where this round's draws are in ``acts``
+    k = 0
+    while (slot := next_slot(player, banker)) is not None:
+        t += 0.8
+        card = next(taken)
+        (player if slot.value.startswith("P") else banker).append(card)
+        cards[slot.value] = card.code
+        misread = fault is not None and fault.kind == "misread_deal_on" and k == fault.card_index
+        if misread or (_last_card_misread(fault) and next_slot(player, banker) is None):
+            acts.append(Action(t, "misread"))
+            game.touched.append(("misread_deal_on" if misread else "last_card_misread", round_id))
+        else:
+            draws.append(len(acts))
+            acts.append(Action(t, "draw", card=card, target=DeviceTarget(slot.value), index=1))
+        if fault is not None and fault.kind in ("cut_card", "last_card_misread") and k == 1:
+            if angel_eye:
+                acts.append(Action(t + 0.3, "cut"))
+            else:
+                _server(acts, t + 0.3, "cut_card", {})
+            game.last_round_id = round_id
+        k += 1
+    _unread(fault, acts, draws, game=game, round_id=round_id)
+    game.rounds[round_id] = cards
+    game.round_ids.append(round_id)
+    return t
+
+
+def _last_card_misread(fault: FlowFault | None) -> bool:
+    return fault is not None and fault.kind == "last_card_misread"
 
 
 def _unread(

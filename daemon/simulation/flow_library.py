@@ -240,4 +240,20 @@ FLOW_LIBRARY: tuple[FlowEntry, ...] = (
               "raises empty_betting_window naming the round id; its first card clears it.",
               ("an empty betting window: its own alert, naming the server's round id",),
               faults=(FlowFault("empty_window", 2, delay=90.0),)),
+    FlowEntry("ascii_lines-flow-last-card-misread", "ascii_lines",
+              "Round 3: the cut card comes out (it is the last round) and the line reader cannot read its "
+              "last card, never rescanned; 30 s later the server sends new_shoe: the round is cut short "
+              "and held, the shoe ends (new_shoe is refused until the held round is decided).",
+              ("a shoe always ends on its signals: its last card misread, then new_shoe",),
+              faults=(FlowFault("last_card_misread", 3),)),
+    FlowEntry("usb_hid-flow-last-card-misread", "usb_hid",
+              "Round 3: the cut card's round; its last card is an unreadable code, never rescanned; the "
+              "server's new_shoe ends the shoe.",
+              ("a shoe always ends on its signals: its last card misread, then new_shoe",),
+              faults=(FlowFault("last_card_misread", 3),)),
+    FlowEntry("angel_eye-flow-last-card-misread", "angel_eye",
+              "Round 3: the shoe signals the cut card, then an error code for the round's last card, never "
+              "rescanned; the server's new_shoe ends the shoe.",
+              ("a shoe always ends on its signals: its last card misread, then new_shoe",),
+              faults=(FlowFault("last_card_misread", 3),)),
 )  # fmt: skip

@@ -9,7 +9,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from common.cards import ALL_CARDS, Card
@@ -103,6 +103,26 @@ def test_a_card_burned_long_before_is_not_taken_for_a_later_rounds_card() -> Non
     assert eng.state.counts["4s"] == 2
 
 
+def test_a_card_burned_before_a_round_is_never_taken_for_its_last_card() -> None:
+    """A card burned as unneeded just before a round can only be that round's first card (the
+    dealer used it as Player 1): supplied for a later slot, it is another copy (eight decks)."""
+    eng = window(decks=8)
+    out = opened(eng)
+    out += bet(eng, "1", 10)
+    out += feed(eng, [read(c, 20 + k) for k, c in enumerate(("8c", "2d", "Kh", "3s"))])
+    out += feed(eng, [read("6c", 25)])  # unneeded after round 1: burned
+    out += bet(eng, "2", 40)
+    out += feed(eng, [read(c, 50 + k) for k, c in enumerate(("9c", "2h", "Kd"))])  # its B2 6c never read
+    out += feed(eng, [cmd("open_betting", 80, "o3", round_id="3")])  # round 2 cut short
+    fix = feed(
+        eng, [cmd("rearrange", 90, "fix", hand=2, cards={"P1": "9c", "B1": "2h", "P2": "Kd", "B2": "6c"})]
+    )
+    (corrected,) = of_kind(fix, "round_corrected")
+    assert "from_unneeded_burn" not in corrected.data
+    assert eng.state.counts["6c"] == 2
+    assert_restores(eng, out + fix)
+
+
 # ------------------------------------------------------------------------------ the property
 FAULTS = ("none", "misread_deal_on", "exposed", "late_unneeded", "unscanned", "unplug")
 
@@ -183,6 +203,20 @@ def play(seed: int, faults: list[tuple[str, int]], decks: int) -> tuple[Engine, 
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# Round 4's late unneeded Qh (burned before round 5's betting opened) is not round 5's Qh that
+# was misread and supplied by the correction: that one is a new card, counted.
+@example(
+    seed=6999,
+    faults=[("none", 0), ("late_unneeded", 2), ("none", 0), ("late_unneeded", 5), ("misread_deal_on", 4)],
+    decks=8,
+)
+# A card read 1 s into round 4's betting, after round 3 was cut short, is put back into round 4.
+@example(
+    seed=3003, faults=[("exposed", 1), ("none", 0), ("exposed", 4), ("exposed", 2), ("exposed", 3)], decks=8
+)
+# A card drawn 1 s into round 4's betting after round 3 was cut short is exposed, not round 3's
+# unneeded card, and is put back into round 4 once (the round also holds another 5s).
+@example(seed=799, faults=[("none", 3), ("unscanned", 5), ("unscanned", 2), ("exposed", 4)], decks=8)
 @given(
     seed=st.integers(0, 10_000),
     faults=st.lists(st.tuples(st.sampled_from(FAULTS), st.integers(0, 5)), min_size=1, max_size=8),

@@ -17,6 +17,8 @@ keep it to a few minutes.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -27,14 +29,20 @@ import signal
 import socket
 import subprocess
 import threading
+import time
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from paho.mqtt.enums import CallbackAPIVersion
 
+from daemon.mqtt.secrets import Secret
+from daemon.mqtt.supervisor_commands import CommandSender
 from tests.packaging.debian_root import (
     cache_dir,
     keep_apt_archives,
@@ -44,6 +52,7 @@ from tests.packaging.debian_root import (
     unpack_root,
 )
 from tests.packaging.guide import Step, install_steps
+from tests.service.harness import dealt_shoe
 from tests.support.broker import MosquittoBroker
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,6 +87,14 @@ def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     require_tools(*TOOLS)
     assert os.geteuid() == 0, "the package test needs root (debootstrap, chroot)"
     out = tmp_path_factory.mktemp("deb")
+    # A throw-away build key: the manifest of the installed files is signed with it.
+    build_key = tmp_path_factory.mktemp("build-key") / "build.key"
+    build_key.write_bytes(
+        Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    build_key.chmod(0o600)
     built = subprocess.run(
         ["bash", str(REPO / "systemd/build-deb.sh")],
         env={
@@ -86,6 +103,7 @@ def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "LINTIAN": "0",
             "WHEELS_OFFLINE_FIRST": "1",
             "WHEELHOUSE": str(cache_dir() / "wheelhouse"),
+            "ATTESTATION_KEY_FILE": str(build_key),
         },
         capture_output=True,
         text=True,
@@ -96,7 +114,20 @@ def deb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = out / f"baccarat-edge_{VERSION}_{arch.stdout.strip()}.deb"
     assert path.is_file(), f"{path} not built; build-deb.sh printed: {built.stdout[-500:]}"
     assert built.stdout.strip().splitlines()[-1] == str(path)
+    assert "PRIVATE KEY" not in built.stdout + built.stderr + (out / "build.log").read_text()
     return path
+
+
+def _public_key(deb: Path) -> Path:
+    """The build key's public half, written beside the package by build-deb.sh."""
+    return deb.parent / f"baccarat-edge_{VERSION}_attestation.pub"
+
+
+def test_the_package_carries_its_signed_manifest_and_the_build_writes_the_public_key(deb: Path) -> None:
+    listing = subprocess.run(["dpkg-deb", "-c", str(deb)], capture_output=True, text=True, check=True).stdout
+    for name in ("manifest.json", "manifest.json.sig"):
+        assert f"./opt/baccarat-edge/attestation/{name}" in listing
+    assert _public_key(deb).read_text().startswith("-----BEGIN PUBLIC KEY-----")
 
 
 def test_every_lintian_override_says_why() -> None:
@@ -138,12 +169,12 @@ def test_package_metadata_names_debians_interpreter_and_the_conffiles(deb: Path)
 
 
 @pytest.fixture
-def tcp_reader() -> Iterator[int]:
-    """A listening TCP port the config's ``socket://`` reader can reach."""
+def tcp_reader() -> Iterator[socket.socket]:
+    """A listening TCP socket the config's ``socket://`` reader can reach (the shoe)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
         server.bind(("127.0.0.1", 0))
         server.listen(8)
-        yield server.getsockname()[1]
+        yield server
 
 
 @pytest.fixture(scope="module")
@@ -190,8 +221,8 @@ def _ok(result: subprocess.CompletedProcess[str]) -> str:
     return result.stdout
 
 
-def _observer(broker: MosquittoBroker, pki: Path) -> mqtt.Client:
-    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id="observer")
+def _observer(broker: MosquittoBroker, pki: Path, client_id: str = "observer") -> mqtt.Client:
+    client = mqtt.Client(CallbackAPIVersion.VERSION2, client_id=client_id)
     client.tls_set(
         ca_certs=str(pki / "ca.crt"), certfile=str(pki / "observer.crt"), keyfile=str(pki / "observer.key")
     )
@@ -215,6 +246,7 @@ def _technician(root: Path, pki: Path, deb: Path, broker_port: int, reader_port:
     shutil.copy(pki / "ca.crt", handover / "ca.pem")
     shutil.copy(pki / "T07.crt", handover / "T07.crt")
     shutil.copy(pki / "T07.key", handover / "T07.key")
+    shutil.copy(_public_key(deb), handover / "attestation.pub")
     for name in ("events.key", "gs-main.key", "sup-anna.key", "tech-bo.key"):
         (handover / name).write_text(secrets.token_hex(32) + "\n")
     shutil.copy(deb, home / deb.name)
@@ -346,7 +378,7 @@ def _programs_in_root(root: Path, subcommand: str) -> list[int]:
 
 
 def _enable_start_and_monitor(
-    root: Path, step: Step, env: dict[str, str], broker: MosquittoBroker, pki: Path
+    root: Path, step: Step, env: dict[str, str], broker: MosquittoBroker, pki: Path, reader: socket.socket
 ) -> list[str]:
     """Step 5 line by line: ``systemctl enable --now`` as written (a root has no running
     systemd, so the test starts the daemon as the unit does), the monitor line as written, the
@@ -380,6 +412,7 @@ def _enable_start_and_monitor(
                 _run_block(root, (line,), env)
         assert sorted(skipped) == sorted(NOT_IN_A_ROOT), skipped
         assert daemon is not None, "step 5 no longer starts the daemon"
+        _integrity_held_and_restored(root, broker, pki, reader)
         daemon.terminate()
         log, _ = daemon.communicate(timeout=60)
         assert daemon.returncode == 0, log[-4000:]
@@ -392,6 +425,145 @@ def _enable_start_and_monitor(
         client.loop_stop()
         client.disconnect()
     return statuses
+
+
+class _Table:
+    """What a second observer sees of table T07: events (by seq), health reports, replies."""
+
+    def __init__(self, client: mqtt.Client, key: bytes, game_server_key: bytes) -> None:
+        self.events: dict[int, dict[str, Any]] = {}
+        self.health: dict[str, Any] = {}
+        self.statuses: list[dict[str, Any]] = []
+        self.changed = threading.Condition()
+        self.sender = CommandSender(client, "T07", Secret(key, "sup-anna"), key_id="sup-anna")
+        self.game_server = CommandSender(client, "T07", Secret(game_server_key, "gs-main"), key_id="gs-main")
+        client.on_message = self._on_message
+        for topic in ("events", "health", "status", "cmd/reply"):
+            client.subscribe(f"baccarat/v1/T07/{topic}", qos=1)
+        client.loop_start()
+
+    def _on_message(self, _client: mqtt.Client, _userdata: object, message: mqtt.MQTTMessage) -> None:
+        body = json.loads(message.payload)
+        with self.changed:
+            if message.topic.endswith("/cmd/reply"):
+                self.sender.on_reply(bytes(message.payload))
+                self.game_server.on_reply(bytes(message.payload))
+            elif message.topic.endswith("/events"):
+                self.events[body["seq"]] = body
+            elif message.topic.endswith("/health"):
+                self.health = body
+            else:
+                self.statuses.append(body)
+            self.changed.notify_all()
+
+    def wait(self, what: str, predicate: Any, timeout: float = 90) -> None:
+        with self.changed:
+            assert self.changed.wait_for(predicate, timeout), f"{what}; health: {self.health}"
+
+
+def _deal_cards(reader: socket.socket, table: _Table, steps: int) -> list[socket.socket]:
+    """The shoe: the first ``steps`` steps of a simulated shoe (Angel Eye frames to the daemon's
+    reader connection, ``new_shoe`` from the game server's key), 20 times slower than the
+    service tests deal. Returns the reader's connections (open until the caller closes them)."""
+    _deal, _plan, plan_steps = dealt_shoe(seed=24, max_hands=2)
+    reader.settimeout(0)
+    connections: list[socket.socket] = []
+    while True:
+        try:
+            connections.append(reader.accept()[0])
+        except BlockingIOError:
+            break
+    assert connections, "the daemon's reader never connected"
+    at = 0.0
+    for step in plan_steps[:steps]:
+        time.sleep((step.t - at) / 20)
+        at = step.t
+        if step.supervisor is not None:
+            reply = table.game_server.send(step.supervisor.action, dict(step.supervisor.args), timeout=60)
+            assert reply["status"] == "accepted", reply
+        elif step.data is not None:
+            for connection in connections:  # check-config's probes connected first, and left
+                with contextlib.suppress(OSError):
+                    connection.sendall(step.data)
+    return connections
+
+
+def _integrity_held_and_restored(
+    root: Path, broker: MosquittoBroker, pki: Path, reader: socket.socket
+) -> None:
+    """Attestation on the installed package: it passed at start; one installed file changed and a
+    supervisor's signed ``attest`` raise ``integrity_failed``; the cards dealt then are journaled
+    but not published; the file restored and ``attest`` again clear it and the held events go out."""
+    secrets_dir = root / "etc/baccarat-edge/secrets"
+    client = _observer(broker, pki, client_id="observer-attest")
+    table = _Table(
+        client,
+        (secrets_dir / "sup-anna.key").read_bytes().strip(),
+        (secrets_dir / "gs-main.key").read_bytes().strip(),
+    )
+    shoe: list[socket.socket] = []
+    try:
+        table.wait(
+            "the birth status and a health report after the start-up checks",
+            lambda: table.statuses and table.health.get("startup", {}).get("stage") == "done",
+        )
+        attestation = table.health["attestation"]
+        assert (attestation["status"], attestation["required"], attestation["problems"]) == (
+            "passed",
+            True,
+            [],
+        )
+        manifest = (root / "opt/baccarat-edge/attestation/manifest.json").read_bytes()
+        digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
+        assert attestation["manifest_digest"] == digest
+        assert table.statuses[-1]["manifest_digest"] == digest  # the birth message
+
+        [changed] = (root / "opt/baccarat-edge/venv/lib").glob("python3*/site-packages/daemon/cli.py")
+        original = changed.read_bytes()
+        changed.write_bytes(original + b"# changed on the table\n")
+        installed_path = "/" + str(changed.relative_to(root))
+        reply = table.sender.send("attest", timeout=60)
+        assert reply["status"] == "refused", reply
+        assert f"changed: {installed_path}" in reply["reason"]
+        table.wait(
+            "integrity_failed published",
+            lambda: any(e["data"].get("code") == "integrity_failed" for e in table.events.values()),
+        )
+        [alert] = [e for e in table.events.values() if e["data"].get("code") == "integrity_failed"]
+        assert alert["data"]["severity"] == "critical"
+        assert alert["data"]["problems"] == [f"changed: {installed_path}"]
+
+        shoe = _deal_cards(reader, table, 14)
+        table.wait(
+            "the cards journaled (health last_seq) while held",
+            lambda: (
+                table.health["last_seq"] >= alert["seq"] + 4
+                and table.health["attestation"]["held_after_seq"] == alert["seq"]
+            ),
+        )
+        assert [seq for seq in table.events if seq > alert["seq"]] == []  # no card event published
+
+        changed.write_bytes(original)
+        reply = table.sender.send("attest", timeout=60)
+        assert reply["status"] == "accepted", reply
+
+        def kinds_after_alert() -> list[str]:
+            return [table.events[seq]["kind"] for seq in sorted(table.events) if seq > alert["seq"]]
+
+        table.wait(
+            "the held cards published, then the alert cleared",
+            lambda: {"card_dealt", "alert_cleared"} <= set(kinds_after_alert()),
+        )
+        with table.changed:
+            # no gap from the first event this observer saw (it subscribed after the daemon started)
+            assert sorted(table.events) == list(range(min(table.events), max(table.events) + 1))
+            kinds = kinds_after_alert()
+        assert kinds.index("card_dealt") < kinds.index("alert_cleared"), kinds  # held, then released
+    finally:
+        for connection in shoe:
+            connection.close()
+        client.loop_stop()
+        client.disconnect()
 
 
 def _start_as_the_unit(
@@ -427,14 +599,14 @@ def debian12_root(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.mark.mosquitto
 def test_fresh_debian12_root_follows_the_guide_to_an_online_table_then_removes_and_purges(
-    deb: Path, debian12_root: Path, tls_broker: MosquittoBroker, pki: Path, tcp_reader: int
+    deb: Path, debian12_root: Path, tls_broker: MosquittoBroker, pki: Path, tcp_reader: socket.socket
 ) -> None:
     root = debian12_root
     steps = install_steps()
     assert [step.number for step in steps] == [1, 2, 3, 4, 5], [s.title for s in steps]
     install, hardware, config, check, enable = steps
     assert hardware.title == HARDWARE_STEP
-    env = _technician(root, pki, deb, tls_broker.port, tcp_reader)
+    env = _technician(root, pki, deb, tls_broker.port, tcp_reader.getsockname()[1])
 
     # 1. The one command of the install guide (the technician answers apt's question).
     [block] = install.blocks
@@ -492,7 +664,7 @@ def test_fresh_debian12_root_follows_the_guide_to_an_online_table_then_removes_a
     assert "everything it points at was found" in _ok(as_root)
 
     # 5. Enabled, started as the unit starts it, online; the monitor shows it; stopped.
-    statuses = _enable_start_and_monitor(root, enable, env, tls_broker, pki)
+    statuses = _enable_start_and_monitor(root, enable, env, tls_broker, pki, tcp_reader)
     assert (statuses[:1], statuses[-1:]) == (["online"], ["offline"]), statuses
 
     # Remove: the program goes, the table's config and journal directory stay.

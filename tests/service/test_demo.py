@@ -106,3 +106,37 @@ def test_demo_a_card_never_scanned_holds_its_round_when_the_next_opens() -> None
     codes = [alert.split(":")[0] for alert in summary["alerts"]]
     assert codes == ["round_cut_short"]
     assert sum(summary["results"].values()) == 4  # round 2 waits for a supervisor
+
+
+def test_demo_unplugs_the_reader_mid_round_and_closes_betting_late() -> None:
+    """Issue 21: ``unplug_mid_round`` unplugs the line reader's pty after round 2's P1/B1 (P2/B2
+    dealt while it is out): the round is held (reader_gap); ``late_close`` sends round 4's
+    close_betting 0.3 s after its first card, signed with the time it was issued (before that
+    card): the card is first exposed, then the late close makes it the round's, and round 4
+    settles (four of five rounds settle: round 2 waits for a supervisor)."""
+    result = _demo(
+        "--hands", "5", "--seed", "5", "--json", "--protocol", "ascii_lines",
+        "--fault", "unplug_mid_round@2", "--fault", "late_close@4",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads(result.stdout.strip().splitlines()[-1])
+    assert summary["complete"] is True
+    codes = {alert.split(":")[0] for alert in summary["alerts"]}
+    assert {"reader_disconnected", "reader_gap", "card_exposed_during_betting"} <= codes
+    assert summary["refused_commands"] == []
+    assert sum(summary["results"].values()) == 4
+
+
+def test_demo_names_what_is_wrong_with_a_fault() -> None:
+    for fault, said in (
+        ("outage@2", "unknown fault 'outage'"),
+        ("unplug_mid_round", "expected KIND@ROUND"),
+        ("late_close@0", "expected KIND@ROUND"),
+    ):
+        result = _demo("--fault", fault)
+        assert result.returncode == 2, fault
+        assert said in result.stderr, (fault, result.stderr)
+    result = _demo("--fault", "nothing@2")
+    assert "unplug_mid_round" in result.stderr  # the usable faults are listed
+    assert "late_close" in result.stderr
+    assert "quick_reopen" in result.stderr
