@@ -256,7 +256,6 @@ def test_the_detector_knows_every_encoding_of_a_card() -> None:
     assert find_leaks([Captured(0, EVENTS, clean.encode())], [card], EVENTS) == []
     named = {
         "code Tc": '{"card": "Tc"}',
-        "code TC": '{"card": "TC"}',
         "code 10c": '{"text": "a 10c was read"}',
         "symbol 10♣": '{"text": "10♣"}',
         "words ten of clubs": '{"text": "Ten of Clubs"}',

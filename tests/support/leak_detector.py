@@ -7,7 +7,7 @@ card, its slot, round and raw reader bytes). Run on a one-deck shoe, every card 
 once in the shoe, so any encoding of a hidden card's identity before its ``card_revealed`` is a
 leak, with no "maybe it was another card of that face":
 
-* the card code (``8s``, ``8S``, ``10s`` for a ten), its symbol form (``8♠``), rank and suit in
+* the card code (``8s``, ``Ts`` or ``10s`` for a ten), its symbol form (``8♠``), rank and suit in
   words (``eight of spades``, ``8 of spades``), each only as a whole token (a commitment's hex
   digits are not a card);
 * the raw bytes the reader sent for it (``read.raw``, e.g. ``"43 30 36 0d 0a"``, with or without
@@ -70,9 +70,8 @@ def encodings(card: str, raw: str | None) -> list[tuple[str, re.Pattern[str]]]:
     ranks = [rank] + (["10"] if rank == "T" else [])
     out: list[tuple[str, re.Pattern[str]]] = []
     for r in ranks:
-        # as the product writes it, and in capitals ("8S"); not "ts" or "as", which are words
+        # as the product writes it: not "ts" or "as" (words), nor "5H" (the monitor's "hand 5 held")
         out.append((f"code {r}{suit}", _token(f"{r}{suit}")))
-        out.append((f"code {r}{suit.upper()}", _token(f"{r}{suit.upper()}")))
         out.append((f"symbol {r}{SUIT_SYMBOLS[suit]}", _token(f"{r}{SUIT_SYMBOLS[suit]}")))
     for word in RANK_WORDS[rank]:
         out.append(
