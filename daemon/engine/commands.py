@@ -45,11 +45,11 @@ ACTIONS: dict[str, str] = {
     "dealer_changed": "a dealer took the table (the rounds from the next one are theirs); args: dealer_id "
     "(1-64 of A-Z a-z 0-9 . _ : -, starting alphanumeric), name (optional: 1-64 letters, digits, spaces, "
     "_ . ' -, starting with a letter or digit)",
+    "attest": "check the installed files against the package's signed manifest (done by the service once "
+    "this is journaled; a passing check clears integrity_failed); no args",
     "reveal": "a squeeze table shows cards (table.reveal.order_source server): args: slots (a list of "
     "P1 P2 B1 B2 P3 B3, in table.reveal.order), hand (optional: the round in progress, else the oldest held "
     "one)",
-    "attest": "check the installed files against the package's signed manifest (done by the service once "
-    "this is journaled; a passing check clears integrity_failed); no args",
 }
 """Every supervisor action the engine accepts, with its arguments."""
 

@@ -62,8 +62,8 @@ class SupervisorCommands:
             "close_betting": flow.close_betting,
             "cut_card": flow.cut_card,
             "dealer_changed": self.dealer_changed,
-            "reveal": reveals.reveal_command,
             "attest": self.attest,
+            "reveal": reveals.reveal_command,
         }
 
     def on_command(self, cmd: SupervisorCommand) -> None:

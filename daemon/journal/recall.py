@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from common.slots import ROUND_SLOTS
+from daemon.engine.squeeze import public_data
 from daemon.journal.errors import JournalError
 
 DEFAULT_LAST = 10
@@ -135,10 +136,12 @@ class RoundRecall:
         return [r.to_dict() for r in self._rounds]
 
     def add(self, event: Mapping[str, Any]) -> None:
-        """Fold one event body (``kind``, ``at``, ``shoe_id``, ``hand``, ``data``)."""
+        """Fold one event body (``kind``, ``at``, ``shoe_id``, ``hand``, ``data``); a squeeze table's
+        sealed cards are never read (the retained state shows what the players may see)."""
         kind, data = event.get("kind"), event.get("data")
-        if kind not in ROUND_KINDS or not isinstance(data, Mapping):
+        if kind not in ROUND_KINDS or not isinstance(data, dict):
             return
+        data = public_data(data)
         at = _number(event.get("at"))
         if at is None:
             return

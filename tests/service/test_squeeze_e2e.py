@@ -116,3 +116,65 @@ def test_a_squeeze_table_publishes_commitments_and_shows_each_card_at_its_reveal
     db.close()
     published = sum(1 for e in events if e["kind"] == "card_dealt" and "commitment" in e["data"])
     assert sum(1 for b in bodies if "sealed" in b["data"]) == published == 31  # 10 burns, 21 round cards
+
+
+def test_sigterm_between_the_deal_and_the_reveal_then_the_restarted_daemon_reveals(
+    tmp_path: Path, mosquitto: MosquittoBroker
+) -> None:
+    """The daemon stops after hand 2's cards, before its reveal: the restarted one folds the sealed
+    cards and nonces back from its journal and the game server's reveal shows the committed cards."""
+    fixture = load_fixture(REPO_ROOT / "hw-fixtures" / "angel_eye-squeeze-clean.fixture.jsonl")
+    cut = next(
+        i
+        for i, s in enumerate(fixture.steps)
+        if s.supervisor is not None and s.supervisor.command_id == "reveal-2"
+    )
+    part1, part2 = fixture.steps[:cut], fixture.steps[cut:]
+    shoe = PtyDevice(tmp_path / "baccarat-shoe")
+    config, events_key, command_key = write_config(
+        tmp_path, shoe.path, mosquitto.port, DealSettings(seed=11, max_hands=4)
+    )
+    data = json.loads(config.read_text())
+    data["table"]["reveal"] = {"mode": "squeeze"}
+    config.write_text(json.dumps(data, indent=1))
+    subscriber = TableSubscriber(mosquitto.port, events_key, command_key).start()
+    refused: list[str] = []
+    daemon = DaemonProcess(config, tmp_path / "daemon-1.log")
+    try:
+        assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+        wait_until_commandable(daemon)
+        daemon.wait_for_log("device connected")
+        play(part1, shoe, subscriber, refused, before_command=lambda: wait_until_idle(daemon, shoe))
+        wait_until_idle(daemon, shoe)
+        assert daemon.terminate() == 0
+    finally:
+        daemon.kill()
+    assert subscriber.wait_for(lambda s: s.status[-1:] == ["offline"], 10)
+    assert subscriber.kinds().count("round_completed") == 1  # hand 2 dealt, not revealed
+    daemon = DaemonProcess(config, tmp_path / "daemon-2.log")
+    try:
+        daemon.wait_for_log("engine_restored")
+        assert subscriber.wait_for(lambda s: s.status[-1:] == ["online"], 30)
+        wait_until_commandable(daemon)
+        daemon.wait_for_log("device connected")
+        play(part2, shoe, subscriber, refused, before_command=lambda: wait_until_idle(daemon, shoe))
+        assert subscriber.wait_for(lambda s: s.kinds().count("round_completed") == 4, 30)
+        assert daemon.terminate() == 0
+    finally:
+        daemon.kill()
+        shoe.close()
+        subscriber.stop()
+    assert refused == []
+    events = subscriber.sorted_events()
+    assert subscriber.consumer.unexplained_gaps == []
+    committed = {
+        (e["shoe_id"], e["data"]["round"], e["data"]["slot"]): e["data"]["commitment"]
+        for e in events
+        if e["kind"] == "card_dealt" and e["data"].get("round")
+    }
+    revealed = [e for e in events if e["kind"] == "card_revealed"]
+    assert len(revealed) == 21
+    for event in revealed:
+        d = event["data"]
+        key = (event["shoe_id"], d["round"], d["slot"])
+        assert commitment(*key, d["card"], d["nonce"]) == committed[key]
