@@ -12,6 +12,10 @@
    the detector meant for it fires (and any detector).
 3. Cost: the detectors' CPU time per dealt card against the engine's (``Engine.handle`` over
    the same shoes' inputs, as ``bench_engine`` feeds them), alternated in the same run.
+4. Wired cost: the whole shoe audit as the engine runs it (the fold's notes of every card, the
+   certificate and the detectors at each shoe's end, against the shoes before it): one engine
+   deals ``--cost-shoes`` shoes one after another, with the audit and without it (its fold
+   and its shoe-end call switched off), alternated; CPU per dealt card and the ratio.
 
     .venv/bin/python -m bench.bench_irregular [--shoes 10000] [--planted 1000] [--alpha 0.002] [--json]
 """
@@ -29,13 +33,15 @@ from typing import Any
 
 from bench.bench_engine import _engine_pass, _shoe
 from common.cards import ALL_CARDS, Card
-from common.inputs import CardRead
+from common.inputs import CardRead, EngineInput
 from daemon.audit.factory_order import FACTORY_ORDER
 from daemon.audit.irregular import Detector, ShoeSequence, detect, thresholds
 from daemon.audit.null_model import OUTCOME_STATISTIC, Statistic, deal_shoe
 from daemon.audit.null_tables import NULL_TABLES
 from daemon.audit.settings import IrregularSettings
+from daemon.engine import state as state_module
 from daemon.engine.settings import TableSettings
+from daemon.engine.table import Engine
 from daemon.rules.outcome import play_round
 from daemon.rules.variants import load_variant_by_name
 
@@ -177,6 +183,60 @@ def cost(shoes: int, seed: int, repeats: int, settings: IrregularSettings) -> di
     }
 
 
+_FOLD = "_FOLDS"
+"""The fold table ``TableState.apply`` looks each event up in: (the fold's, the audit's) function
+per kind; the audit's taken out for the engine without it."""
+
+
+def _wired_pass(inputs: list[EngineInput], table: TableSettings, *, audit: str) -> float:
+    """CPU seconds of one engine dealing ``inputs`` (every shoe in turn): ``audit`` ``none`` (its
+    fold and its shoe-end call off), ``fold`` (the fold's notes only) or ``all``."""
+    variant = load_variant_by_name("standard")
+    fold = getattr(state_module, _FOLD)
+    engine = Engine(table, variant)
+    if audit != "all":
+        engine.emitter.after_shoe_end = None
+    if audit == "none":
+        setattr(state_module, _FOLD, {kind: (main, None) for kind, (main, _) in fold.items()})
+    try:
+        start = time.process_time_ns()
+        for inp in inputs:
+            engine.handle(inp)
+        return (time.process_time_ns() - start) / 1e9
+    finally:
+        setattr(state_module, _FOLD, fold)
+
+
+def wired_cost(shoes: int, seed: int, repeats: int, settings: IrregularSettings) -> dict[str, Any]:
+    irregular = {"alpha": settings.alpha, "recent_shoes": settings.recent_shoes}
+    table = TableSettings.model_validate({"audit": {"irregular": irregular}})
+    rng = random.Random(seed)
+    inputs: list[EngineInput] = []
+    offset = 0.0
+    for _ in range(shoes):
+        shoe, _ = _shoe(table, rng)
+        inputs += [inp._replace(at=inp.at + offset) for inp in shoe]
+        offset = inputs[-1].at + 60.0
+    cards = sum(1 for x in inputs if isinstance(x, CardRead))
+    passes: dict[str, list[float]] = {"none": [], "fold": [], "all": []}
+    order = list(passes)
+    for n in range(repeats):
+        for audit in order[n % 3 :] + order[: n % 3]:  # each variant first, middle and last in turn
+            passes[audit].append(_wired_pass(inputs, table, audit=audit) * 1e9 / cards)
+    bare, fold, wired = (statistics.median(passes[k]) for k in ("none", "fold", "all"))
+    return {
+        "shoes": shoes,
+        "repeats": repeats,
+        "cards": cards,
+        "engine_without_audit_cpu_ns_per_card": round(bare),
+        "engine_with_audit_fold_only_cpu_ns_per_card": round(fold),
+        "engine_with_audit_cpu_ns_per_card": round(wired),
+        "fold_added": round(fold / bare - 1, 4),
+        "added": round(wired / bare - 1, 4),
+        "added_per_pass": [round(w / b - 1, 4) for w, b in zip(passes["all"], passes["none"], strict=True)],
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -189,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cost-shoes", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cost-only", action="store_true", help="only the two cost parts (3 and 4)")
     args = parser.parse_args(argv)
     settings = IrregularSettings(
         alpha=args.alpha, decks=DECKS, cut_card_from_end=CUT, recent_shoes=args.recent_shoes
@@ -214,9 +275,11 @@ def main(argv: list[str] | None = None) -> int:
             "same_suit": round(table.tail(Statistic.SAME_SUIT, limits.same_suit), 5),
         },
         "cost": cost(args.cost_shoes, args.seed, args.repeats, settings),
-        "false_alarms": false_alarms(args.shoes, args.seed, settings),
-        "detection": detection(args.planted, args.seed + 1, settings),
+        "wired_cost": wired_cost(args.cost_shoes, args.seed, args.repeats, settings),
     }
+    if not args.cost_only:
+        result["false_alarms"] = false_alarms(args.shoes, args.seed, settings)
+        result["detection"] = detection(args.planted, args.seed + 1, settings)
     result["seconds"] = round(time.monotonic() - started, 1)
     if args.json:
         print(json.dumps(result))

@@ -72,6 +72,9 @@ class AlertCode(StrEnum):
     # the clock gate: the table's clock synchronisation, the server's command times
     CLOCK_UNSYNCHRONISED = "clock_unsynchronised"
     CLOCK_GATE_CLOSED = "clock_gate_closed"
+    # the shoe's audit at its end (daemon/engine/shoe_audit.py)
+    SHOE_COUNT_MISMATCH = "shoe_count_mismatch"
+    SHOE_IRREGULAR = "shoe_irregular"
     # raised by the MQTT publisher
     MQTT_DEAD_LETTER = "mqtt_dead_letter"
     MQTT_DELIVERY_FAILING = "mqtt_delivery_failing"
@@ -490,6 +493,21 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         "command time is further than table.betting.max_skew_s from the table's receive time",
         "betting opened again (cleared by the engine), acknowledge_alert",
         details=("round_id", "reason", "synchronised", "skew_s", "max_skew_s"),
+    ),
+    AlertCode.SHOE_COUNT_MISMATCH: AlertSpec(
+        Severity.CRITICAL,
+        "the remainder count does not balance the shoe: cards seen plus cards counted differ from the "
+        "shoe's decks (details name each missing and extra card); take the decks out of play and check them",
+        "acknowledge_alert",
+        details=("missing", "extra", "accounted", "expected", "seen", "remainder"),
+    ),
+    AlertCode.SHOE_IRREGULAR: AlertSpec(
+        Severity.WARNING,
+        "the shoe's order is one a fair shuffle rarely deals (a long run of one outcome, rank or suit, a "
+        "stretch repeated from a recent shoe, a deck in factory order): details give each finding with its "
+        "evidence and its probability under a fair shuffle",
+        "acknowledge_alert",
+        details=("findings", "alpha", "recent_shoes"),
     ),
     AlertCode.MQTT_DEAD_LETTER: AlertSpec(
         Severity.CRITICAL,

@@ -55,6 +55,7 @@ class ShoePlan:
     cut_hand: int | None = None
     cards_used: int = 0
     ended_by_cut_card: bool = False  # False: stopped at max_hands or ran out of cards first
+    remaining: tuple[Card, ...] = ()  # the cards left in the shoe, in order (a remainder count's)
 
 
 SIGNAL_ACTIONS = ("button_close", "button_open", "lock", "unlock", "burn_start", "burn_end", "shoe_end")

@@ -71,7 +71,7 @@ if [ "${1:-}" = site ]; then
       echo ""
       echo "# site $site (make-pki.sh site): its bridge writes its tables' topics, reads their commands and acks"
       echo "user bridge-$site"
-      for kind in events alerts state status health cmd/reply cmd/reply/#; do
+      for kind in events alerts shoe_certificate state status health cmd/reply cmd/reply/#; do
         echo "topic write baccarat/v1/+/$kind"
       done
       echo "topic read baccarat/v1/+/cmd"

@@ -12,10 +12,11 @@ Every installed file is listed by its absolute path with its SHA-256 (a symbolic
 its target: the file it points at may belong to another package). Under ``owned_dirs`` (the
 package's own folders) a file the manifest does not list is an *extra* file; elsewhere
 other packages' files live beside ours and are not looked at; ``unlisted`` names the files
-left out on purpose (the manifest itself and its signature), not extra either. Byte code (``__pycache__``)
-is compiled at install time, after the build, so it is not listed and not reported (a
-limit, documented in the install guide). Configuration files a technician edits are not
-listed either.
+left out on purpose (the manifest itself and its signature), not extra either. The package
+ships no byte code and the daemon never reads any from its folders
+(:mod:`~daemon.attestation.byte_code`): a ``.pyc`` under an owned folder is an extra file like
+any other, and a staging tree holding one is refused. Configuration files a technician edits
+are not listed.
 
 The signature (file ``<manifest>.sig``) is the Ed25519 signature of the manifest's bytes,
 base64. Ed25519 rather than the HMAC of the command channel: the table holds only the
@@ -59,6 +60,8 @@ class Verdict:
     extra: list[str] = field(default_factory=list)
     checked: int = 0
     """How many listed files were compared."""
+    owned_dirs: list[str] = field(default_factory=list)
+    """The manifest's ``owned_dirs`` (the folders no other package writes in)."""
 
     @property
     def ok(self) -> bool:
@@ -130,7 +133,9 @@ def build_manifest(
     files: dict[str, str] = {}
     for path in _walk(stage):
         installed = f"{root}/{path.relative_to(stage).as_posix()}"
-        if installed not in skip and not installed.startswith(skip_under) and not _is_byte_code(installed):
+        if _is_byte_code(installed):
+            raise AttestationError(f"{path}: byte code in the staging tree (the package ships none)")
+        if installed not in skip and not installed.startswith(skip_under):
             files[installed] = file_entry(path)
     body = {
         "format": FORMAT,
@@ -225,6 +230,6 @@ def verify_installed(manifest: bytes, signature: bytes, key: Ed25519PublicKey) -
         str(p)
         for folder in owned
         for p in _walk(Path(folder))
-        if str(p) not in files and str(p) not in unlisted and not _is_byte_code(str(p))
+        if str(p) not in files and str(p) not in unlisted
     )
-    return Verdict(manifest_digest(manifest), changed, missing, extra, checked=len(files))
+    return Verdict(manifest_digest(manifest), changed, missing, extra, checked=len(files), owned_dirs=owned)

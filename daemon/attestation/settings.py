@@ -18,8 +18,9 @@ class AttestationSettings(BaseModel):
     required: bool = Field(
         default=False,
         description="true: a missing manifest, signature or public key is an integrity failure (an "
-        "installed table); false: with no manifest the check reports not_configured (a source or demo "
-        "run) and, with one, checks it all the same.",
+        "installed table), and so is a daemon that could run byte code from the installed folders "
+        "(PYTHONPYCACHEPREFIX unset: the systemd unit sets it); false: with no manifest the check "
+        "reports not_configured (a source or demo run) and, with one, checks it all the same.",
     )
     manifest_file: Path = Field(
         default=INSTALLED_MANIFEST,

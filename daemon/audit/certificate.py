@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -130,18 +130,12 @@ class ShoeCertificate:
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready form (integers and strings only)."""
-        return {
-            "shoe_id": self.shoe_id,
-            "decks": self.decks,
-            "status": self.status.value,
-            "totals": {
-                "expected": self.expected,
-                "seen": self.seen,
-                "left": self.left,
-                "remainder": self.remainder,
-                "accounted": self.accounted,
-            },
-            "faces": [
+        faces: list[dict[str, object]] = []
+        left = 0
+        for f in self.faces:  # one pass (the engine builds this at every shoe's end)
+            seen = f.in_rounds + f.burned + f.exposed + f.voided + f.extras
+            left += max(0, f.expected - seen)
+            faces.append(
                 {
                     "card": f.card.code,
                     "expected": f.expected,
@@ -150,19 +144,62 @@ class ShoeCertificate:
                     "exposed": f.exposed,
                     "voided": f.voided,
                     "extras": f.extras,
-                    "over": f.over,
-                    "left": f.left,
+                    "over": max(0, seen - f.expected),
+                    "left": max(0, f.expected - seen),
                     "remainder": f.remainder,
                 }
-                for f in self.faces
-            ],
+            )
+        remainder = self.remainder
+        return {
+            "shoe_id": self.shoe_id,
+            "decks": self.decks,
+            "status": self.status.value,
+            "totals": {
+                "expected": self.expected,
+                "seen": self.seen,
+                "left": left,
+                "remainder": remainder,
+                "accounted": None if remainder is None else self.accounted,
+            },
+            "faces": faces,
             "missing": [{"card": d.card.code, "copies": d.copies} for d in self.missing],
             "extra": [{"card": d.card.code, "copies": d.copies} for d in self.extra],
         }
 
+    @staticmethod
+    def from_dict(raw: object) -> ShoeCertificate:
+        """Rebuild a certificate from :meth:`to_dict` output (e.g. a journaled event's); raise
+        ValueError naming what is wrong. The derived figures are recomputed, never trusted."""
+        try:
+            if not isinstance(raw, dict):
+                raise TypeError("a certificate must be an object")
+            faces = tuple(
+                FaceCount(
+                    card=Card.parse(f["card"]),
+                    expected=int(f["expected"]),
+                    in_rounds=int(f["in_rounds"]),
+                    burned=int(f["burned"]),
+                    exposed=int(f["exposed"]),
+                    voided=int(f["voided"]),
+                    extras=int(f["extras"]),
+                    remainder=None if f["remainder"] is None else int(f["remainder"]),
+                )
+                for f in raw["faces"]
+            )
+            return ShoeCertificate(
+                shoe_id=str(raw["shoe_id"]),
+                decks=int(raw["decks"]),
+                faces=faces,
+                status=Status(raw["status"]),
+                missing=tuple(Discrepancy(Card.parse(d["card"]), int(d["copies"])) for d in raw["missing"]),
+                extra=tuple(Discrepancy(Card.parse(d["card"]), int(d["copies"])) for d in raw["extra"]),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a shoe certificate: {exc}") from None
+
     def canonical_json(self) -> str:
         """The canonical JSON text: keys sorted, no whitespace, UTF-8 safe (what is signed)."""
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return canonical_json(self.to_dict())
 
     def text(self) -> str:
         """A report for people: totals, named discrepancies, then one line per face."""
@@ -192,23 +229,58 @@ def certify(
     shoe_id: str, *, decks: int, cards: ClassifiedCards, remainder: Sequence[Card] | None = None
 ) -> ShoeCertificate:
     """Account for the shoe's cards; ``remainder`` is the count of the undealt cards, if one was made."""
+    return certify_counts(
+        shoe_id,
+        decks=decks,
+        counts=CodeCounts(
+            in_rounds=_code_counts(cards.in_rounds),
+            burned=_code_counts(cards.burned),
+            exposed=_code_counts(cards.exposed),
+            voided=_code_counts(cards.voided),
+            extras=_code_counts(cards.extras),
+        ),
+        remainder=None if remainder is None else _code_counts(remainder),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CodeCounts:
+    """:class:`ClassifiedCards` as copies per card code ("8s"), the form the engine keeps them in."""
+
+    in_rounds: Mapping[str, int]
+    burned: Mapping[str, int]
+    exposed: Mapping[str, int]
+    voided: Mapping[str, int]
+    extras: Mapping[str, int]
+
+
+_FACES = tuple((card, card.code) for card in ALL_CARDS)
+
+
+def _code_counts(cards: Sequence[Card]) -> Counter[str]:
+    return Counter(card.code for card in cards)
+
+
+def certify_counts(
+    shoe_id: str, *, decks: int, counts: CodeCounts, remainder: Mapping[str, int] | None = None
+) -> ShoeCertificate:
+    """:func:`certify` from copies per card code (no card objects to hash: the engine's way)."""
     if decks < 1:
         raise ValueError(f"decks must be at least 1, got {decks}")
-    in_rounds, burned, exposed = Counter(cards.in_rounds), Counter(cards.burned), Counter(cards.exposed)
-    voided, extras = Counter(cards.voided), Counter(cards.extras)
-    counted = None if remainder is None else Counter(remainder)
+    in_rounds, burned, exposed = counts.in_rounds, counts.burned, counts.exposed
+    voided, extras = counts.voided, counts.extras
     faces = tuple(
         FaceCount(
             card=card,
             expected=decks,
-            in_rounds=in_rounds[card],
-            burned=burned[card],
-            exposed=exposed[card],
-            voided=voided[card],
-            extras=extras[card],
-            remainder=None if counted is None else counted[card],
+            in_rounds=in_rounds.get(code, 0),
+            burned=burned.get(code, 0),
+            exposed=exposed.get(code, 0),
+            voided=voided.get(code, 0),
+            extras=extras.get(code, 0),
+            remainder=None if remainder is None else remainder.get(code, 0),
         )
-        for card in ALL_CARDS
+        for card, code in _FACES
     )
     extra = tuple(
         Discrepancy(f.card, f.over if f.balance is None else max(f.over, f.balance))
@@ -221,3 +293,8 @@ def certify(
     else:
         status = Status.NOT_COUNTED if remainder is None else Status.BALANCED
     return ShoeCertificate(shoe_id, decks, faces, status, missing, extra)
+
+
+def canonical_json(certificate: Mapping[str, object]) -> str:
+    """:meth:`ShoeCertificate.canonical_json` of its :meth:`~ShoeCertificate.to_dict` form."""
+    return json.dumps(certificate, sort_keys=True, separators=(",", ":"), ensure_ascii=False)

@@ -10,7 +10,7 @@ the shoe); an empty shoe gives a run of length 0.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import groupby
@@ -37,6 +37,14 @@ _FACTORY_PREVIOUS_PLACE_OF_CODE = bytes(
 def encode(cards: Sequence[Card]) -> bytes:
     """The shoe as one byte per card (the card's index in ``ALL_CARDS``)."""
     return bytes([_CODE_OF_CARD[c] for c in cards])
+
+
+_BYTE_OF_CODE = {card.code: i for i, card in enumerate(ALL_CARDS)}
+
+
+def encode_codes(codes: Iterable[str]) -> bytes:
+    """:func:`encode` of cards given by their two-character codes ("8s"), as events carry them."""
+    return bytes([_BYTE_OF_CODE[c] for c in codes])
 
 
 _FACTORY_BOTH_WAYS = (encode(FACTORY_ORDER), encode(FACTORY_ORDER[::-1]))

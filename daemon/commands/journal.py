@@ -1,5 +1,6 @@
-"""``baccarat-edge journal verify|export|drop-snapshots FILE``: check a journal file, export its
-events, or remove its engine snapshots.
+"""``baccarat-edge journal verify|export|drop-snapshots FILE``, ``journal shoe-report [SHOE_ID]``:
+check a journal file, export its events, remove its engine snapshots, or report a shoe's
+certificate.
 
 ``verify`` reads the whole file (read-only; the daemon may be running): SQLite's integrity
 check, the meta, every ``seq`` (a missing one must have been removed by compaction), the
@@ -15,6 +16,13 @@ whole journal and stores a new one.
 ``event_id``, ``table_id``, ``origin``, ``journaled_at``, ``delivered_at``, ``dead_letter``),
 e.g. ``baccarat-edge journal export journal.sqlite3.damaged --from-seq 1201 | jq .kind``.
 Exit status: 0 all written, 1 reading stopped part-way (what was written stands), 2 unreadable.
+
+``shoe-report [SHOE_ID] [--journal FILE | --config FILE]`` prints a shoe's latest certificate
+(every card of its decks accounted for, per face; after a remainder count, balanced or each
+missing and extra card named) and the irregular-shoe detectors' findings; without SHOE_ID the
+last shoe certified; ``--json`` for one JSON object. The journal is the file given, else the one
+the config names (by default ``/etc/baccarat-edge/table.yaml``'s). Exit status: 0 shown, 1 no
+certificate of that shoe, 2 bad usage, a config or journal that cannot be read.
 """
 
 from __future__ import annotations
@@ -49,6 +57,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     export.add_argument("--to-seq", type=int, metavar="M", help="last seq (default: the newest)")
     export.add_argument("--out", type=Path, metavar="F", help="write to F instead of stdout")
     export.set_defaults(handler=_export)
+    report = actions.add_parser(
+        "shoe-report", help="a shoe's certificate (every card accounted for) and irregularity findings"
+    )
+    report.add_argument("shoe_id", nargs="?", help="the shoe (default: the last shoe certified)")
+    report.add_argument("--journal", type=Path, metavar="FILE", help="the journal (SQLite) file")
+    report.add_argument("--config", type=Path, metavar="FILE", help="find the journal from this config")
+    report.add_argument("--json", action="store_true", help="one JSON object instead of text")
+    report.set_defaults(handler=_shoe_report)
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -147,4 +163,28 @@ def _export(args: argparse.Namespace) -> int:
         print(f"error: cannot write {args.out}: {exc}", file=sys.stderr)
         return 2
     print(f"{count} event(s) exported", file=sys.stderr)
+    return 0
+
+
+def _shoe_report(args: argparse.Namespace) -> int:
+    from daemon.commands.rounds import _journal_path
+    from daemon.journal.errors import JournalError
+    from daemon.journal.shoe_report import UnknownShoe, shoe_report
+
+    path = _journal_path(args)
+    if isinstance(path, str):
+        print(f"error: {path}", file=sys.stderr)
+        return 2
+    try:
+        report = shoe_report(path, args.shoe_id)
+    except UnknownShoe as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (JournalError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report.to_dict(), sort_keys=True))
+    else:
+        print(report.text(), end="")
     return 0

@@ -43,6 +43,8 @@ PIT_WORDS: dict[str, str] = {
     "shoe_silent": "No card has come from the shoe for a while",
     "clock_unsynchronised": "The table's clock is not synchronised: betting cannot open",
     "clock_gate_closed": "Betting was refused: the table's clock cannot be trusted",
+    "shoe_count_mismatch": "The shoe's cards do not add up: cards are missing or extra",
+    "shoe_irregular": "The shoe's order looks unshuffled or repeated: check the shuffle",
     "mqtt_dead_letter": "Some events could not be delivered to the game server",
     "mqtt_delivery_failing": "Events are not reaching the game server",
     "journal_nearly_full": "The table's record is nearly full",

@@ -40,6 +40,7 @@ _FOLD_MODULES = (
     "daemon.engine.fold",
     "daemon.engine.reveal_fold",
     "daemon.engine.squeeze",
+    "daemon.engine.audit_fold",
     "daemon.engine.checkpoint",
 )
 """The code a fold runs (``TableState.apply`` and what it calls) and this codec."""

@@ -50,6 +50,9 @@ ACTIONS: dict[str, str] = {
     "reveal": "a squeeze table shows cards (table.reveal.order_source server): args: slots (a list of "
     "P1 P2 B1 B2 P3 B3, in table.reveal.order), hand (optional: the round in progress, else the oldest held "
     "one)",
+    "remainder_count": "count the cards left in an ended shoe through the reader: step 'start', then the "
+    "dealer runs every undealt card through it, then step 'finish' (the certificate is issued again, "
+    "accounting for every card of every deck); args: step",
 }
 """Every supervisor action the engine accepts, with its arguments."""
 

@@ -4,6 +4,7 @@ the shoe and worded from the alert catalogue (``daemon/alerts.py``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from common.inputs import SupervisorCommand
@@ -14,6 +15,7 @@ from daemon.engine.settings import RevealMode
 from daemon.engine.squeeze import seal, shown_cards, with_audit
 from daemon.engine.state import TableState
 
+_SHOE_ENDED = EventKind.SHOE_ENDED
 _NO_ROUND_ID = frozenset({EventKind.ALERT_RAISED, EventKind.ALERT_CLEARED})
 """Event kinds whose data is fixed by a catalogue (alerts): no ``round_id`` added."""
 
@@ -29,12 +31,16 @@ class Emitter:
     """The time of the last input or event (what an event no input caused is stamped with)."""
     squeeze: bool
     """A squeeze table (``table.reveal.mode``): every card an event names is sealed (``squeeze.py``)."""
+    after_shoe_end: Callable[[Event], None] | None
+    """Called with each ``shoe_ended`` once it is applied, before anything else is emitted (the
+    shoe's audit: ``shoe_audit.py``): the ended shoe's state is still there."""
 
     def __init__(self, state: TableState) -> None:
         self.state = state
         self.out = []
         self.now = 0.0
         self.squeeze = state.settings.reveal.mode is RevealMode.SQUEEZE
+        self.after_shoe_end = None
 
     def emit(
         self,
@@ -59,6 +65,8 @@ class Emitter:
         event = Event(kind, at, shoe_id or state.shoe_id, hand, source, data)
         state.apply(event)
         self.out.append(event)
+        if kind is _SHOE_ENDED and self.after_shoe_end is not None:
+            self.after_shoe_end(event)
         return event
 
     def _shown(self, hand: int | None) -> dict[str, str | None] | None:

@@ -57,6 +57,11 @@ class EventKind(StrEnum):
     DEALER_CHANGED = "dealer_changed"
     # squeeze tables (``table.reveal.mode: squeeze``): a slot's card and nonce, shown when revealed
     CARD_REVEALED = "card_revealed"
+    # the shoe's audit (``shoe_audit.py``): the certificate at the shoe's end and after a remainder
+    # count, the count's start and each card counted
+    SHOE_CERTIFICATE = "shoe_certificate"
+    REMAINDER_COUNT_STARTED = "remainder_count_started"
+    REMAINDER_CARD = "remainder_card"
 
 
 _KINDS: dict[str, EventKind] = {kind.value: kind for kind in EventKind}

@@ -12,6 +12,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from common.inputs import GameFlowSource
+from daemon.audit.settings import AuditSettings
 
 
 class CutCardPolicy(StrEnum):
@@ -291,6 +292,7 @@ class TableSettings(BaseModel):
     betting: BettingSettings = BettingSettings()
     restart_check: RestartCheck = RestartCheck()
     reveal: RevealSettings = RevealSettings()
+    audit: AuditSettings = AuditSettings()
 
     def burn_count(self, indicator_points_rank: int) -> int:
         """Further cards to burn after an indicator of rank ``indicator_points_rank`` (1..13)."""

@@ -62,6 +62,8 @@ class ShoeCommands:
             return Refused(f"round {st.hand} is in progress: finish or void it first")
         if st.held:
             return Refused(f"held round(s) {sorted(st.held)} await a decision: resolve or void them first")
+        if st.remainder is not None:
+            return Refused("the ended shoe's remainder count is running: remainder_count step finish first")
         if shoe_id is not None and shoe_id == st.shoe_id:
             return Refused(f"shoe id {shoe_id!r} is the current shoe's id")
         return lambda: self.dealing.start_shoe(cmd.at, shoe_id, cmd, Source.SUPERVISOR)

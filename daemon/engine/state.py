@@ -8,9 +8,11 @@ the daemon resumes after a crash.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from daemon.engine.audit_fold import AUDIT_APPLY, RecentShoe
 from daemon.engine.events import Event, EventKind
 from daemon.engine.fold import APPLY, note_read
 from daemon.engine.payloads import (
@@ -39,6 +41,14 @@ from daemon.engine.squeeze import SEALED, unsealed
 # Bound once: ``Phase.X`` goes through the enum metaclass's ``__getattr__`` (~0.1 µs in
 # Python 3.11), and the fold runs for every event.
 _READ_HELD = EventKind.READ_HELD
+
+_Fold = Callable[["TableState", Event], None]
+# The fold's function and the shoe audit's for each kind, looked up once per event (hashing an
+# enum member runs Python code).
+_FOLDS: dict[str, tuple[_Fold | None, _Fold | None]] = {
+    kind: (APPLY.get(kind), AUDIT_APPLY.get(kind)) for kind in EventKind
+}
+_NO_FOLD: tuple[None, None] = (None, None)
 
 __all__ = ["DEALING", "GAME_FLOW_ACTOR", "OUTSIDE_SHOE", "FlowPhase", "Phase", "TableState"]
 
@@ -118,15 +128,25 @@ class TableState:
     # the table's clock (``clock_status``): None until the service reports it; kept across shoes
     clock_synchronised: bool | None = None
     clock_detail: str | None = None
+    # the shoe's audit (``audit_fold.py``): every counted card out of the shoe in dealt order, the
+    # ones in no completed round by where they went, the remainder count being made (None: none),
+    # the stage of the shoe's last certificate, the table's recent shoes (kept across shoes)
+    audit_cards: list[str] = field(default_factory=list)
+    audit_places: dict[str, list[str]] = field(default_factory=dict)
+    remainder: list[str] | None = None
+    certified: str | None = None
+    recent_shoes: list[RecentShoe] = field(default_factory=list)
 
     # ------------------------------------------------------------------ fold
     def apply(self, event: Event) -> None:
         """Fold one event into the state (unknown kinds change nothing)."""
         if SEALED in event.data:  # a squeeze table's event: the fold sees its sealed cards too
             event = event._replace(data=unsealed(event.data))
-        handler = APPLY.get(event.kind)
+        handler, audit = _FOLDS.get(event.kind, _NO_FOLD)
         if handler is not None:
             handler(self, event)
+        if audit is not None:
+            audit(self, event)
         read: ReadFields | None = event.data.get("read")
         if read is not None:
             note_read(self, read, advance_pull=event.kind != _READ_HELD)

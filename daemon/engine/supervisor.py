@@ -15,6 +15,7 @@ from daemon.engine.emitter import Emitter
 from daemon.engine.events import EventKind
 from daemon.engine.game_flow import BettingWindow
 from daemon.engine.reveal import Reveals
+from daemon.engine.shoe_audit import ShoeAudit
 from daemon.engine.shoe_commands import ShoeCommands
 
 Handler = Callable[[SupervisorCommand], Outcome]
@@ -42,6 +43,7 @@ class SupervisorCommands:
         corrections: RoundCorrections,
         flow: BettingWindow,
         reveals: Reveals,
+        audit: ShoeAudit,
     ) -> None:
         self.emitter = emitter
         self.handlers = {
@@ -64,6 +66,7 @@ class SupervisorCommands:
             "dealer_changed": self.dealer_changed,
             "attest": self.attest,
             "reveal": reveals.reveal_command,
+            "remainder_count": audit.remainder_count,
         }
 
     def on_command(self, cmd: SupervisorCommand) -> None:

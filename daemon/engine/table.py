@@ -52,6 +52,7 @@ from daemon.engine.reveal import Reveals
 from daemon.engine.sequencer import ReadSequencer, ReleaseReason
 from daemon.engine.settings import TableSettings
 from daemon.engine.shoe import ShoeSetup, VariantResolver
+from daemon.engine.shoe_audit import ShoeAudit
 from daemon.engine.shoe_commands import ShoeCommands
 from daemon.engine.signals import DeviceSignals
 from daemon.engine.snapshot import snapshot
@@ -84,6 +85,7 @@ class Engine:
     corrections: RoundCorrections
     reveals: Reveals
     commands: SupervisorCommands
+    audit: ShoeAudit
     settings_notice: bool
     """Restored under another configuration: ``shoe_settings_differ`` on the next input."""
 
@@ -128,11 +130,18 @@ class Engine:
         self.corrections = corrections = RoundCorrections(
             state=state, shoe=shoe, emitter=emitter, dealing=dealing
         )
+        self.audit = audit = ShoeAudit(state=state, shoe=shoe, emitter=emitter)
+        emitter.after_shoe_end = audit.on_shoe_ended
         shoe_commands = ShoeCommands(
             state=state, shoe=shoe, emitter=emitter, dealing=dealing, corrections=corrections
         )
         self.commands = SupervisorCommands(
-            emitter=emitter, shoe=shoe_commands, corrections=corrections, flow=flow, reveals=reveals
+            emitter=emitter,
+            shoe=shoe_commands,
+            corrections=corrections,
+            flow=flow,
+            reveals=reveals,
+            audit=audit,
         )
         self.settings_notice = False
 
@@ -297,6 +306,8 @@ class Engine:
         """The part that handles ``inp``; a device's other input first releases its held pull."""
         sequencer = self.sequencer
         match inp:
+            case CardRead() if self.audit.counting(inp):
+                self.audit.on_remainder_read(inp)
             case CardRead():
                 sequencer.on_read(inp)
             case ReadFailed():

@@ -212,7 +212,7 @@ class RoundRecall:
 # ---------------------------------------------------------------------- one function per kind
 def _card_dealt(record: RoundRecord, at: float, data: Mapping[str, Any]) -> None:
     slot, card = data.get("slot"), data.get("card")
-    if slot in _SLOTS and (card is None or _is_card(card)):
+    if isinstance(slot, str) and slot in _SLOTS and (card is None or _is_card(card)):
         record.cards[slot] = card
         source = _text(data.get("source"))
         if source is not None:

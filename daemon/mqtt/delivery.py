@@ -15,7 +15,7 @@ from paho.mqtt.properties import Properties
 
 from common.backoff import Backoff
 from daemon.alerts import ALERT_EVENT_KINDS, AlertCode
-from daemon.engine.events import ROUND_BOUNDARY_KINDS
+from daemon.engine.events import ROUND_BOUNDARY_KINDS, EventKind
 from daemon.journal.records import DeliveryEvent, JournaledEvent
 from daemon.journal.store import Journal
 from daemon.mqtt.acknowledgement import ServerAcknowledgement
@@ -203,6 +203,10 @@ class Delivery:
             self._on_boundary()
         if event.kind in ALERT_EVENT_KINDS:
             self._connection.publish(self._topics.alerts, payload, properties=self._event_props)
+        elif event.kind == EventKind.SHOE_CERTIFICATE:
+            self._connection.publish(
+                self._topics.shoe_certificate, payload, retain=True, properties=self._event_props
+            )
         audit = audit_payload(event, self._table_id, self._events_key)
         if audit is not None:  # a squeeze round voided before its reveal: its cards, to the auditors
             self._connection.publish(self._topics.audit, audit, properties=self._event_props)

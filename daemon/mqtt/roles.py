@@ -46,6 +46,7 @@ ROLE_ACTIONS: dict[Role, frozenset[str]] = {
             "cut_card",
             "dealer_changed",
             "attest",
+            "remainder_count",
         }
     ),
     Role.TECHNICIAN: frozenset({"lock", "unlock", "rescan_ack"}),

@@ -77,6 +77,11 @@ class TableTopics:
         return f"{self.base}/audit"
 
     @property
+    def shoe_certificate(self) -> str:
+        """Retained copy of the last ``shoe_certificate`` event (QoS 1): the last shoe's accounting."""
+        return f"{self.base}/shoe_certificate"
+
+    @property
     def cmd(self) -> str:
         """Inbound supervisor commands."""
         return f"{self.base}/cmd"

@@ -15,11 +15,14 @@ of the shoe needs. Only ``attest`` ends the alert, never a restart: a restart wi
 open holds again from the alert on.
 
 With ``attestation.required: false`` (source and demo runs) and no manifest, the check reports
-``not_configured`` and holds nothing.
+``not_configured`` and holds nothing. With it ``true``, the daemon's own check also fails when
+its interpreter could run byte code that is not compiled from the attested sources
+(:mod:`daemon.attestation.byte_code`: the unit's ``PYTHONPYCACHEPREFIX`` removed, say).
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any, TypedDict
@@ -27,6 +30,7 @@ from typing import Any, TypedDict
 import structlog
 
 from daemon.alerts import AlertCode, AlertEventKind
+from daemon.attestation.byte_code import byte_code_problems
 from daemon.attestation.manifest import AttestationError, load_public_key, manifest_digest, verify_installed
 from daemon.attestation.settings import AttestationSettings
 from daemon.journal.store import Journal
@@ -118,7 +122,7 @@ class Attestation:
         return status, problems
 
     def _verify(self) -> tuple[str, list[str], str | None]:
-        return verify_settings(self.settings)
+        return verify_settings(self.settings, running=True)
 
     def _raise(self, problems: list[str]) -> None:
         log.error("integrity_failed", problems=problems, manifest_digest=self.digest)
@@ -235,9 +239,10 @@ def health_sections(gate: PublishGate, attestation: Attestation | None) -> dict[
     return sections
 
 
-def verify_settings(cfg: AttestationSettings) -> tuple[str, list[str], str | None]:
+def verify_settings(cfg: AttestationSettings, *, running: bool = False) -> tuple[str, list[str], str | None]:
     """Check the installed files as ``cfg`` says: (status, problems, manifest digest); status
-    ``not_configured``, ``passed`` or ``failed``."""
+    ``not_configured``, ``passed`` or ``failed``. ``running``: the daemon's own check, which with
+    ``cfg.required`` also checks where this interpreter reads byte code (``sys.pycache_prefix``)."""
     if not cfg.required and not cfg.manifest_file.exists():
         return "not_configured", [], None
     digest: str | None = None
@@ -250,7 +255,10 @@ def verify_settings(cfg: AttestationSettings) -> tuple[str, list[str], str | Non
         return "failed", [f"{exc.filename}: {exc.strerror}"], digest
     except AttestationError as exc:
         return "failed", [str(exc)], digest
-    return ("passed" if verdict.ok else "failed"), verdict.problems(), verdict.digest
+    problems = verdict.problems()
+    if running and cfg.required:
+        problems += byte_code_problems(sys.pycache_prefix, verdict.owned_dirs)
+    return ("failed" if problems else "passed"), problems, verdict.digest
 
 
 def attestation_finding(cfg: AttestationSettings) -> Finding:

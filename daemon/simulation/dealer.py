@@ -28,7 +28,7 @@ leaves the locked shoe, a ``d`` frame; RULES.md mistake 7, a card exposed during
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -248,6 +248,7 @@ def plan_shoe(deal: DealSettings, faults: Iterable[FaultSpec] = (), timing: Timi
     acts.sort(key=lambda a: a.t)
     plan.hands = hand
     plan.cards_used = pos
+    plan.remaining = tuple(cards[pos:])
     return plan
 
 
@@ -323,12 +324,16 @@ def make_fixture(
     description: str = "",
     covers: Sequence[str] = (),
     timing: Timing | None = None,
+    extend: Callable[[ShoePlan], None] | None = None,
 ) -> Fixture:
-    """Deal, encode and wrap a shoe as a fixture (metadata says it is generated)."""
+    """Deal, encode and wrap a shoe as a fixture (metadata says it is generated); ``extend`` may
+    append actions after the dealt shoe (e.g. a remainder count)."""
     bad = [str(f) for f in faults if f.kind in ANGEL_EYE_ONLY and protocol != "angel_eye"]
     if bad:
         raise ValueError(f"fault(s) {', '.join(bad)} only exist on the Angel Eye protocol")
     plan = plan_shoe(deal, faults, timing)
+    if extend is not None:
+        extend(plan)
     steps = encode_plan(plan, protocol, deal.seed)
     usb = UsbIdentity(vendor_id=SIM_VENDOR_ID, product_id=SIM_PRODUCT_ID) if protocol == "usb_hid" else None
     header = FixtureHeader(

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from daemon.simulation.audit_library import AUDIT_LIBRARY, AuditEntry
 from daemon.simulation.dealer import DealSettings, Fault, FaultSpec, make_fixture
 from daemon.simulation.flow_library import FLOW_LIBRARY, FlowEntry
 from daemon.simulation.squeeze_library import SQUEEZE_LIBRARY, SqueezeEntry
@@ -154,7 +155,7 @@ def expected_json(events: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 def write_entry(
-    entry: LibraryEntry | FlowEntry | TimedEntry | SqueezeEntry, directory: Path
+    entry: LibraryEntry | FlowEntry | TimedEntry | SqueezeEntry | AuditEntry, directory: Path
 ) -> tuple[Path, int]:
     """Generate one fixture and its expected stream into ``directory``; return the path and event count."""
     from daemon.simulation.golden import engine_events
@@ -169,10 +170,11 @@ def write_entry(
 def write_library(directory: Path) -> list[tuple[Path, int]]:
     """Regenerate every committed fixture and expected stream (the game-flow and squeeze ones included)."""
     directory.mkdir(parents=True, exist_ok=True)
-    entries: tuple[LibraryEntry | FlowEntry | TimedEntry | SqueezeEntry, ...] = (
+    entries: tuple[LibraryEntry | FlowEntry | TimedEntry | SqueezeEntry | AuditEntry, ...] = (
         *LIBRARY,
         *FLOW_LIBRARY,
         *TIMED_LIBRARY,
         *SQUEEZE_LIBRARY,
+        *AUDIT_LIBRARY,
     )
     return [write_entry(entry, directory) for entry in entries]

@@ -78,18 +78,30 @@ def test_a_changed_file_a_missing_one_and_an_extra_one_are_each_named(installed:
     (installed / "opt/pkg/README").unlink()
     (installed / "opt/pkg/lib/backdoor.py").write_text("")
     (installed / "opt/pkg/lib/__pycache__").mkdir()
-    (installed / "opt/pkg/lib/__pycache__/code.cpython-311.pyc").write_bytes(b"compiled at install")
+    (installed / "opt/pkg/lib/__pycache__/code.cpython-311.pyc").write_bytes(b"planted byte code")
     (installed / "etc/pkg/table.yaml").write_text("edited again\n")  # a conffile: not listed
     verdict = verify_installed(manifest, signature, load_public_key(public, "pub"))
     assert not verdict.ok
     assert verdict.changed == [f"{installed}/opt/pkg/lib/code.py"]
     assert verdict.missing == [f"{installed}/opt/pkg/README"]
-    assert verdict.extra == [f"{installed}/opt/pkg/lib/backdoor.py"]
+    assert verdict.extra == [
+        f"{installed}/opt/pkg/lib/__pycache__/code.cpython-311.pyc",  # the package ships no byte code
+        f"{installed}/opt/pkg/lib/backdoor.py",
+    ]
     assert verdict.problems() == [
         f"changed: {installed}/opt/pkg/lib/code.py",
         f"missing: {installed}/opt/pkg/README",
+        f"extra: {installed}/opt/pkg/lib/__pycache__/code.cpython-311.pyc",
         f"extra: {installed}/opt/pkg/lib/backdoor.py",
     ]
+    assert verdict.owned_dirs == [f"{installed}/opt/pkg"]
+
+
+def test_a_staging_tree_with_byte_code_is_refused(installed: Path) -> None:
+    (installed / "opt/pkg/lib/__pycache__").mkdir()
+    (installed / "opt/pkg/lib/__pycache__/code.cpython-311.pyc").write_bytes(b"compiled at build")
+    with pytest.raises(AttestationError, match=r"code\.cpython-311\.pyc: byte code in the staging tree"):
+        _manifest(installed)
 
 
 def test_a_relinked_symlink_is_a_change(installed: Path) -> None:

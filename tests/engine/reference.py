@@ -30,6 +30,7 @@ from daemon.engine.settings import TableSettings
 from daemon.rules.bets import resolve_bets
 from daemon.rules.outcome import RoundOutcome
 from daemon.rules.variants import Variant
+from tests.engine.reference_audit import expected_certificate
 
 # RULES.md: Banker total -> Player third-card points on which the Banker draws.
 BANKER_DRAWS = {
@@ -197,6 +198,8 @@ def deal_shoe(
     i = 0
     cut_seen = False
     last_hand: int | None = None
+    burned: list[Card] = []
+    winners: list[str] = []  # of the rounds completed when the shoe ends
 
     def card_in(kind_slot: str, in_round: bool) -> None:
         nonlocal i, t, cut_seen, last_hand
@@ -217,8 +220,10 @@ def deal_shoe(
     card_in("indicator", False)
     n = burn_for(settings, indicator)
     ev("card_dealt", None, card=indicator.code, slot="indicator", source="reader", burn_count=n)
+    burned.append(indicator)
     for _ in range(n):
         code = cards[i].code
+        burned.append(cards[i])
         card_in("burn", False)
         ev("card_dealt", None, card=code, slot="burn", source="reader", burn="opening")
     ev("bets_offered", 1, hand=1, bets=variant.offered_bets(1))
@@ -236,6 +241,7 @@ def deal_shoe(
         if settings.burn_before_each_round:
             for _ in range(settings.round_burn_cards):
                 code = cards[i].code
+                burned.append(cards[i])
                 card_in("burn", False)
                 ev("card_dealt", None, card=code, slot="burn", source="reader", burn="round")
         dealt = deal_round(cards[i:])
@@ -282,9 +288,16 @@ def deal_shoe(
             )
         else:
             ev("round_completed", hand, **completed)
+            winners.append(summary["winner"])
         last = last_hand is not None and hand >= last_hand
         if last:
             ev("shoe_ended", None, shoe_id=shoe_id, reason="cut_card", hands=hand, cards_out=i)
+            certificate, alert = expected_certificate(
+                settings, shoe_id, cards[:i], burned, out.rounds, winners
+            )
+            ev("shoe_certificate", None, **certificate)
+            if alert is not None:
+                ev("alert_raised", None, **alert)
         else:
             ev("bets_offered", hand + 1, hand=hand + 1, bets=variant.offered_bets(hand + 1))
         if awaiting:
@@ -305,6 +318,7 @@ def deal_shoe(
                 },
             )
             ev("round_completed", hand, **(completed | {"decided_at": None}))
+            winners.append(summary["winner"])
         if last:
             return out
 

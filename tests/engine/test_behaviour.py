@@ -99,7 +99,7 @@ def test_cut_card_during_a_round_makes_it_the_last_and_later_cards_are_refused()
     )
     assert of_kind(events, "last_round")[0].data["hand"] == 1
     tail = feed(eng, [read("5h", 104)])
-    assert kinds(tail) == ["card_dealt", "round_completed", "shoe_ended"]
+    assert kinds(tail) == ["card_dealt", "round_completed", "shoe_ended", "shoe_certificate"]
     events += tail
     after = eng.handle(read("7d", 140))
     assert [a.data["code"] for a in alerts(after)] == ["card_after_last_round"]

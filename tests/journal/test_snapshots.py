@@ -107,7 +107,8 @@ def test_a_restart_folds_only_the_events_after_the_newest_snapshot(tmp_path: Pat
     path = tmp_path / "journal.sqlite3"
     live = deal_into(path, dealt_inputs(3))
     snapshots = sql(path, "SELECT seq FROM snapshots ORDER BY seq")
-    ends = sql(path, "SELECT seq FROM events WHERE kind = 'shoe_ended' ORDER BY seq")
+    # (a shoe's end is appended with its certificate: the snapshot covers that, the append's last)
+    ends = sql(path, "SELECT seq FROM events WHERE kind = 'shoe_certificate' ORDER BY seq")
     assert [s for (s,) in snapshots] == [e for (e,) in ends][-KEEP:]  # one per shoe end, newest kept
     restored, logs = restore(path)
     last_snapshot = snapshots[-1][0]
@@ -178,7 +179,8 @@ def test_a_snapshot_of_other_events_is_never_used(tmp_path: Path) -> None:
     # the newest covers an event whose body is not the one it was taken after (e.g. a journal
     # restored from another copy); the older one covers an event that is gone
     # (a space after the kind's string: the same event, another body)
-    respaced = """UPDATE events SET body = replace(body, '"shoe_ended"', '"shoe_ended" ') WHERE seq = ?"""
+    respaced = """UPDATE events SET body = replace(body, '"shoe_certificate"', '"shoe_certificate" ')
+        WHERE seq = ?"""
     sql(path, respaced, newest)
     sql(path, "UPDATE events SET delivered_at = 1.0")
     sql(path, "DELETE FROM events WHERE seq = ?", older)

@@ -25,6 +25,7 @@ from daemon.mqtt.signing import sign
 SCHEMA_BY_SUFFIX = {
     "events": "event",
     "alerts": "event",
+    "shoe_certificate": "event",
     "status": "status",
     "state": "state",
     "health": "health",

@@ -38,6 +38,7 @@ def test_asyncapi_channels_are_the_topics_the_code_uses() -> None:
     expected = {
         topics.events,
         topics.alerts,
+        topics.shoe_certificate,
         topics.state,
         topics.status,
         topics.health,

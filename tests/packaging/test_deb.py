@@ -297,6 +297,35 @@ def _unit_argv(root: Path) -> list[str]:
     ]
 
 
+def _byte_code(root: Path) -> list[Path]:
+    """Every byte code file under the package's folder."""
+    return sorted((root / "opt/baccarat-edge").rglob("*.pyc"))
+
+
+def _runtime_directory(root: Path) -> tuple[Path, int]:
+    """The unit's ``RuntimeDirectory=`` (in the root) and its mode."""
+    unit = (root / "lib/systemd/system/baccarat-edge.service").read_text()
+    [name] = re.findall(r"(?m)^RuntimeDirectory=(.+)$", unit)
+    [mode] = re.findall(r"(?m)^RuntimeDirectoryMode=(.+)$", unit)
+    return root / "run" / name, int(mode, 8)
+
+
+def _fresh_runtime_directory(root: Path) -> None:
+    """The unit's ``RuntimeDirectory=`` as systemd makes it at each start: empty, the user's."""
+    folder, mode = _runtime_directory(root)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(mode=mode)
+    owner = (root / "var/lib/baccarat-edge").stat()  # StateDirectory=: the user's
+    os.chown(folder, owner.st_uid, owner.st_gid)
+
+
+def _runtime_directory_removed(root: Path) -> None:
+    """What systemd does at each stop; the daemon (python -B) wrote no byte code there."""
+    folder, _mode = _runtime_directory(root)
+    assert [p for p in folder.rglob("*") if not p.is_dir()] == []
+    shutil.rmtree(folder)
+
+
 def _statuses(client: mqtt.Client) -> tuple[list[str], threading.Condition]:
     statuses: list[str] = []
     changed = threading.Condition()
@@ -416,8 +445,10 @@ def _enable_start_and_monitor(
         daemon.terminate()
         log, _ = daemon.communicate(timeout=60)
         assert daemon.returncode == 0, log[-4000:]
+        _runtime_directory_removed(root)
         with changed:
             changed.wait_for(lambda: statuses[-1:] == ["offline"], 30)
+        _planted_byte_code_never_runs(root, broker, pki)
     finally:
         if daemon is not None and daemon.poll() is None:
             daemon.kill()
@@ -566,11 +597,97 @@ def _integrity_held_and_restored(
         client.disconnect()
 
 
+# Run as root in the Debian root by the venv's Python: a .pyc for MODULE in its __pycache__, with
+# the header a compile of the installed source would have (its time and size), whose code does
+# what the module does, then creates MARKER. Prints the .pyc's path.
+PLANT_BYTE_CODE = """
+import importlib.util, marshal, os, sys
+module, marker = sys.argv[1:]
+source = os.stat(module)
+with open(module) as fh:
+    code = compile(fh.read() + f"\\nopen({marker!r}, 'w').close()\\n", module, "exec")
+header = importlib.util.MAGIC_NUMBER + bytes(4)  # flags 0: valid while the source's time and size match
+header += int(source.st_mtime).to_bytes(4, "little") + (source.st_size & 0xFFFFFFFF).to_bytes(4, "little")
+pyc = importlib.util.cache_from_source(module)
+os.makedirs(os.path.dirname(pyc), exist_ok=True)
+with open(pyc, "wb") as fh:
+    fh.write(header + marshal.dumps(code))
+print(pyc)
+"""
+
+
+def _planted_byte_code_never_runs(root: Path, broker: MosquittoBroker, pki: Path) -> None:
+    """A ``.pyc`` planted in the venv for a module the daemon imports first (its command line's
+    ``daemon.cli``), valid for the installed source: the daemon started as the unit never runs
+    it, and its start-up attestation names it (``integrity_failed``); the venv's own Python
+    without the unit's byte code folder does run it, so the planted file is one Python would run."""
+    [module] = (root / "opt/baccarat-edge/venv/lib").glob("python3*/site-packages/daemon/cli.py")
+    marker = root / "var/lib/baccarat-edge/planted-byte-code-ran"
+    python = "/opt/baccarat-edge/venv/bin/python"
+    argv = [
+        python,
+        "-B",
+        "-c",
+        PLANT_BYTE_CODE,
+        "/" + str(module.relative_to(root)),
+        "/" + str(marker.relative_to(root)),
+    ]
+    planted = _ok(run_in_root(root, argv)).strip()
+    assert (root / planted.lstrip("/")).is_file()
+    assert "/__pycache__/" in planted
+
+    secrets_dir = root / "etc/baccarat-edge/secrets"
+    client = _observer(broker, pki, client_id="observer-byte-code")
+    table = _Table(
+        client,
+        (secrets_dir / "sup-anna.key").read_bytes().strip(),
+        (secrets_dir / "gs-main.key").read_bytes().strip(),
+    )
+    _fresh_runtime_directory(root)
+    started = time.time()
+    daemon = subprocess.Popen(
+        root_argv(root, _unit_argv(root), own_pids=False),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        table.wait(
+            "a health report of the restarted daemon after its start-up checks",
+            lambda: (
+                table.health.get("ts", 0) >= started
+                and table.health.get("startup", {}).get("stage") == "done"
+                and any(e["data"].get("problems") == [f"extra: {planted}"] for e in table.events.values())
+            ),
+        )
+        assert table.health["attestation"]["status"] == "failed"
+        assert table.health["attestation"]["problems"] == [f"extra: {planted}"]
+        assert not marker.exists(), "the daemon ran the planted byte code"
+        daemon.terminate()
+        log, _ = daemon.communicate(timeout=60)
+        assert daemon.returncode == 0, log[-4000:]
+        _runtime_directory_removed(root)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.communicate(timeout=30)
+        client.loop_stop()
+        client.disconnect()
+    assert not marker.exists()
+    _ok(run_in_root(root, [python, "-B", "-c", "import daemon.cli"], user=USER))  # no prefix: it runs
+    assert marker.is_file(), (
+        "the planted byte code is not one Python would run: the check above proves nothing"
+    )
+    marker.unlink()
+    # left in place: the prerm removes it with the package (checked below: nothing is left)
+
+
 def _start_as_the_unit(
     root: Path, statuses: list[str], changed: threading.Condition
 ) -> subprocess.Popen[str]:
     """What ``systemctl start`` does in a booted system: the unit's command line, user and
     environment; returns once the daemon published ``online``."""
+    _fresh_runtime_directory(root)
     daemon = subprocess.Popen(
         root_argv(root, _unit_argv(root), own_pids=False),
         stdout=subprocess.PIPE,
@@ -621,7 +738,7 @@ def test_fresh_debian12_root_follows_the_guide_to_an_online_table_then_removes_a
     python = _ok(run_in_root(root, ["readlink", "-f", "/opt/baccarat-edge/venv/bin/python"])).strip()
     assert re.fullmatch(r"/usr/bin/python3\.\d+", python)
     assert "python3" in _ok(run_in_root(root, ["dpkg-query", "-S", python]))
-    assert any((root / "opt/baccarat-edge/venv/lib").rglob("__pycache__/*.pyc")), "postinst did not compile"
+    assert _byte_code(root) == [], "the package ships no byte code and the postinst compiles none"
 
     # User, groups and directories from sysusers and tmpfiles; nothing enabled or started.
     groups = _ok(run_in_root(root, ["id", "-nG", USER])).split()
@@ -662,6 +779,7 @@ def test_fresh_debian12_root_follows_the_guide_to_an_online_table_then_removes_a
     # Root reads the same secrets (as check-config, monitor and fleet run with sudo do).
     as_root = run_in_root(root, ["baccarat-edge", "check-config", "/etc/baccarat-edge/table.yaml"])
     assert "everything it points at was found" in _ok(as_root)
+    assert _byte_code(root) == [], "root's run wrote byte code into the venv (its #! line runs python -B)"
 
     # 5. Enabled, started as the unit starts it, online; the monitor shows it; stopped.
     statuses = _enable_start_and_monitor(root, enable, env, tls_broker, pki, tcp_reader)

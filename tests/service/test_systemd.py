@@ -111,6 +111,19 @@ def test_unit_has_notify_watchdog_restart_and_hardening() -> None:
     assert {"Unit", "Service", "Install"} <= set(parser.sections())
 
 
+def test_unit_keeps_byte_code_out_of_the_attested_venv() -> None:
+    """Python looks up byte code only in the service's own runtime folder (emptied by systemd
+    at every stop and start), never in the venv's ``__pycache__`` (daemon/attestation/byte_code.py)."""
+    s = _unit_settings()
+    [runtime] = s["RuntimeDirectory"]
+    assert s["RuntimeDirectoryMode"] == ["0700"]
+    assert "RuntimeDirectoryPreserve" not in s  # "no": removed at every stop, restarts included
+    prefixes = [v.split("=", 1)[1] for v in s["Environment"] if v.startswith("PYTHONPYCACHEPREFIX=")]
+    assert prefixes == [f"/run/{runtime}/pycache"]
+    # the package's entry point, whose #! line runs python -B (systemd/debian/rules): no byte code written
+    assert s["ExecStart"][0].split()[0] == INSTALLED_BINARY
+
+
 def test_strict_devices_drop_in_passes_verify_without_any_message(tmp_path: Path) -> None:
     result = _verify(UNIT.read_text(), STRICT_DROP_IN.read_text(), tmp_path)
     assert result.stderr == "", result.stderr
