@@ -60,6 +60,8 @@ LANE_MARKERS: dict[str, tuple[str, ...]] = {
     # import pytest), relative to the repository root
     "tests/console/test_console_browser.py": ("browser",),
     "tests/console/test_pit_browser.py": ("browser",),
+    "tests/console/test_squeeze_browser.py": ("browser",),
+    "tests/service/test_squeeze_leak.py": ("restarts", "slow"),  # 27 daemon runs, one restarted mid-squeeze
     "tests/packaging/": ("packaging", "slow"),
     "tests/chaos/": ("restarts", "slow"),
     "tests/service/test_crash_recovery.py": ("restarts", "slow"),

@@ -236,14 +236,19 @@ def _report(member: Any, ledger: Any) -> int:
     rejected = sum(s.rejected for s in stats)
     conflicts = sum(s.conflicts for s in stats)
     rollbacks = [r for c in member.consumers.values() for r in c.rollbacks]
-    for report in [*(x for c in member.consumers.values() for x in c.conflicts), *rollbacks]:
+    reveal_problems = [r for c in member.consumers.values() for r in c.reveal_problems]
+    for report in [
+        *(x for c in member.consumers.values() for x in c.conflicts),
+        *rollbacks,
+        *reveal_problems,
+    ]:
         print(f"consume: {report}", file=sys.stderr)
     if member.failure is not None:
         print(f"consume: stopped: {member.failure}", file=sys.stderr)
     print(
         f"consume: {ledger.handed} events handed on, {ledger.repeats} repeats skipped, "
         f"{sum(s.duplicates for s in stats)} duplicates dropped, {rejected} rejected, {conflicts} conflicts, "
-        f"{len(rollbacks)} rollbacks",
+        f"{len(rollbacks)} rollbacks, {len(reveal_problems)} reveals failed their commitment",
         file=sys.stderr,
     )
-    return 1 if (rejected or conflicts or rollbacks or member.failure is not None) else 0
+    return 1 if (rejected or conflicts or rollbacks or reveal_problems or member.failure is not None) else 0

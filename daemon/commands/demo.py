@@ -55,6 +55,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the first card, arrives 0.3 s after it), quick_reopen@2 (betting reopened 0.8 s after the round, "
         "then an unneeded card); cards_only: misread@3, unneeded_card@5, ...",
     )  # fmt: skip
+    parser.add_argument(
+        "--reveal", choices=["open", "squeeze"], default="open",
+        help="open (default): every card shown as it is read; squeeze: each card dealt face down "
+        "(a commitment), the demo's game server reveals each slot in order (betting_window only)",
+    )  # fmt: skip
     view = parser.add_mutually_exclusive_group()
     view.add_argument("--live", dest="live", action="store_true", default=None, help="full-screen live view")
     view.add_argument("--lines", dest="live", action="store_false", help="one line per round")
@@ -67,6 +72,12 @@ def run(args: argparse.Namespace) -> int:
     from daemon.service.demo import DemoOptions, DemoRun, parse_flow_fault, summary, summary_json
     from daemon.simulation.dealer import FaultSpec
 
+    if args.reveal == "squeeze" and args.game_flow != "betting_window":
+        print(
+            "demo: --reveal squeeze needs --game-flow betting_window (the game server reveals)",
+            file=sys.stderr,
+        )
+        return 2
     for fault in args.fault:
         try:
             if args.game_flow == "betting_window":
@@ -84,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
         protocol=args.protocol,
         faults=tuple(args.fault),
         game_flow=args.game_flow,
+        reveal=args.reveal,
         live_view=args.live,
         state_dir=args.state_dir,
     )

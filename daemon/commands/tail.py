@@ -5,7 +5,13 @@ duplicates by ``event_id``, reports ``seq`` gaps (and gaps explained by a dead-l
 and prints the events. With ``--all`` it also prints status, state, health, alerts and
 command replies. The dedup/gap/verify logic is :class:`daemon.mqtt.consumer.EventConsumer`.
 
-Exit status: 0 when every event verified and no gap is left unexplained, 1 otherwise; the
+A squeeze table's ``card_revealed`` events are checked against the commitment of their
+``card_dealt`` (:mod:`daemon.mqtt.reveal_check`): each one prints ``REVEAL VERIFIED``, or
+``REVEAL UNCHECKED`` (its deal came before this tail started), or the named problem
+(``reveal_mismatch``: the card shown is not the card committed at the deal, ...).
+
+Exit status: 0 when every event verified, every reveal matched its commitment and no gap is
+left unexplained, 1 otherwise; the
 connection failures are the MQTT tools' own (:mod:`daemon.commands._mqtt_client`): 2 bad
 usage, 3 broker unreachable, 4 login or subscription refused, 5 TLS failed, 6 connection
 refused otherwise.
@@ -99,6 +105,8 @@ class Tail:
                     self._warn(f"GAP: missing seq {_ranges(result.new_gaps)}")
                 if result.filled_gap:
                     self._warn(f"late arrival fills seq {envelope['seq']}")
+                if result.reveal is not None:
+                    self.say_reveal(result.reveal)
                 self._print_event(envelope)
                 if self.args.count is not None and self.consumer.stats.new >= self.args.count:
                     self.done.set()
@@ -130,6 +138,13 @@ class Tail:
         else:
             print(f"[{name}] {text}", file=self.out, flush=True)
 
+    def say_reveal(self, verdict: Any) -> None:
+        """One line on stderr for a squeeze reveal's check: the problem's name first when it failed."""
+        if verdict.ok:
+            self._warn(f"REVEAL {verdict.status.value.upper()}: {verdict.describe()}")
+        else:
+            self._warn(f"REVEAL PROBLEM {verdict.describe()}")
+
     def _warn(self, message: str) -> None:
         print(f"tail: {message}", file=sys.stderr, flush=True)
 
@@ -142,6 +157,12 @@ class Tail:
             f"{stats.conflicts} conflicts",
             f"highest seq {self.consumer.highest_seq}",
         ]
+        reveals = self.consumer.reveals
+        if reveals.verified or reveals.unchecked or stats.reveal_problems:
+            parts.append(
+                f"reveals: {reveals.verified} verified, {reveals.unchecked} unchecked, "
+                f"{stats.reveal_problems} failed"
+            )
         gaps = self.consumer.unexplained_gaps
         parts.append(f"unexplained gaps: {_ranges(gaps)}" if gaps else "no unexplained gap")
         if self.consumer.explained:
@@ -151,7 +172,12 @@ class Tail:
     @property
     def clean(self) -> bool:
         stats = self.consumer.stats
-        return not self.consumer.unexplained_gaps and stats.rejected == 0 and stats.conflicts == 0
+        return (
+            not self.consumer.unexplained_gaps
+            and stats.rejected == 0
+            and stats.conflicts == 0
+            and stats.reveal_problems == 0
+        )
 
 
 def _ranges(seqs: Any) -> str:
@@ -220,6 +246,8 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
     def on_fed(fed: Fed) -> None:
         if fed.verdict in (Verdict.REJECTED, Verdict.CONFLICT, Verdict.LOST):
             tail._warn(f"{fed.verdict.value.upper()}: {fed.reason}")
+        for verdict in fed.reveals:
+            tail.say_reveal(verdict)
         for report in consumer.rollbacks[len(reported) :]:
             tail._warn(f"ROLLBACK: {report}")
             reported.append(report)
@@ -265,8 +293,16 @@ def run_consumer(args: argparse.Namespace, conn: Any) -> int:
         f"{stats.duplicates} duplicates dropped; {stats.rejected} rejected; {stats.conflicts} conflicts; "
         f"{len(consumer.rollbacks)} rollbacks; {lost} events listed lost, "
         f"{consumer.recovered} recovered; missing: {_ranges(consumer.missing)}"
+        + (f"; {stats.reveal_problems} reveals failed their commitment" if stats.reveal_problems else "")
         + (f"; HOLDING: {consumer.stopped}" if consumer.stopped else ""),
         file=sys.stderr,
     )
-    trouble = stats.rejected or stats.conflicts or consumer.rollbacks or consumer.missing or consumer.stopped
+    trouble = (
+        stats.rejected
+        or stats.conflicts
+        or stats.reveal_problems
+        or consumer.rollbacks
+        or consumer.missing
+        or consumer.stopped
+    )
     return 1 if trouble else 0

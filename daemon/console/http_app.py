@@ -48,6 +48,7 @@ MAX_VIEWS_PER_STREAM = 64
 STATIC_FILES = {
     "console.js": "text/javascript",
     "console-worker.js": "text/javascript",
+    "reveal-check.js": "text/javascript",
     "console.css": "text/css",
 }
 SECURITY_HEADERS = {

@@ -72,5 +72,6 @@ def app_page(view: str, csrf: str, user: str, role: str, actions: list[str], tab
         + f'<body class="view-{view}" {body_attrs}>'
         + header
         + f'<main id="app" tabindex="-1"><p id="connection">Connecting…</p></main>{dialog}'
+        + '<script src="/static/reveal-check.js"></script>'
         + '<script src="/static/console.js"></script></body></html>'
     )

@@ -269,12 +269,16 @@ class ConsoleTable:
         """Everything the table view and the dealer display draw."""
         view = self.view
         cards = dict(view.round_cards)
-        hint = next_card(cards)
+        hint = next_card(cards, view.round_hidden)
         results = list(view.results)
         round_model = {
             "hand": view.round_hand,
             "open": view.round_open,
             "cards": cards,
+            # squeeze: slots face down (never a face), and what the page checks each reveal with
+            "hidden": list(view.round_hidden),
+            "commitments": dict(view.round_commitments),
+            "reveals": {slot: dict(reveal) for slot, reveal in view.round_reveals.items()},
             "player_total": _total(view, "player"),
             "banker_total": _total(view, "banker"),
             "next_slot": hint.slot if view.round_open else None,
@@ -329,8 +333,11 @@ class ConsoleTable:
 
 
 def _total(view: TableView, side: str) -> int | None:
+    """A side's total: None before its first card, and while any of its cards is face down."""
     from common.cards import Card, CardParseError, hand_total
 
+    if set(view.round_hidden).intersection(_SIDE_SLOTS[side]):
+        return None
     codes = [view.round_cards[s] for s in _SIDE_SLOTS[side] if s in view.round_cards]
     try:
         return hand_total([Card.parse(c) for c in codes]) if codes else None
@@ -347,11 +354,14 @@ def _newest_open_alert(view: TableView) -> str | None:
 
 
 def _held_json(rnd: dict[str, Any]) -> dict[str, Any]:
+    """A held round: its cards by slot, and the slots still face down (a squeeze card is null)."""
     cards = rnd.get("cards")
     blocked = rnd.get("blocked_by")
+    cards = cards if isinstance(cards, dict) else {}
     return {
         "hand": rnd.get("hand"),
-        "cards": {str(k): str(v) for k, v in cards.items()} if isinstance(cards, dict) else {},
+        "cards": {str(k): str(v) for k, v in cards.items() if isinstance(v, str)},
+        "hidden": [str(k) for k, v in cards.items() if v is None],
         "blocked_by": [str(b) for b in blocked] if isinstance(blocked, list) else [],
     }
 

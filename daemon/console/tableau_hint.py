@@ -6,7 +6,7 @@ layout ("Player draws", "Banker stands"), or the round decided.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from common.cards import Card, CardParseError, hand_total
@@ -22,8 +22,13 @@ class NextCard:
     text: str
 
 
-def next_card(cards: Mapping[str, str]) -> NextCard:
-    """The tableau's next step for a round holding ``cards`` (``{"P1": "8s", ...}``)."""
+def next_card(cards: Mapping[str, str], hidden: Collection[str] = ()) -> NextCard:
+    """The tableau's next step for a round holding ``cards`` (``{"P1": "8s", ...}``) and, on a
+    squeeze table, the ``hidden`` slots dealt face down: the next opening slot while any is
+    missing; else, while a card is face down, only that the reveal comes first (the tableau's
+    answer would tell what the hidden cards are)."""
+    if hidden:
+        return _face_down_step(cards, hidden)
     try:
         parsed = {slot: Card.parse(code) for slot, code in cards.items()}
     except CardParseError as exc:
@@ -49,3 +54,12 @@ def next_card(cards: Mapping[str, str]) -> NextCard:
             return NextCard(Slot.B3, f"{said}; Banker draws")
         return NextCard(None, f"{said}; Banker drew")
     return NextCard(None, f"{said}; Banker stands")
+
+
+def _face_down_step(cards: Mapping[str, str], hidden: Collection[str]) -> NextCard:
+    """What a squeeze round with cards face down needs next, telling nothing about their faces."""
+    for slot in OPENING_SLOTS:
+        if slot not in cards and slot not in hidden:
+            side = "Player" if slot.is_player else "Banker"
+            return NextCard(slot, f"Deal {side} card {slot[1]} ({slot}) face down")
+    return NextCard(None, f"Face down: {', '.join(sorted(hidden))}; waiting for the reveal")

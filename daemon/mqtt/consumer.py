@@ -22,6 +22,10 @@ Rules (also in ``daemon/mqtt/README.md``):
 * The chain members ``epoch``, ``prev_hash`` and ``hash``, when present, must be strings (all
   three or none); checking the links is the ordered consumer's job
   (:mod:`daemon.mqtt.ordered_consumer`).
+* A squeeze table's ``card_revealed`` is checked against the commitment its ``card_dealt``
+  published (:mod:`daemon.mqtt.reveal_check`): a reveal that fails is still a new event (it was
+  signed by the table), but its verdict names the problem and it is counted in
+  ``stats.reveal_problems``.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from typing import Any
 
 from daemon.alerts import AlertCode
 from daemon.mqtt.envelope import SCHEMA_VERSION
+from daemon.mqtt.reveal_check import RevealChecker, RevealVerdict
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import UNSIGNED_EVENT_FIELDS, sign_bytes, signing_bytes
 
@@ -71,6 +76,8 @@ class Received:
     reason: str | None = None
     new_gaps: tuple[int, ...] = ()
     filled_gap: bool = False
+    reveal: RevealVerdict | None = None
+    """The check of a squeeze table's ``card_revealed`` against its commitment (None: another kind)."""
 
 
 @dataclass
@@ -81,6 +88,8 @@ class ConsumerStats:
     conflicts: int = 0
     out_of_order: int = 0
     lost_history: int = 0
+    reveal_problems: int = 0
+    """``card_revealed`` events that failed the check against their commitment."""
 
 
 @dataclass
@@ -103,6 +112,11 @@ class EventConsumer:
     _ids: OrderedDict[str, tuple[int, bytes]] = field(default_factory=OrderedDict)
     """event_id -> (seq, digest of the signed content), oldest first."""
     _seqs: dict[int, str] = field(default_factory=dict)
+    reveals: RevealChecker = field(init=False)
+    """The squeeze reveal check (every new event goes through it, in arrival order)."""
+
+    def __post_init__(self) -> None:
+        self.reveals = RevealChecker(self.table_id)
 
     def feed(self, payload: bytes | str | dict[str, Any]) -> Received:
         """Classify one ``events`` payload and update the state."""
@@ -145,7 +159,10 @@ class EventConsumer:
             self.missing.discard(seq)
             self.stats.out_of_order += 1
         self._note_dead_letter(envelope)
-        return Received(Verdict.NEW, envelope, new_gaps=new_gaps, filled_gap=filled)
+        reveal = self.reveals.observe(envelope)
+        if reveal is not None and not reveal.ok:
+            self.stats.reveal_problems += 1
+        return Received(Verdict.NEW, envelope, new_gaps=new_gaps, filled_gap=filled, reveal=reveal)
 
     @property
     def unexplained_gaps(self) -> list[int]:

@@ -40,6 +40,11 @@ This is the model a game server copies (``baccarat-edge tail --checkpoint`` runs
   asked for with a signed ``resend {from_seq, to_seq}`` command (:meth:`gaps` says which,
   again every ``gap_retry_s`` while it stays open). A ``seq`` named by an ``mqtt_dead_letter``
   alert will never come: it is skipped on that alert's word (recorded with no content).
+* **Check reveals**: each processed ``card_revealed`` of a squeeze table is checked, in ``seq``
+  order, against the commitment of its ``card_dealt`` (:mod:`daemon.mqtt.reveal_check`); a
+  failed check is processed all the same (the table signed it) and reported in
+  :attr:`OrderedConsumer.reveal_problems` and :attr:`Fed.reveals`. Commitments are held in
+  memory: after a consumer restart a reveal whose deal came before it is ``unchecked``.
 * **Acknowledge** the committed position (:meth:`ack_message`): the highest ``seq`` processed
   with every lower one, with its ``event_id``, ``hash`` and ``epoch``, signed with a
   ``game_server`` key.
@@ -55,6 +60,7 @@ from typing import Any
 from daemon.alerts import AlertCode
 from daemon.mqtt.checkpoint import Checkpoint
 from daemon.mqtt.consumer import ConsumerStats, Verdict, parse_signed_event
+from daemon.mqtt.reveal_check import RevealChecker, RevealVerdict
 from daemon.mqtt.secrets import Secret
 from daemon.mqtt.signing import sign
 
@@ -71,6 +77,8 @@ class Fed:
     verdict: Verdict
     reason: str | None = None
     processed: tuple[dict[str, Any], ...] = ()
+    reveals: tuple[RevealVerdict, ...] = ()
+    """The checks of the ``card_revealed`` events among ``processed``, in order."""
 
 
 @dataclass
@@ -104,8 +112,13 @@ class OrderedConsumer:
     _known_last: int = 0
     _chain_restart: int | None = None  # the seq a replaced journal's new chain starts at
     _held: bool = False  # an unchained conflict: nothing is processed until the rollback alert
+    reveals: RevealChecker = field(init=False)
+    """The squeeze reveal check, fed every processed event in ``seq`` order."""
+    reveal_problems: list[str] = field(default_factory=list)
+    """One line per processed ``card_revealed`` that failed its check (named problem first)."""
 
     def __post_init__(self) -> None:
+        self.reveals = RevealChecker(self.table_id)
         if self.max_waiting < 1:
             raise ValueError(f"max_waiting must be at least 1, not {self.max_waiting}")
 
@@ -148,7 +161,19 @@ class OrderedConsumer:
         if len(self._waiting) > self.max_waiting:
             self._drop_waiting()
         self._follow_gap(now)
-        return Fed(Verdict.NEW, None, processed)
+        return Fed(Verdict.NEW, None, processed, self._check_reveals(processed))
+
+    def _check_reveals(self, processed: tuple[dict[str, Any], ...]) -> tuple[RevealVerdict, ...]:
+        verdicts = []
+        for envelope in processed:
+            verdict = self.reveals.observe(envelope)
+            if verdict is None:
+                continue
+            verdicts.append(verdict)
+            if not verdict.ok:
+                self.stats.reveal_problems += 1
+                self.reveal_problems.append(f"table {self.table_id}: {verdict.describe()}")
+        return tuple(verdicts)
 
     def note_last_seq(self, last_seq: int, now: float) -> None:
         """The table says it journaled through ``last_seq`` (its retained ``state``/``health``):

@@ -43,6 +43,7 @@ from daemon.mqtt.supervisor_commands import CommandSender
 from daemon.mqtt.topics import TableTopics
 from daemon.service.config import LoadedConfig, load_config
 from daemon.service.demo_broker import EmbeddedBroker
+from daemon.service.demo_squeeze import DemoRevealer, squeeze_table
 from daemon.service.logging import configure_logging, reset_logging
 from daemon.service.runner import Daemon
 from daemon.service.table_text import render
@@ -65,6 +66,7 @@ class DemoOptions:
     protocol: str = "angel_eye"
     faults: tuple[str, ...] = ()
     game_flow: str = "betting_window"  # or "cards_only"
+    reveal: str = "open"  # or "squeeze" (betting_window only): the demo's game server reveals
     live_view: bool | None = None  # None: on a terminal only
     state_dir: Path | None = None
     delivery_timeout_s: float = 30.0
@@ -258,6 +260,8 @@ class DemoRun:
             plan = plan_shoe(deal, [FaultSpec.parse(f) for f in opts.faults])
             steps = encode_plan(plan, opts.protocol, seed=seed)
             table = deal.table_settings()
+        if opts.reveal == "squeeze":
+            table = {**table, "reveal": squeeze_table()}
         events_key, command_key = secrets.token_hex(32), secrets.token_hex(32)
         os.environ[EVENTS_KEY_ENV] = events_key
         os.environ[COMMAND_KEY_ENV] = command_key
@@ -295,6 +299,7 @@ class DemoRun:
                 readers = [d for d in daemon.drivers.values() if isinstance(d, ReaderDriver)]
                 shoe.readers = readers
                 written_before = _bytes_before_each_command(steps)
+                revealer = self._revealer(daemon, sender, loaded) if opts.reveal == "squeeze" else None
 
                 def on_supervisor(step: Any, step_t: float) -> None:
                     # A command and the bytes dealt just before it reach the engine by two paths
@@ -304,6 +309,8 @@ class DemoRun:
                     deadline = time.monotonic() + 5.0
                     while sum(d.health()["bytes"] for d in readers) < wanted and time.monotonic() < deadline:
                         time.sleep(0.002)
+                    if revealer is not None and step.action == "open_betting":
+                        revealer.reveal_all()  # the last round's cards, one by one, before the next
                     # a late close is signed with the time the server issued it (before the
                     # round's first card), as a real server's delayed command would be
                     issued = (
@@ -323,6 +330,9 @@ class DemoRun:
                 )
                 virtual.start()
                 self._follow(lambda: virtual.done.is_set(), daemon)
+                if revealer is not None:
+                    revealer.reveal_all()  # the shoe's last round
+                    self.result.refused_commands.extend(revealer.refused)
                 self.result.bytes_written = sum(len(step.data) for step in steps if step.data is not None)
                 self._await_delivery(daemon)
                 self.result.journaled = daemon.journal.last_seq() - first_seq
@@ -333,6 +343,20 @@ class DemoRun:
                 shoe.close()
                 reset_logging()
             self._collect(daemon)
+
+    def _revealer(self, daemon: Daemon, sender: CommandSender, loaded: LoadedConfig) -> DemoRevealer:
+        """The game server's reveals (``--reveal squeeze``), from the table's public state."""
+
+        def public_state() -> dict[str, Any]:
+            daemon.wait_until_processed(5.0)  # every card read so far is in the state
+            return daemon.engine.snapshot()
+
+        return DemoRevealer(
+            public_state,
+            lambda action, args: sender.send(action, args),
+            loaded.config.table.reveal.order,
+            pause_s=15.0 / self.options.speed / 8,
+        )
 
     # ------------------------------------------------------------------ MQTT side
     def _subscribe(self, port: int, table_id: str, command_key: bytes) -> tuple[mqtt.Client, CommandSender]:

@@ -14,6 +14,8 @@ from daemon.rules.roads import bead_plate, big_road, big_road_grid
 from daemon.service.table_view import TableView
 
 _SUIT_SYMBOL = {"c": "♣", "d": "♦", "h": "♥", "s": "♠"}
+FACE_DOWN = "▒▒"
+"""A squeeze slot dealt face down and not revealed yet: never its face, never a total with it."""
 _RESET, _BOLD, _DIM = "\x1b[0m", "\x1b[1m", "\x1b[2m"
 _COLOURS = {"P": "\x1b[34m", "B": "\x1b[31m", "T": "\x1b[32m", "alert": "\x1b[33m"}
 
@@ -44,6 +46,7 @@ def render(view: TableView, *, colour: bool = True, road_columns: int = 30) -> s
     )
     player = [view.round_cards[s] for s in PLAYER_SLOTS if s in view.round_cards]
     banker = [view.round_cards[s] for s in BANKER_SLOTS if s in view.round_cards]
+    hidden = set(view.round_hidden)
     round_state = "in progress" if view.round_open else "decided, waiting for the next round"
     if view.round_hand is None:
         round_state = "waiting for the first round"
@@ -51,18 +54,17 @@ def render(view: TableView, *, colour: bool = True, road_columns: int = 30) -> s
         bold(f"Round {view.round_hand if view.round_hand is not None else '-'}") + f"  {round_state}"
     )
     lines.append(bold("Betting") + "  " + betting_line(view))
-    lines.append(
-        "  "
-        + paint("P", "Player")
-        + f"  {' '.join(_card_text(c) for c in player) or '-':<16}"
-        + f" total {_side_total(player)}"
-    )
-    lines.append(
-        "  "
-        + paint("B", "Banker")
-        + f"  {' '.join(_card_text(c) for c in banker) or '-':<16}"
-        + f" total {_side_total(banker)}"
-    )
+    for key, name, slots, codes in (
+        ("P", "Player", PLAYER_SLOTS, player),
+        ("B", "Banker", BANKER_SLOTS, banker),
+    ):
+        shown = [
+            _card_text(view.round_cards[s]) if s in view.round_cards else FACE_DOWN
+            for s in slots
+            if s in view.round_cards or s in hidden
+        ]
+        total = "? (face down)" if hidden.intersection(slots) else _side_total(codes)
+        lines.append("  " + paint(key, name) + f"  {' '.join(shown) or '-':<16}" + f" total {total}")
     lines.append(bold("Last results"))
     if not view.last_rounds:
         lines.append("  (none yet)")

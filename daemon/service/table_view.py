@@ -5,6 +5,13 @@ Fed every message of ``baccarat/v1/{table_id}/#``. The retained ``status``, ``he
 the whole product); a payload that is not, or an event that is not JSON or lacks a field, is
 counted and named as a problem, never a crash. Duplicates (same ``event_id``, at-least-once
 delivery) are ignored and gaps in ``seq`` are reported, like the reference consumer does.
+
+A squeeze table (``table.reveal.mode: squeeze``) deals face down: its ``card_dealt`` carries a
+``commitment`` and no card, its retained ``state`` a ``null`` card and the slot's commitment.
+Such a slot is in :attr:`TableView.round_hidden` (drawn face down, never a face) until its
+``card_revealed`` puts the card in :attr:`TableView.round_cards`, with the card, nonce and
+commitment in :attr:`TableView.round_reveals` for whoever checks it against the commitment
+(the console's page does, :mod:`daemon.mqtt.reveal_check`'s rules).
 """
 
 from __future__ import annotations
@@ -49,6 +56,13 @@ class TableView:
     hand: int | None = None
     round_hand: int | None = None
     round_cards: dict[str, str] = field(default_factory=dict)
+    """The current round's cards whose face is known (dealt on an open table, or revealed)."""
+    round_hidden: list[str] = field(default_factory=list)
+    """Slots of the current round dealt face down and not revealed yet (squeeze)."""
+    round_commitments: dict[str, str] = field(default_factory=dict)
+    """The current round's commitments by slot, as published at the deal (squeeze)."""
+    round_reveals: dict[str, dict[str, str]] = field(default_factory=dict)
+    """The current round's reveals by slot: ``card``, ``nonce``, ``commitment`` (squeeze)."""
     round_open: bool = False
     offered_bets: list[str] = field(default_factory=list)
     results: list[str] = field(default_factory=list)
@@ -133,8 +147,16 @@ class TableView:
         rnd = snapshot["round"]
         self.round_open = rnd is not None
         if rnd is not None:
-            self.round_cards = dict(rnd["cards"])
-            self.round_hand = rnd["hand"]
+            if rnd["hand"] != self.round_hand:
+                self._new_round(rnd["hand"])
+            cards: dict[str, Any] = rnd["cards"]
+            self.round_cards = {slot: card for slot, card in cards.items() if isinstance(card, str)}
+            self.round_hidden = [slot for slot, card in cards.items() if card is None]
+            commitments = rnd.get("commitments")
+            if isinstance(commitments, dict):
+                self.round_commitments |= {
+                    str(slot): digest for slot, digest in commitments.items() if isinstance(digest, str)
+                }
         self.offered_bets = list(snapshot["offered_bets"]["bets"])
         self.open_alerts = {alert["alert_id"]: alert for alert in snapshot["alerts"]}
         flow = snapshot["game_flow"]
@@ -219,7 +241,7 @@ class TableView:
         self.results = []
         self._result_hands = []
         self.last_rounds.clear()
-        self.round_cards = {}
+        self._new_round(self.round_hand)
         self.shoe_ended = None
         self.cards_in_shoe = 0
 
@@ -238,19 +260,47 @@ class TableView:
         if self.betting_phase is not None:
             self.betting_phase = "waiting"
 
-    def _round_opened(self, env: dict[str, Any], data: dict[str, Any]) -> None:
-        self.round_hand = data.get("hand", env.get("hand"))
+    def _new_round(self, hand: Any) -> None:
+        self.round_hand = hand
         self.round_cards = {}
+        self.round_hidden = []
+        self.round_commitments = {}
+        self.round_reveals = {}
+
+    def _round_opened(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        self._new_round(data.get("hand", env.get("hand")))
         self.round_open = True
 
     def _card_dealt(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        """A card of a round: its face on an open table; face down (its commitment) on a squeeze one."""
         self.cards_in_shoe += 1
         slot = SLOT_NAMED.get(str(data.get("slot")))
-        if slot is not None:
-            if data.get("round") is not None and data.get("round") != self.round_hand:
-                self.round_hand = data["round"]
-                self.round_cards = {}
+        if slot is None:
+            return
+        if data.get("round") is not None and data.get("round") != self.round_hand:
+            self._new_round(data["round"])
+        if "card" in data:
             self.round_cards[slot] = str(data["card"])
+            return
+        digest = data["commitment"]  # no card and no commitment: counted as unexpected data
+        self.round_commitments[slot] = str(digest)
+        if slot not in self.round_cards and slot not in self.round_hidden:
+            self.round_hidden.append(slot)
+
+    def _card_revealed(self, env: dict[str, Any], data: dict[str, Any]) -> None:
+        """A squeeze slot turned face up: its card (and what checks it against the commitment)."""
+        slot = SLOT_NAMED.get(str(data.get("slot")))
+        if slot is None or data.get("round") != self.round_hand:
+            return  # a reveal of an earlier round: that round's cards come with its result
+        card = str(data["card"])
+        self.round_cards[slot] = card
+        self.round_reveals[slot] = {
+            "card": card,
+            "nonce": str(data["nonce"]),
+            "commitment": str(data["commitment"]),
+        }
+        if slot in self.round_hidden:
+            self.round_hidden.remove(slot)
 
     def _round_completed(self, env: dict[str, Any], data: dict[str, Any]) -> None:
         self._round_decided(env, data)
@@ -286,6 +336,7 @@ class TableView:
         hand = data.get("hand")
         self.recent_alerts.appendleft(f"hand {hand} voided: {data.get('reason', '')}")
         self.round_cards = {}
+        self.round_hidden = []
         if data.get("was_completed") and isinstance(hand, int) and hand in self._result_hands:
             at = self._result_hands.index(hand)
             del self.results[at], self._result_hands[at]
@@ -317,6 +368,7 @@ _EVENT_HANDLERS = {
     "shoe_started": TableView._shoe_started,
     "round_opened": TableView._round_opened,
     "card_dealt": TableView._card_dealt,
+    "card_revealed": TableView._card_revealed,
     "card_outside_game": TableView._card_outside_game,
     "round_completed": TableView._round_completed,
     "round_voided": TableView._round_voided,

@@ -3,6 +3,7 @@
 "use strict";
 
 (function () {
+  const root = self;
   const body = document.body;
   const view = body.dataset.view;
   const tableId = body.dataset.table || "";
@@ -60,6 +61,70 @@
     node.appendChild(el("span", "rank", RANKS[rank] || rank));
     node.appendChild(el("span", "suit", SUITS[suit] || suit));
     return node;
+  }
+
+  // A squeeze slot dealt and not revealed: the back of a card, never a face.
+  function faceDownNode(slot, hand) {
+    const node = el("div", "card face-down");
+    node.dataset.slot = String(slot);
+    node.dataset.hand = String(hand);
+    node.dataset.faceDown = "1";
+    node.setAttribute("aria-label", slot + " face down");
+    node.appendChild(el("span", "back", "▒"));
+    return node;
+  }
+
+  // ------------------------------------------------------------------ squeeze reveals
+  // Each reveal of the round shown is checked once (reveal-check.js) against the commitment
+  // published at the deal; failures are kept for the page's life, named, on every view.
+  const revealVerdicts = new Map(); // key -> verdict (a pending check: status "checking")
+  const revealProblems = []; // failed checks, newest first: {table_id, round, slot, card, problem, detail}
+
+  function revealKey(model, slot, reveal) {
+    return [model.table_id, model.shoe.shoe_id, model.round.hand, slot, reveal.card, reveal.nonce, reveal.commitment].join("|");
+  }
+
+  function checkReveals(model) {
+    if (!model || !model.round || !model.round.reveals || !root.BaccaratRevealCheck) return;
+    for (const [slot, reveal] of Object.entries(model.round.reveals)) {
+      const key = revealKey(model, slot, reveal);
+      if (revealVerdicts.has(key)) continue;
+      revealVerdicts.set(key, { status: "checking", problem: null, detail: "" });
+      const dealt = model.round.commitments ? model.round.commitments[slot] : null;
+      root.BaccaratRevealCheck.check({
+        table_id: model.table_id, shoe_id: model.shoe.shoe_id, round: model.round.hand, slot: slot,
+        card: reveal.card, nonce: reveal.nonce, commitment: reveal.commitment, dealt: dealt || null,
+      }).then((verdict) => {
+        revealVerdicts.set(key, verdict);
+        if (verdict.problem) {
+          revealProblems.unshift({ table_id: model.table_id, round: model.round.hand, slot: slot, card: reveal.card,
+            problem: verdict.problem, detail: verdict.detail });
+        }
+        redraw();
+      });
+    }
+  }
+
+  function revealVerdict(model, slot) {
+    const reveal = model.round.reveals && model.round.reveals[slot];
+    return reveal ? revealVerdicts.get(revealKey(model, slot, reveal)) || null : null;
+  }
+
+  // The named problem of every failed reveal of this table: the card shown is not the one dealt.
+  function revealAlerts(model) {
+    const mine = revealProblems.filter((p) => p.table_id === model.table_id);
+    const box = el("section", "reveal-problems");
+    box.id = "reveal-problems";
+    if (!mine.length) return box;
+    box.appendChild(el("h2", null, "▲ Revealed card does not match its commitment"));
+    for (const p of mine) {
+      const item = line("p", "mark critical reveal-problem", ["▲ ", el("code", null, p.problem), ": round " + p.round +
+        " " + p.slot + ", card shown " + p.card + ": ", bidi(p.detail), ". Do not settle this round on it."]);
+      item.dataset.problem = p.problem;
+      item.dataset.slot = p.slot;
+      box.appendChild(item);
+    }
+    return box;
   }
 
   function tableHref(prefix, id) {
@@ -179,9 +244,22 @@
     const slots = side === "player" ? ["P1", "P2", "P3"] : ["B1", "B2", "B3"];
     box.appendChild(el("h2", null, side === "player" ? "Player" : "Banker"));
     const cards = el("div", "cards");
+    const hidden = new Set(model.round.hidden || []);
     for (const slot of slots) {
       const code = model.round.cards[slot];
-      if (code) cards.appendChild(cardNode(code, slot, model.round.hand));
+      if (code) {
+        const node = cardNode(code, slot, model.round.hand);
+        const verdict = revealVerdict(model, slot);
+        if (verdict) {
+          node.dataset.reveal = verdict.status;
+          if (verdict.problem) node.dataset.problem = verdict.problem;
+          const mark = { verified: "✔", unchecked: "?", failed: "✖", unavailable: "?", checking: "…" }[verdict.status];
+          const tag = el("span", "reveal-mark " + verdict.status, mark);
+          tag.title = verdict.status === "verified" ? "matches the commitment made at the deal" : verdict.problem || verdict.detail;
+          node.appendChild(tag);
+        }
+        cards.appendChild(node);
+      } else if (hidden.has(slot)) cards.appendChild(faceDownNode(slot, model.round.hand));
       else if (model.round.next_slot === slot) cards.appendChild(el("div", "card next", slot));
     }
     box.appendChild(cards);
@@ -333,8 +411,9 @@
       item.appendChild(line("p", null, ["Blocked by: ", bidi(held.blocked_by.join("; ") || "-")]));
       const cards = el("div", "cards small");
       for (const slot of Object.keys(held.cards)) cards.appendChild(cardNode(held.cards[slot], slot, held.hand));
+      for (const slot of held.hidden || []) cards.appendChild(faceDownNode(slot, held.hand));
       item.appendChild(cards);
-      item.appendChild(holdActions(held.hand, held.cards, model));
+      item.appendChild(holdActions(held.hand, held.cards, model, (held.hidden || []).length > 0));
       wrap.appendChild(item);
     }
     for (const alert of model.alerts) {
@@ -357,7 +436,8 @@
       const buttons = el("div", "buttons");
       if (alert.holds !== null) {
         const cards = hand !== null && model.round.hand === hand ? model.round.cards : {};
-        buttons.appendChild(holdActions(hand, cards, model));
+        const faceDown = hand !== null && model.round.hand === hand && (model.round.hidden || []).length > 0;
+        buttons.appendChild(holdActions(hand, cards, model, faceDown));
       }
       buttons.appendChild(actionButton("Acknowledge", "acknowledge_alert", { alert_id: alert.alert_id }, [], model, alert.alert_id));
       item.appendChild(buttons);
@@ -366,13 +446,17 @@
     return wrap;
   }
 
-  function holdActions(hand, cards, model) {
+  // faceDown: a squeeze round with cards not revealed: the page does not know them, so it cannot
+  // send the whole round corrected (rearrange names every card); confirm and void still work.
+  function holdActions(hand, cards, model, faceDown) {
     const args = hand === null ? {} : { hand: hand };
     const box = el("span", "hold-actions");
     box.appendChild(actionButton("Confirm (resolve hold)", "resolve_hold", args, [], model, hand));
-    box.appendChild(actionButton("Correct a card", "rearrange", Object.assign({ cards: cards }, args),
-      [{ name: "slot", label: "Slot", options: ["P1", "B1", "P2", "B2", "P3", "B3"] },
-       { name: "card", label: "Card (e.g. 8s, Th)" }], model, hand));
+    if (!faceDown) {
+      box.appendChild(actionButton("Correct a card", "rearrange", Object.assign({ cards: cards }, args),
+        [{ name: "slot", label: "Slot", options: ["P1", "B1", "P2", "B2", "P3", "B3"] },
+         { name: "card", label: "Card (e.g. 8s, Th)" }], model, hand));
+    }
     box.appendChild(actionButton("Void round", "void_round", args, [{ name: "reason", label: "Reason" }], model, hand));
     return box;
   }
@@ -530,6 +614,7 @@
     left.appendChild(dealerChange(model));
     left.appendChild(roads(model));
     const right = el("div", "col-side");
+    right.appendChild(revealAlerts(model));
     right.appendChild(replyPanel());
     right.appendChild(holdsAndAlerts(model));
     right.appendChild(lastRounds(model));
@@ -550,6 +635,7 @@
     wrap.appendChild(title);
     if (model.missing) { wrap.appendChild(el("p", "missing", "not on the broker")); return wrap; }
     wrap.appendChild(layout(model, false));
+    wrap.appendChild(revealAlerts(model));
     const big = model.roads.big_road.cells;
     const newest = big.reduce((m, c) => Math.max(m, c.col), -1);
     wrap.appendChild(miniRoad(big.filter((c) => c.col > newest - 16)));
@@ -567,6 +653,7 @@
     wrap.appendChild(line("h1", null, [bidi(model.table_id)]));
     if (model.trust !== "verified") wrap.appendChild(el("p", "trust unverified", "⚠ unverified"));
     wrap.appendChild(layout(model, true));
+    wrap.appendChild(revealAlerts(model));
     const alert = line("p", "last-alert", model.last_alert ? ["▲ ", bidi(model.last_alert)] : []);
     alert.id = "last-alert";
     wrap.appendChild(alert);
@@ -742,7 +829,7 @@
   }
 
   // ------------------------------------------------------------------ the live data
-  function onModel(key, model) { models.set(key, model); redraw(); }
+  function onModel(key, model) { models.set(key, model); if (key !== "floor") checkReveals(model); redraw(); }
   function onExpired() { window.location.assign("/login"); }
 
   if (typeof SharedWorker !== "undefined") {
