@@ -453,15 +453,17 @@ class DemoRun:
         return reader_open
 
     def _await_delivery(self, daemon: Daemon) -> None:
-        """Wait until the view has every journaled event (bounded)."""
+        """Wait until the view has every journaled event and that stays so for 0.3 s (bounded): a
+        reader may still hold the shoe's last bytes when the queue is momentarily empty."""
         assert daemon.journal is not None
         deadline = time.monotonic() + self.options.delivery_timeout_s
-        while time.monotonic() < deadline:
+        settled = 0
+        while time.monotonic() < deadline and settled < 3:
             last = daemon.journal.last_seq()
             with self._view_lock:
                 assert self._view is not None
-                if last > 0 and self._view.last_seq == last and daemon.queue.empty():
-                    break
+                caught_up = last > 0 and self._view.last_seq == last and daemon.queue.empty()
+            settled = settled + 1 if caught_up else 0
             time.sleep(0.1)
         with self._view_lock:
             assert self._view is not None
