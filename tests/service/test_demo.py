@@ -113,7 +113,10 @@ def test_demo_unplugs_the_reader_mid_round_and_closes_betting_late() -> None:
     dealt while it is out): the round is held (reader_gap); ``late_close`` sends round 4's
     close_betting 0.3 s after its first card, signed with the time it was issued (before that
     card): the card is first exposed, then the late close makes it the round's, and round 4
-    settles (four of five rounds settle: round 2 waits for a supervisor)."""
+    settles (four of five rounds settle: round 2 waits for a supervisor). At the demo's x100 the
+    issue time is 2 ms before the card: on a loaded machine the card may be read before it, and
+    then it stays exposed and round 4 is held (no past-posting). The judgement itself is tested
+    exactly by the timed golden fixtures (``*-flow-late-close*``)."""
     result = _demo(
         "--hands", "5", "--seed", "5", "--json", "--protocol", "ascii_lines",
         "--fault", "unplug_mid_round@2", "--fault", "late_close@4",
@@ -124,7 +127,7 @@ def test_demo_unplugs_the_reader_mid_round_and_closes_betting_late() -> None:
     codes = {alert.split(":")[0] for alert in summary["alerts"]}
     assert {"reader_disconnected", "reader_gap", "card_exposed_during_betting"} <= codes
     assert summary["refused_commands"] == []
-    assert sum(summary["results"].values()) == 4
+    assert sum(summary["results"].values()) in (3, 4)
 
 
 def test_demo_names_what_is_wrong_with_a_fault() -> None:
