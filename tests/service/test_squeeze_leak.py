@@ -114,7 +114,7 @@ def _checked(run: LeakRun) -> None:
 
 # A whole one-deck shoe with a dealing mistake on each reader protocol; the golden squeeze fixtures
 # below cover every mistake on every protocol. LEAK_FULL=1 adds the clean shoes and an unneeded card.
-_SHOES = [
+_SHOES: list[tuple[str, str, tuple[FaultSpec, ...]]] = [
     ("angel_eye-misread", "angel_eye", (FaultSpec(Fault.MISREAD, 2),)),
     ("ascii_lines-exposed-voided", "ascii_lines", (FaultSpec(Fault.CARD_EXPOSED, 2),)),
     ("usb_hid-misread", "usb_hid", (FaultSpec(Fault.MISREAD, 3),)),
