@@ -134,6 +134,8 @@ LONGEST_FIRST = (
     "tests/service/test_crash_recovery.py",
     "tests/service/test_stop_anywhere.py",
     "tests/camera/",
+    "tests/service/test_squeeze_leak.py",
+    "tests/service/test_demo.py",
     "tests/service/test_run_e2e.py",
     "tests/chaos/",
 )
@@ -141,7 +143,7 @@ LONGEST_FIRST = (
 
 
 def run_order(slow_modules: set[Path]) -> Callable[[pytest.Item], tuple[int, int]]:
-    """The sort key of the run order: `make test` hands out whole modules to its two workers in
+    """The sort key of the run order: `make test` hands out whole modules to its workers in
     the order left here (--dist loadfile), so the longest modules start at once and the many
     short ones fill in behind them. The camera's modules share one calibration per run
     (tests/camera/conftest.py): the first of them starts early and calibrates while the other
