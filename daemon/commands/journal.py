@@ -167,11 +167,12 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _shoe_report(args: argparse.Namespace) -> int:
-    from daemon.commands.rounds import _journal_path
+    from daemon.commands._journal_file import journal_path
+    from daemon.commands.rounds import DEFAULT_CONFIG
     from daemon.journal.errors import JournalError
     from daemon.journal.shoe_report import UnknownShoe, shoe_report
 
-    path = _journal_path(args)
+    path = journal_path(args, DEFAULT_CONFIG)
     if isinstance(path, str):
         print(f"error: {path}", file=sys.stderr)
         return 2

@@ -23,6 +23,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from daemon.commands._journal_file import journal_path
+
 DEFAULT_CONFIG = Path("/etc/baccarat-edge/table.yaml")
 
 
@@ -58,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from daemon.journal.errors import JournalError
     from daemon.journal.recall import recall_from_journal
 
-    journal = _journal_path(args)
+    journal = journal_path(args, DEFAULT_CONFIG)
     if isinstance(journal, str):
         print(f"error: {journal}", file=sys.stderr)
         return 2
@@ -77,25 +79,6 @@ def run(args: argparse.Namespace) -> int:
     for rnd in rounds:
         print("\n".join(round_lines(rnd)))
     return 0
-
-
-def _journal_path(args: argparse.Namespace) -> Path | str:
-    """The journal file to read, or what is wrong with the command line or the config."""
-    if args.journal is not None:
-        if args.config is not None:
-            return "give the journal file or --config, not both"
-        return Path(args.journal)
-    from daemon.service.config import load_config
-    from daemon.service.configfile import ConfigError
-
-    config = args.config if args.config is not None else DEFAULT_CONFIG
-    try:
-        loaded = load_config(config, check_secrets=False, tls_dates=False)
-    except ConfigError as exc:
-        return f"the config cannot be used to find the journal: {exc}"
-    except OSError as exc:
-        return f"the config {config} cannot be read: {exc}"
-    return Path(loaded.config.journal.path)
 
 
 def round_lines(rnd: dict[str, Any]) -> list[str]:
