@@ -240,6 +240,16 @@ FLOW_LIBRARY: tuple[FlowEntry, ...] = (
               "raises empty_betting_window naming the round id; its first card clears it.",
               ("an empty betting window: its own alert, naming the server's round id",),
               faults=(FlowFault("empty_window", 2, delay=90.0),)),
+    FlowEntry("usb_hid-flow-empty-window", "usb_hid",
+              "Round 2: betting closes and no card comes for 90 s (the keyboard wedge is out); the idle "
+              "tick raises empty_betting_window naming the round id; its first card clears it.",
+              ("an empty betting window: its own alert, naming the server's round id",),
+              faults=(FlowFault("empty_window", 2, delay=90.0),)),
+    FlowEntry("angel_eye-flow-empty-window", "angel_eye",
+              "Round 2: betting closes and no card comes for 90 s (the shoe is out); the idle tick "
+              "raises empty_betting_window naming the round id; its first card clears it.",
+              ("an empty betting window: its own alert, naming the server's round id",),
+              faults=(FlowFault("empty_window", 2, delay=90.0),)),
     FlowEntry("ascii_lines-flow-last-card-misread", "ascii_lines",
               "Round 3: the cut card comes out (it is the last round) and the line reader cannot read its "
               "last card, never rescanned; 30 s later the server sends new_shoe: the round is cut short "
