@@ -272,3 +272,27 @@ def test_the_detector_knows_every_encoding_of_a_card() -> None:
     state = '{"state": {"shoe": {"shoe_id": "s1"}, "round": ' + rnd + "}}"
     leaks = find_leaks([Captured(0, "baccarat/v1/T/state", state.encode())], [card], EVENTS)
     assert leaks == ["#0 baccarat/v1/T/state: player_total=4 of shoe s1 round 3 before its reveal"]
+
+
+def test_the_detector_judges_a_state_as_of_its_last_seq() -> None:
+    """The retained state reflects the events up to its ``last_seq`` and can reach a subscriber
+    before the publisher sent them: a card it names that was revealed at or before ``last_seq``
+    is no leak, also in what a view drew from it; one revealed after is."""
+    card = HiddenCard("s1", 3, "P1", "Tc", None)
+    state_topic = EVENTS.rsplit("/", 1)[0] + "/state"
+    of_p1 = '"shoe_id": "s1", "hand": 3, "data": {"slot": "P1", "round": 3}'
+    dealt = '{"seq": 7, "kind": "card_dealt", ' + of_p1 + "}"
+    shown = '{"seq": 8, "kind": "card_revealed", ' + of_p1 + "}"
+
+    def run(last_seq: int) -> list[str]:
+        state = json.dumps({"last_seq": last_seq, "state": {"round": {"hand": 3, "cards": {"P1": "Tc"}}}})
+        messages = [
+            Captured(0, EVENTS, dealt.encode()),
+            Captured(1, state_topic, state.encode()),
+            Captured(1, "monitor", b"P1 Tc"),
+            Captured(2, EVENTS, shown.encode()),
+        ]
+        return find_leaks(messages, [card], EVENTS)
+
+    assert run(8) == []
+    assert [leak.split(":")[0] for leak in run(7)] == [f"#1 {state_topic}", "#1 monitor"]

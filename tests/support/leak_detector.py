@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -116,6 +116,40 @@ def reveal_positions(messages: Iterable[Captured], events_topic: str) -> dict[tu
     return out
 
 
+def as_of_positions(messages: Sequence[Captured], events_topic: str) -> Callable[[Captured], int]:
+    """Where a capture stands in the event stream. A retained state message says it reflects every
+    event up to its ``last_seq`` (the contract), and it may reach a subscriber before the publisher
+    has sent those events: it is judged as of the event with that seq, so a card it names that was
+    revealed at or before ``last_seq`` is no leak and one revealed after is. What a view drew after
+    a message stands where the latest state it was drawn from stands; anything else where it came."""
+    seq_at: dict[int, int] = {}
+    for message in messages:
+        env = _json(message.payload) if message.topic == events_topic else None
+        if isinstance(env, dict) and isinstance(env.get("seq"), int):
+            seq_at.setdefault(env["seq"], message.index)
+    state_topic = events_topic.rsplit("/", 1)[0] + "/state"
+    state_at: dict[int, int] = {}
+    for message in messages:
+        body = _json(message.payload) if message.topic == state_topic else None
+        last_seq = body.get("last_seq") if isinstance(body, dict) else None
+        if isinstance(last_seq, int) and last_seq in seq_at:
+            state_at[message.index] = max(message.index, seq_at[last_seq])
+    drawn_at: dict[int, int] = {}
+    latest = -1
+    for index in sorted({m.index for m in messages}):
+        latest = max(latest, state_at.get(index, -1))
+        drawn_at[index] = max(index, latest)
+
+    def position(message: Captured) -> int:
+        if message.topic == state_topic:
+            return state_at.get(message.index, message.index)
+        if not message.topic.startswith("baccarat/"):  # a view drawn after that message
+            return drawn_at.get(message.index, message.index)
+        return message.index
+
+    return position
+
+
 def voided_positions(messages: Iterable[Captured], events_topic: str) -> dict[tuple[str, int], int]:
     """Where each round's ``round_voided`` arrived: (shoe, hand) -> message index."""
     out: dict[tuple[str, int], int] = {}
@@ -145,6 +179,7 @@ def find_leaks(
     round's results only (:func:`checkable` counts the cards checked by name throughout)."""
     revealed_at = reveal_positions(messages, events_topic)
     voided_at = voided_positions(messages, events_topic)
+    as_of = as_of_positions(messages, events_topic)
     audit_topic = events_topic.rsplit("/", 1)[0] + "/audit"
     leaks: list[str] = []
     for card in hidden:
@@ -154,10 +189,11 @@ def find_leaks(
         patterns = encodings(card.card, card.raw)
         raw_only = [(name, p) for name, p in patterns if name.startswith("raw")]
         for message in messages:
-            if message.index >= until or (message.topic == audit_topic and message.index > voided):
+            at = as_of(message)
+            if at >= until or (message.topic == audit_topic and message.index > voided):
                 continue
-            leaks.extend(_named(message, card, raw_only if message.index >= ambiguous else patterns))
-    leaks.extend(_implied(messages, hidden, revealed_at, events_topic))
+            leaks.extend(_named(message, card, raw_only if at >= ambiguous else patterns))
+    leaks.extend(_implied(messages, hidden, revealed_at, events_topic, as_of))
     leaks.extend(_in_logs(log_lines, hidden, public))
     return leaks
 
@@ -207,6 +243,7 @@ def _implied(
     hidden: list[HiddenCard],
     revealed_at: dict[tuple[str, int, str], int],
     events_topic: str,
+    as_of: Callable[[Captured], int],
 ) -> Iterator[str]:
     """A round's totals, result or third-card decision before its last hidden card is revealed."""
     last: dict[tuple[str, int], int] = {}
@@ -220,8 +257,9 @@ def _implied(
         body = _json(message.payload)
         if not isinstance(body, dict):
             continue
+        at = as_of(message)
         for (shoe_id, hand), until in last.items():
-            if message.index >= until:
+            if at >= until:
                 continue
             for where in _round_parts(body, message.topic == events_topic, shoe_id, hand):
                 found = _implying_member(where)
