@@ -215,8 +215,9 @@ ALERTS: dict[AlertCode, AlertSpec] = {
         Severity.CRITICAL,
         "the reader could not read a card: rescan it; no card is accepted until a valid read",
         "a valid read of the card (reader rescan or a confident camera read, assign_card, a correction "
-        "supplying its slot), or rescan_ack",
-        details=("reason", "reader_code", "(missing_position)"),
+        "supplying its slot; during a remainder count, the next card read, and the count cannot finish "
+        "before), or rescan_ack",
+        details=("reason", "reader_code", "(missing_position)", "(remainder_count)"),
     ),
     AlertCode.UNNEEDED_CARD: AlertSpec(
         Severity.CRITICAL,

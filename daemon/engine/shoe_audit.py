@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from common.inputs import CardRead, Source, SupervisorCommand
+from common.inputs import CardRead, ReadFailed, Source, SupervisorCommand
 from daemon.alerts import AlertCode
 from daemon.audit.certificate import CodeCounts, ShoeCertificate, Status, certify_counts
 from daemon.audit.irregular import ShoeSequence, detect
@@ -158,6 +158,8 @@ class ShoeAudit:
             return start
         if st.remainder is None:
             return Refused("no remainder count is running: start one first")
+        if self._count_rescan() is not None:
+            return Refused("a card of the count could not be read: rescan it before the count finishes")
         return lambda: self._finish(cmd)
 
     def _finish(self, cmd: SupervisorCommand) -> None:
@@ -193,6 +195,36 @@ class ShoeAudit:
         self.emitter.emit(
             EventKind.REMAINDER_CARD, read.at, read.source, {"card": read.card.code, "read": fields}
         )
+        unread = self._count_rescan()
+        if unread is not None:  # the card the reader could not read, run through it again
+            self.emitter.clear_alert(unread, read.at, read.source, "rescanned")
+
+    def counting_misread(self, read: ReadFailed) -> bool:
+        """Whether ``read`` is the reader failing on a card of the remainder count."""
+        return self.state.remainder is not None and not self.shoe.is_camera(read.source, read.device)
+
+    def on_remainder_misread(self, read: ReadFailed) -> None:
+        """A card of the count the reader could not read: it asks for a rescan, and the count
+        cannot finish before it (an unread card is never counted as missing, nor guessed)."""
+        if self._count_rescan() is None:
+            self.emitter.alert(
+                AlertCode.RESCAN_NEEDED,
+                read.at,
+                read.source,
+                device=read.device,
+                read=read_fields(read),
+                reason=read.reason,
+                reader_code=read.code,
+                remainder_count=True,
+            )
+
+    def _count_rescan(self) -> str | None:
+        """The open rescan alert raised during this remainder count, if any."""
+        alert_id = self.state.rescan_alert
+        if alert_id is None:
+            return None
+        details = self.state.alerts[alert_id].get("details") or {}
+        return alert_id if details.get("remainder_count") else None
 
 
 def _sequence(shoe: RecentShoe) -> ShoeSequence:

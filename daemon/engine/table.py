@@ -310,6 +310,8 @@ class Engine:
                 self.audit.on_remainder_read(inp)
             case CardRead():
                 sequencer.on_read(inp)
+            case ReadFailed() if self.audit.counting_misread(inp):
+                self.audit.on_remainder_misread(inp)
             case ReadFailed():
                 sequencer.on_read_failed(inp)
             case SupervisorCommand():

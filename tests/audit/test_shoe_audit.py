@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from common.cards import ALL_CARDS, Card
-from common.inputs import CutCardDrawn
+from common.inputs import CutCardDrawn, ReadFailed
 from daemon.alerts import ALERTS, AlertCode, Severity
 from daemon.audit.certificate import ShoeCertificate
 from daemon.audit.factory_order import FACTORY_ORDER
@@ -161,6 +161,31 @@ def test_a_remainder_count_accounts_for_every_card() -> None:
     assert not alerts(events, AlertCode.SHOE_COUNT_MISMATCH)
     assert not alerts(events, AlertCode.CARD_AFTER_LAST_ROUND)  # counted, not refused
     assert (eng.state.remainder, eng.state.certified) == (None, "remainder")
+    assert_restores(eng, events)
+
+
+def test_a_card_the_reader_cannot_read_during_the_count_is_rescanned_never_missing() -> None:
+    """A misread during the remainder count asks for a rescan (not a card after the last round);
+    the count cannot finish until the card is read, then it balances."""
+    eng = engine(decks=1)
+    events, left, at = deal_shoe(eng, shuffled(1, seed=3), shoe_id="S1")
+    events += feed(eng, [cmd("remainder_count", at + 1, "count", step="start")])
+    events += feed(eng, [read(code, at + 2 + k) for k, code in enumerate(left[:3])])
+    events += feed(eng, [ReadFailed(at + 10, code=1)])
+    (rescan,) = alerts(events, AlertCode.RESCAN_NEEDED)
+    assert rescan.data["details"]["remainder_count"] is True
+    assert_engine_alert_as_catalogued(rescan.data)
+    assert not alerts(events, AlertCode.CARD_AFTER_LAST_ROUND)
+    early = feed(eng, [cmd("remainder_count", at + 11, "early", step="finish")])
+    assert of_kind(early, EventKind.COMMAND_REFUSED)[0].data["reason"].startswith("a card of the count")
+    events += early
+    events += feed(eng, [read(code, at + 20 + k) for k, code in enumerate(left[3:])])  # the rescan first
+    cleared = [
+        e for e in of_kind(events, EventKind.ALERT_CLEARED) if e.data["alert_id"] == rescan.data["alert_id"]
+    ]
+    assert [e.data["reason"] for e in cleared] == ["rescanned"]
+    events += feed(eng, [cmd("remainder_count", at + 90, "done", step="finish")])
+    assert certificates(events)[-1]["status"] == "balanced"
     assert_restores(eng, events)
 
 
