@@ -395,7 +395,7 @@ class BettingWindow:
         problem: str | None = None
         applied = False
         kind = inp.kind
-        start = False
+        start = cut_short = False
         if kind is ShoeSignalKind.SHOE_STARTED:
             if st.phase in OUTSIDE_SHOE:
                 if not self.shoe.settings.device_starts_shoe:
@@ -407,7 +407,10 @@ class BettingWindow:
             elif st.phase != Phase.INDICATOR:
                 problem = f"a shoe is being dealt (phase {st.phase.value})"
         elif kind is ShoeSignalKind.SHOE_ENDED:
-            if st.phase not in OUTSIDE_SHOE:
+            if st.phase == Phase.ROUND and self.dealing.last_round_end(st.hand) is not None:
+                # the shoe's last round never got its last card, and the shoe is out: it is over
+                cut_short = applied = True
+            elif st.phase not in OUTSIDE_SHOE:
                 problem = (
                     f"the shoe was taken out before its last round (phase {st.phase.value}): "
                     "void_shoe, or new_shoe"
@@ -429,6 +432,8 @@ class BettingWindow:
         )
         if start:
             self.dealing.start_shoe(inp.at, None, None, Source.READER)
+        if cut_short:
+            self.dealing.cut_short(inp.at, Source.READER, next_round_id=None, betting_source="shoe_ended")
         if problem is not None:
             self.emitter.alert(
                 AlertCode.SHOE_SIGNAL_UNEXPECTED, inp.at, Source.READER, device=inp.device, signal=kind,

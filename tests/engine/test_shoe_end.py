@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.inputs import CutCardDrawn, DeviceConnection, ReadFailed
+from common.inputs import CutCardDrawn, DeviceConnection, ReadFailed, ShoeSignal, ShoeSignalKind
 from daemon.engine.events import Event
 from daemon.engine.table import Engine
 from tests.engine.support import (
@@ -65,6 +65,30 @@ def test_new_shoe_ends_a_shoe_whose_last_card_was_misread_and_never_rescanned() 
     assert of_kind(out, "shoe_started")[-1].data["shoe_id"] == "S2"
     assert_legal(out, 8)
     assert_restores(eng, out)
+
+
+def test_the_readers_shoe_end_mark_ends_a_shoe_whose_last_card_never_came() -> None:
+    """The reader marks the shoe taken out while the cut card's round waits for its last card (never
+    scanned): the round is cut short and held, the shoe ends on its cut card. Before the last
+    round the same mark only alerts (the shoe was taken out early: the supervisor decides)."""
+    eng = engine()
+    out = _first_round_then_cut(eng)
+    out += feed(eng, [read(SHORT[2], 43), ShoeSignal(ShoeSignalKind.SHOE_ENDED, 90.0, raw="END")])
+    (signal,) = of_kind(out, "shoe_signal")
+    assert signal.data["applied"] is True
+    (short,) = alerts(out, "round_cut_short")
+    assert short.data["details"]["betting_source"] == "shoe_ended"
+    assert _ended(out).data["reason"] == "cut_card"
+    assert 2 in eng.state.held
+    assert not alerts(out, "shoe_signal_unexpected")
+    assert_restores(eng, out)
+
+    early = engine()
+    more = start_shoe(early)
+    more += feed(early, [read(c, 20 + k) for k, c in enumerate(SHORT)])
+    more += feed(early, [ShoeSignal(ShoeSignalKind.SHOE_ENDED, 30.0, raw="END")])
+    assert alerts(more, "shoe_signal_unexpected")
+    assert of_kind(more, "shoe_ended") == []
 
 
 def test_new_shoe_before_the_last_round_is_still_refused_and_ends_nothing() -> None:
