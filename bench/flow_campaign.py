@@ -24,21 +24,16 @@ One command prints the table, per fault and protocol (60 shoes: 540 rounds each)
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from collections import Counter
 
-from common.inputs import DeviceConnection, SupervisorCommand, Tick
+from common.inputs import SupervisorCommand
 from daemon.engine.commands import round_id_parts
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
-from daemon.rules.variants import load_variant_by_name
 from daemon.simulation.flow_dealer import FlowFault, FlowGame, plan_flow_game
-from daemon.simulation.flow_library import with_reader_outages
-from drivers.fixtures import SupervisorStep
-from drivers.protocols import make_decoder
-from drivers.simulate import encode_plan
+from daemon.simulation.flow_replay import replay_flow_game
 
 SETTINGS = TableSettings.model_validate({"game_flow": "betting_window"})
 PROTOCOLS = ("ascii_lines", "usb_hid", "angel_eye")
@@ -54,46 +49,9 @@ FAULTS = (
 COLUMNS = ("identical", "held_then_corrected", "held_uncorrected", "lost_alerted", "lost_silent", "WRONG")
 
 
-def _command(sup: SupervisorStep, t: float, game: FlowGame) -> SupervisorCommand:
-    """The server's command as the table receives it: a late one with the time it was issued."""
-    issued = game.issued_at.get(f"{sup.action.split('_')[0]}:{sup.args.get('round_id')}")
-    return SupervisorCommand(sup.action, t, "gs", sup.command_id or "c", sup.args, issued_at=issued)
-
-
-def _restored(events: list[Event]) -> Engine:
-    journal = [Event.from_dict(json.loads(json.dumps(e.to_dict(), allow_nan=False))) for e in events]
-    return Engine.restore(SETTINGS, load_variant_by_name("standard"), journal, load_variant_by_name)
-
-
 def run(game: FlowGame, protocol: str) -> tuple[Engine, list[Event]]:
     """The engine fed with the game as the daemon would feed it, outages of the edge included."""
-    engine = Engine(SETTINGS, load_variant_by_name("standard"))
-    decoder = make_decoder(protocol)
-    events: list[Event] = []
-    outages = list(game.outages)
-    for step in with_reader_outages(encode_plan(game.plan, protocol, seed=3), game.reader_outages):
-        if outages and outages[0][0] <= step.t < outages[0][1]:
-            continue  # the edge is down: nothing reaches it
-        if outages and step.t >= outages[0][1]:
-            outages.pop(0)  # the edge restarts from its journal, with a fresh decoder
-            engine = _restored(events)
-            decoder = make_decoder(protocol)
-        raw = step.data if step.data is not None else step.report
-        if raw is not None:
-            for frame in decoder.feed(raw, step.t):
-                if frame.input is not None and not frame.duplicate:
-                    events += engine.handle(frame.input)
-        elif step.event == "unplug":
-            decoder.reset()
-            events += engine.handle(DeviceConnection(False, step.t, detail="unplugged"))
-        elif step.event == "replug":
-            events += engine.handle(DeviceConnection(True, step.t, detail="plugged back"))
-        elif step.supervisor is not None:
-            events += engine.handle(_command(step.supervisor, step.t, game))
-        elif step.tick:
-            events += engine.handle(Tick(step.t))
-    events += engine.handle(Tick(10_000.0))
-    return engine, events
+    return replay_flow_game(game, protocol, SETTINGS)
 
 
 def correct(engine: Engine, game: FlowGame) -> set[str]:

@@ -42,15 +42,12 @@ from common.inputs import (
     ShoeSignal,
     ShoeSignalKind,
     SupervisorCommand,
-    Tick,
 )
 from daemon.engine.events import Event
 from daemon.engine.settings import TableSettings
 from daemon.engine.table import Engine
 from daemon.simulation.flow_dealer import FlowFault, FlowGame, plan_flow_game
-from daemon.simulation.flow_library import with_reader_outages
-from drivers.protocols import make_decoder
-from drivers.simulate import encode_plan
+from daemon.simulation.flow_replay import replay_flow_game
 from tests.engine.support import assert_legal, assert_restores, roundtrip, variant
 
 # The alerts that may answer each fault (the reader decides which: an Angel Eye shoe names slots
@@ -94,42 +91,7 @@ def run(game: FlowGame, protocol: str) -> list[Event]:
 
 def run_engine(game: FlowGame, protocol: str) -> tuple[Engine, list[Event]]:
     """The engine after the game (restored after each outage) and every event it published."""
-    engine = Engine(SETTINGS, variant())
-    decoder = make_decoder(protocol)
-    events: list[Event] = []
-    outages = list(game.outages)
-    for step in with_reader_outages(encode_plan(game.plan, protocol, seed=3), game.reader_outages):
-        if outages and outages[0][0] <= step.t < outages[0][1]:
-            continue  # the edge is down: nothing reaches it
-        if outages and step.t >= outages[0][1]:
-            outages.pop(0)  # the edge restarts: the engine from its journal, a fresh decoder
-            engine = Engine.restore(SETTINGS, variant(), roundtrip(events), lambda name: variant(name))
-            decoder = make_decoder(protocol)
-        raw = step.data if step.data is not None else step.report
-        if raw is not None:
-            for frame in decoder.feed(raw, step.t):
-                if frame.input is not None and not frame.duplicate:
-                    events += engine.handle(frame.input)
-        elif step.event == "unplug":
-            decoder.reset()
-            events += engine.handle(DeviceConnection(False, step.t, detail="unplugged"))
-        elif step.event == "replug":
-            events += engine.handle(DeviceConnection(True, step.t, detail="plugged back"))
-        elif step.supervisor is not None:
-            sup = step.supervisor
-            command = SupervisorCommand(sup.action, step.t, "game_server:gs", sup.command_id or "c", sup.args)
-            events += engine.handle(with_issue_time(command, game))
-        elif step.tick:
-            events += engine.handle(Tick(step.t))
-    events += engine.handle(Tick(10_000.0))  # let every waiting read go
-    return engine, events
-
-
-def with_issue_time(command: SupervisorCommand, game: FlowGame) -> SupervisorCommand:
-    """A command that reached the table late, with the time the server issued it (``issued_at``:
-    its signed ``ts``)."""
-    issued = game.issued_at.get(f"{command.action.split('_')[0]}:{command.args.get('round_id')}")
-    return command if issued is None else command._replace(issued_at=issued)
+    return replay_flow_game(game, protocol, SETTINGS)
 
 
 def reached(game: FlowGame, protocol: str) -> Counter[str]:
