@@ -123,3 +123,25 @@ def assert_legal(events: list[Event], decks: int) -> None:
             assert next_slot(player, banker) is None, f"round {e.hand} published incomplete: {cards}"
             assert e.data["outcome"] == RoundOutcome(tuple(player), tuple(banker)).to_dict()
         assert all(n <= decks for n in seen.values()), f"over composition: {seen.most_common(1)}"
+
+
+# ------------------------------------------------------------------ a betting-window table
+def window(**settings: Any) -> Engine:
+    """An engine on a ``game_flow: betting_window`` table."""
+    return engine(game_flow="betting_window", **settings)
+
+
+def bet(eng: Engine, round_id: str, at: float, close_after: float = 5.0) -> list[Event]:
+    """The server opens betting for ``round_id`` at ``at`` and closes it ``close_after`` later."""
+    return feed(
+        eng,
+        [
+            cmd("open_betting", at, f"open-{round_id}", round_id=round_id),
+            cmd("close_betting", at + close_after, f"close-{round_id}", round_id=round_id),
+        ],
+    )
+
+
+def deal(eng: Engine, cards: tuple[str, ...], at: float, **kw: Any) -> list[Event]:
+    """The reader reads ``cards`` half a second apart from ``at``."""
+    return feed(eng, [read(c, at + 0.5 * k, **kw) for k, c in enumerate(cards)])

@@ -24,7 +24,9 @@ from tests.engine.support import (
     alerts,
     assert_legal,
     assert_restores,
+    bet,
     cmd,
+    deal,
     engine,
     feed,
     kinds,
@@ -32,30 +34,12 @@ from tests.engine.support import (
     read,
     roundtrip,
     start_shoe,
+    window,
 )
 
 # A natural: P1 8, B1 2, P2 K, B2 3 -> Player 8 against Banker 5, no third card.
 NATURAL = ("8c", "2d", "Kh", "3s")
 NATURAL_2 = ("9c", "4d", "Qh", "2s")
-
-
-def window(**settings: Any) -> Engine:
-    return engine(game_flow="betting_window", **settings)
-
-
-def bet(eng: Engine, round_id: str, at: float) -> list[Event]:
-    """The server opens and closes betting for ``round_id``."""
-    return feed(
-        eng,
-        [
-            cmd("open_betting", at, f"open-{round_id}", round_id=round_id),
-            cmd("close_betting", at + 10, f"close-{round_id}", round_id=round_id),
-        ],
-    )
-
-
-def deal(eng: Engine, cards: tuple[str, ...], at: float) -> list[Event]:
-    return feed(eng, [read(c, at + 0.5 * k) for k, c in enumerate(cards)])
 
 
 def replies(events: list[Event]) -> list[tuple[str, str | None]]:
@@ -71,7 +55,7 @@ def game_state(eng: Engine) -> dict[str, Any]:
 def test_each_rounds_events_carry_the_servers_round_id() -> None:
     eng = window()
     out = start_shoe(eng)
-    out += bet(eng, "T01-1041", 10)
+    out += bet(eng, "T01-1041", 10, close_after=10)
     out += deal(eng, NATURAL, 30)
     completed = of_kind(out, "round_completed")
     assert [e.data["round_id"] for e in completed] == ["T01-1041"]
@@ -98,7 +82,7 @@ def test_each_rounds_events_carry_the_servers_round_id() -> None:
 def test_a_late_unneeded_card_is_never_the_next_rounds_player_1(delay: float) -> None:
     eng = window()
     out = start_shoe(eng)
-    out += bet(eng, "1", 10)
+    out += bet(eng, "1", 10, close_after=10)
     out += deal(eng, NATURAL, 30)
     decided = 31.5
     out += feed(eng, [read("5h", decided + delay)])  # unneeded: the round needed no more cards
@@ -107,7 +91,7 @@ def test_a_late_unneeded_card_is_never_the_next_rounds_player_1(delay: float) ->
     assert burned.data["burn"] == "unneeded"
     (unneeded,) = alerts(out, "card_before_betting_closed")
     assert unneeded.data["holds"] is None  # RULES.md mistake 1: the next round's burn, nothing to decide
-    out += bet(eng, "2", 100)
+    out += bet(eng, "2", 100, close_after=10)
     out += deal(eng, NATURAL_2, 120)
     second = of_kind(out, "round_completed")[-1]
     assert second.data["cards"] == dict(zip(("P1", "B1", "P2", "B2"), NATURAL_2, strict=True))
@@ -119,14 +103,14 @@ def test_a_late_unneeded_card_is_never_the_next_rounds_player_1(delay: float) ->
 def test_a_second_unneeded_card_holds_the_next_round_until_a_supervisor_decides() -> None:
     eng = window()
     out = start_shoe(eng)
-    out += bet(eng, "1", 10)
+    out += bet(eng, "1", 10, close_after=10)
     out += deal(eng, NATURAL, 30)
     out += feed(eng, [read("5h", 40), read("6h", 45)])
     first, second = alerts(out, "card_before_betting_closed")
     assert first.data["holds"] is None
     assert second.data["holds"] == "next_round"
     assert second.data["details"]["rule"] == "RULES.md dealing mistake 2"
-    out += bet(eng, "2", 100)
+    out += bet(eng, "2", 100, close_after=10)
     out += deal(eng, NATURAL_2, 120)
     assert of_kind(out, "round_held")[-1].data["hand"] == 2
     out += feed(eng, [cmd("acknowledge_alert", 130, "ack", alert_id=second.data["alert_id"])])
@@ -170,7 +154,7 @@ def test_the_per_round_burn_may_come_before_betting_closes() -> None:
     out += feed(eng, [read("4d", 5)])  # the round's burn, drawn right away
     assert of_kind(out, "card_dealt")[-1].data["burn"] == "round"
     assert not alerts(out, "card_before_betting_closed")
-    out += bet(eng, "1", 10)
+    out += bet(eng, "1", 10, close_after=10)
     out += deal(eng, NATURAL, 30)
     assert of_kind(out, "round_completed")[-1].data["cards"]["P1"] == "8c"
 
@@ -180,7 +164,7 @@ def test_the_per_round_burn_may_come_before_betting_closes() -> None:
 
 def _opened(eng: Engine, round_id: str = "T01-5") -> list[Event]:
     out = start_shoe(eng)
-    out += bet(eng, round_id, 10)
+    out += bet(eng, round_id, 10, close_after=10)
     out += deal(eng, NATURAL, 30)
     return out
 
@@ -275,7 +259,7 @@ def test_a_resent_open_or_close_is_refused_without_an_alert() -> None:
 def test_an_open_during_a_round_cuts_that_round_short() -> None:
     eng = window()
     start_shoe(eng)
-    bet(eng, "1", 10)
+    bet(eng, "1", 10, close_after=10)
     feed(eng, [read("8c", 30), read("2d", 31)])
     events = feed(eng, [cmd("open_betting", 32, "o", round_id="2")])
     assert replies(events) == [("open_betting", None)]
@@ -300,7 +284,7 @@ def test_a_cards_only_table_refuses_the_betting_window() -> None:
 def test_a_skipped_round_id_is_taken_and_holds_its_round() -> None:
     eng = window()
     out = _opened(eng, "T01-5")
-    events = bet(eng, "T01-8", 100)
+    events = bet(eng, "T01-8", 100, close_after=10)
     assert [e.kind for e in events if e.kind.startswith("command_")] == ["command_accepted"] * 2
     (skip,) = alerts(events, "round_id_out_of_sequence")
     assert skip.data["holds"] == "next_round"
@@ -322,7 +306,7 @@ def test_a_skipped_round_id_is_taken_and_holds_its_round() -> None:
 def test_a_new_round_id_prefix_is_taken_and_held() -> None:
     eng = window()
     _opened(eng, "S1-40")
-    events = bet(eng, "S2-1", 100)
+    events = bet(eng, "S2-1", 100, close_after=10)
     (alert,) = alerts(events, "round_id_out_of_sequence")
     assert alert.data["details"]["reason"] == "prefix_changed"
 
@@ -429,7 +413,7 @@ def test_the_cut_card_command_marks_the_last_round_once() -> None:
     assert of_kind(out, "cut_card")[-1].data["device"] == "supervisor"
     again = feed(eng, [cmd("cut_card", 6, "cut2")])
     assert replies(again) == [("cut_card", "the cut card was already reported (last round: hand 1)")]
-    out += again + bet(eng, "1", 10) + deal(eng, NATURAL, 30)
+    out += again + bet(eng, "1", 10, close_after=10) + deal(eng, NATURAL, 30)
     assert of_kind(out, "shoe_ended")[-1].data["reason"] == "cut_card"
     assert_restores(eng, out)
 
@@ -484,7 +468,7 @@ def test_a_burn_signal_mid_round_is_alerted_and_not_applied() -> None:
 def test_a_misread_then_a_card_from_a_slotless_reader_holds_the_round() -> None:
     eng = window()
     out = start_shoe(eng)
-    out += bet(eng, "1", 10)
+    out += bet(eng, "1", 10, close_after=10)
     # Physically: P1 8c, B1 2d (misread, never rescanned: the dealer dealt on), P2 Ah, B2 Kd.
     out += feed(eng, [read("8c", 30), ReadFailed(31), read("Ah", 32)])
     (unconfirmed,) = alerts(out, "rescan_unconfirmed")
@@ -504,7 +488,7 @@ def test_a_misread_then_a_card_from_a_slotless_reader_holds_the_round() -> None:
 def test_a_reader_naming_slots_confirms_its_own_rescan() -> None:
     eng = window()
     start_shoe(eng)
-    bet(eng, "1", 10)
+    bet(eng, "1", 10, close_after=10)
     events = feed(eng, [read("8c", 30, target="P1"), ReadFailed(31), read("2d", 32, target="B1")])
     assert not alerts(events, "rescan_unconfirmed")
 
@@ -550,7 +534,7 @@ def test_cards_only_still_takes_a_late_unneeded_card_as_the_next_player_1() -> N
 def test_a_round_in_progress_across_a_restart_is_held_when_the_reader_names_no_frames() -> None:
     eng = window()
     out = start_shoe(eng)
-    out += bet(eng, "1", 10)
+    out += bet(eng, "1", 10, close_after=10)
     out += deal(eng, ("8c", "2d"), 30)
     restored = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(out))
     events = feed(restored, [read("Kh", 300), read("3s", 301)])
@@ -561,7 +545,7 @@ def test_a_round_in_progress_across_a_restart_is_held_when_the_reader_names_no_f
     # a restart between rounds is not in doubt (the server's next round id is checked instead)
     out += feed(eng, [read("Kh", 32), read("3s", 33)])
     between = Engine.restore(eng.configured_settings, eng.configured_variant, roundtrip(out))
-    assert not alerts(bet(between, "2", 100) + deal(between, NATURAL_2, 120), "restart_gap")
+    assert not alerts(bet(between, "2", 100, close_after=10) + deal(between, NATURAL_2, 120), "restart_gap")
 
 
 def test_a_button_input_with_a_round_id_out_of_form_is_alerted_not_used() -> None:
@@ -579,10 +563,10 @@ def test_a_second_card_before_the_close_used_as_player_1_is_corrected_without_co
     Player 1. The engine burned it and holds that round; the supervisor rearranges the round."""
     eng = window(decks=2)
     out = start_shoe(eng)
-    out += bet(eng, "1", 10)
+    out += bet(eng, "1", 10, close_after=10)
     out += deal(eng, NATURAL, 30)
     out += feed(eng, [read("5h", 40), read("9d", 45)])  # 5h burned (mistake 1); 9d: the real P1
-    out += bet(eng, "2", 100)
+    out += bet(eng, "2", 100, close_after=10)
     out += deal(eng, ("4c", "Qd", "Kc"), 120)  # the engine's round 2: 4c Qd Kc ... (shifted)
     physical = {"P1": "9d", "B1": "4c", "P2": "Qd", "B2": "Kc"}  # 9 against 4: natural
     out += feed(eng, [cmd("rearrange", 130, "fix", hand=2, cards=physical)])

@@ -4,8 +4,6 @@ that round, naming it and why; an Angel Eye reader keeps its slot-based handling
 
 from __future__ import annotations
 
-from typing import Any
-
 from common.inputs import DeviceConnection, DeviceTarget, ReaderSignal, ReaderSignalKind
 from daemon.engine.events import Event
 from daemon.engine.table import Engine
@@ -13,33 +11,18 @@ from tests.engine.support import (
     alerts,
     assert_legal,
     assert_restores,
+    bet,
     cmd,
+    deal,
     engine,
     feed,
     of_kind,
     read,
     start_shoe,
+    window,
 )
 
 NATURAL = ("8c", "2d", "Kh", "3s")
-
-
-def window(**settings: Any) -> Engine:
-    return engine(game_flow="betting_window", **settings)
-
-
-def bet(eng: Engine, round_id: str, at: float) -> list[Event]:
-    return feed(
-        eng,
-        [
-            cmd("open_betting", at, f"open-{round_id}", round_id=round_id),
-            cmd("close_betting", at + 5, f"close-{round_id}", round_id=round_id),
-        ],
-    )
-
-
-def deal(eng: Engine, cards: tuple[str, ...], at: float, **kw: Any) -> list[Event]:
-    return feed(eng, [read(c, at + 0.5 * k, **kw) for k, c in enumerate(cards)])
 
 
 def _round_under_way(eng: Engine) -> list[Event]:

@@ -4,8 +4,6 @@ lacks, and never completed with later cards."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from common.inputs import (
@@ -15,41 +13,22 @@ from common.inputs import (
     ReadFailed,
     Tick,
 )
-from daemon.engine.events import Event
-from daemon.engine.table import Engine
 from tests.engine.support import (
     alerts,
     assert_legal,
     assert_restores,
+    bet,
     cmd,
-    engine,
+    deal,
     feed,
     of_kind,
-    read,
     start_shoe,
+    window,
 )
 
 # P1 8, B1 2, P2 K, B2 3: Player 8 against Banker 5, no third card.
 NATURAL = ("8c", "2d", "Kh", "3s")
 NEXT = ("9c", "4d", "Qh", "2s")  # Player 9, Banker 6
-
-
-def window(**settings: Any) -> Engine:
-    return engine(game_flow="betting_window", **settings)
-
-
-def bet(eng: Engine, round_id: str, at: float) -> list[Event]:
-    return feed(
-        eng,
-        [
-            cmd("open_betting", at, f"open-{round_id}", round_id=round_id),
-            cmd("close_betting", at + 5, f"close-{round_id}", round_id=round_id),
-        ],
-    )
-
-
-def deal(eng: Engine, cards: tuple[str, ...], at: float, **kw: Any) -> list[Event]:
-    return feed(eng, [read(c, at + 0.5 * k, **kw) for k, c in enumerate(cards)])
 
 
 # ---------------------------------------------------------------- the next round is evidence
