@@ -105,6 +105,11 @@ def _comparable(events: list[dict[str, Any]]) -> list[tuple[int, str, Any]]:
 
 def _deal(steps: list[FixtureStep], shoe: PtyDevice, subscriber: TableSubscriber, refused: list[str]) -> None:
     def on_supervisor(step: Any, _t: float) -> None:
+        # the game server acts on what it saw: the frames dealt before the command reach the
+        # daemon's reader first (else the two runs may journal a frame and a command in either order)
+        deadline = time.monotonic() + 10.0
+        while pty_pending(shoe) and time.monotonic() < deadline:
+            time.sleep(0.002)
         reply = subscriber.sender.send(step.action, dict(step.args))
         if reply.get("status") != "accepted":
             refused.append(f"{step.action}: {reply}")
